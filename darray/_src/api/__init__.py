@@ -1,0 +1,1 @@
+"""The Array API namespace, one module per section of the standard."""

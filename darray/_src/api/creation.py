@@ -1,0 +1,277 @@
+"""Array creation: every function here creates data directly in its final sharding.
+
+Only `asarray` of host data passes through host memory, and even then each device receives only
+its own block. All functions take the Array API arguments plus keyword-only ``mesh`` (a
+`jax.sharding.Mesh`) and ``spec`` (a tuple or PartitionSpec naming the mesh axis for each array
+axis). Without them, arrays go on a 1D mesh over all devices, split along one axis.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from darray._src import physical
+from darray._src.array import DistArray
+from darray._src.layout import Layout
+from darray._src.placement import make_layout
+
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def _canonical(dtype) -> np.dtype:
+    """The dtype JAX will actually store (64-bit types shrink unless jax_enable_x64 is on)."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
+
+
+def _check_dtype(dtype, argname="dtype"):
+    if dtype is None:
+        return None
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{argname}={dtype!r} is not a dtype; use one of the darray dtypes "
+                        "(e.g. darray.float32)") from None
+    if dt.kind not in "biufc":
+        raise TypeError(f"{argname}={dtype!r} is not supported: darray holds bool, integer, "
+                        "real and complex floating dtypes")
+    return _canonical(dt)
+
+
+def _shape_tuple(shape, argname="shape") -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        out = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"{argname}={shape!r} must be an int or a tuple of ints") from None
+    if any(n < 0 for n in out):
+        raise ValueError(f"{argname}={out!r} has a negative extent")
+    return out
+
+
+def _redistribute(x: DistArray, layout: Layout, dtype) -> DistArray:
+    """Move a DistArray to another layout (and dtype) with one compiled resharding."""
+    if x.layout == layout and (dtype is None or dtype == x.dtype):
+        return x
+    return DistArray._new(_redistribute_fn(x.layout, layout, dtype)(x.data), layout)
+
+
+@functools.lru_cache(maxsize=256)
+def _redistribute_fn(src: Layout, dst: Layout, dtype):
+    def move(data):
+        logical = physical.physical_to_logical(data, src)
+        if dtype is not None:
+            logical = logical.astype(dtype)
+        return physical.logical_to_physical(logical, dst)
+    return jax.jit(move, out_shardings=physical.sharding_of(dst))
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None) -> DistArray:
+    """Convert `obj` to a DistArray.
+
+    Args:
+      obj: a DistArray, jax.Array, numpy array, Python scalar or nested sequence of scalars.
+      dtype: output dtype; default: inferred as the Array API says (Python floats give the
+        default floating dtype).
+      device: a Mesh (what ``x.device`` returns) or a single jax Device.
+      copy: True always copies, False never copies (ValueError if a copy is needed).
+      mesh, spec: where the array goes; default: ``obj``'s layout for a DistArray, else a 1D
+        mesh over all devices with one axis split.
+
+    Layout:
+      As requested. Host data is sent block by block (each device receives only its block);
+      a DistArray given another mesh/spec is redistributed in one compiled resharding.
+
+    Examples:
+      >>> mesh = jax.make_mesh((2, 4), ("x", "y"))
+      >>> x = darray.asarray(np.ones((13, 10, 7)), mesh=mesh, spec=("x", "y"))
+      >>> x
+      DistArray(float32[13,10,7], mesh=(x:2, y:4), split=(x, y, None))
+    """
+    dtype = _check_dtype(dtype)
+    if isinstance(obj, DistArray):
+        same_place = mesh is None and device is None and spec is None
+        layout = obj.layout if same_place else make_layout(obj.shape, mesh, spec, device, like=obj)
+        if copy is False and (layout != obj.layout or (dtype is not None and dtype != obj.dtype)):
+            raise ValueError("asarray(copy=False) cannot move or cast a DistArray without a copy")
+        return _redistribute(obj, layout, dtype)
+    if copy is False:
+        raise ValueError(f"asarray(copy=False) needs a DistArray input; converting "
+                         f"{type(obj).__name__} to a DistArray always copies")
+    if isinstance(obj, jax.Array):
+        layout = make_layout(obj.shape, mesh, spec, device)
+        return DistArray._new(_from_jax(layout, dtype)(obj), layout)
+    host = _to_host(obj, dtype)
+    layout = make_layout(host.shape, mesh, spec, device)
+    return DistArray._new(physical.host_to_physical(host, layout), layout)
+
+
+@functools.lru_cache(maxsize=256)
+def _from_jax(layout: Layout, dtype):
+    def place(x):
+        if dtype is not None:
+            x = x.astype(dtype)
+        return physical.logical_to_physical(x, layout)
+    return jax.jit(place, out_shardings=physical.sharding_of(layout))
+
+
+def _to_host(obj, dtype) -> np.ndarray:
+    if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
+        obj = np.from_dlpack(obj)
+    try:
+        host = np.asarray(obj)
+    except (ValueError, TypeError) as err:
+        raise TypeError(f"obj of type {type(obj).__name__} cannot be converted to an array "
+                        f"({err}); pass an array, a scalar or a nested sequence of scalars") from None
+    if host.dtype.kind not in "biufc":
+        raise TypeError(f"obj of type {type(obj).__name__} gives a numpy array of dtype "
+                        f"{host.dtype}, which darray does not hold; pass numbers or arrays "
+                        "of bool, integer, real or complex dtype")
+    target = dtype if dtype is not None else _canonical(host.dtype)
+    return host.astype(target, copy=False)
+
+
+def _full(shape, fill_value, dtype, device, mesh, spec, like=None) -> DistArray:
+    shape = _shape_tuple(shape)
+    layout = make_layout(shape, mesh, spec, device, like=like)
+    return DistArray._new(physical.filled(layout, fill_value, dtype), layout)
+
+
+def _default_dtype(value):
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(bool)
+    if isinstance(value, (int, np.integer)):
+        return _canonical(np.int64)
+    if isinstance(value, complex):
+        return _canonical(np.complex128)
+    return _canonical(np.float64)
+
+
+def zeros(shape, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
+    """An array of zeros. Layout: as requested; no communication."""
+    dtype = _check_dtype(dtype) or _default_dtype(0.0)
+    return _full(shape, 0, dtype, device, mesh, spec)
+
+
+def ones(shape, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
+    """An array of ones. Layout: as requested; no communication."""
+    dtype = _check_dtype(dtype) or _default_dtype(0.0)
+    return _full(shape, 1, dtype, device, mesh, spec)
+
+
+def empty(shape, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
+    """An uninitialised array (zeros here: XLA has no uninitialised buffers)."""
+    return zeros(shape, dtype=dtype, device=device, mesh=mesh, spec=spec)
+
+
+def full(shape, fill_value, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
+    """An array filled with `fill_value`. Layout: as requested; no communication."""
+    if isinstance(fill_value, DistArray):
+        fill_value = fill_value.to_jax().item()
+    if not isinstance(fill_value, _SCALARS):
+        raise TypeError(f"fill_value must be a Python scalar, got {type(fill_value).__name__}")
+    dtype = _check_dtype(dtype) or _default_dtype(fill_value)
+    return _full(shape, fill_value, dtype, device, mesh, spec)
+
+
+def _like(x, dtype, device, mesh, spec):
+    if not isinstance(x, DistArray):
+        raise TypeError(f"x must be a DistArray, got {type(x).__name__}")
+    return (_check_dtype(dtype) or x.dtype), device, mesh, spec
+
+
+def zeros_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
+    """Zeros with `x`'s shape, dtype and layout (unless overridden)."""
+    dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    return _full(x.shape, 0, dtype, device, mesh, spec, like=x)
+
+
+def ones_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
+    """Ones with `x`'s shape, dtype and layout (unless overridden)."""
+    dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    return _full(x.shape, 1, dtype, device, mesh, spec, like=x)
+
+
+def empty_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
+    """Like `zeros_like` (XLA has no uninitialised buffers)."""
+    return zeros_like(x, dtype=dtype, device=device, mesh=mesh, spec=spec)
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
+    """`fill_value` with `x`'s shape, dtype and layout (unless overridden)."""
+    dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    return _full(x.shape, fill_value, dtype, device, mesh, spec, like=x)
+
+
+def _generated(layout: Layout, dtype, make):
+    """Run `make(padded_shape)` (an iota-style generator) compiled straight into the sharding."""
+    padded = layout.padded_shape
+    fn = jax.jit(lambda: make(padded).astype(dtype), out_shardings=physical.sharding_of(layout))
+    return DistArray._new(fn(), layout)
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None, mesh=None,
+           spec=None) -> DistArray:
+    """Evenly spaced values in [start, stop). Layout: 1D as requested; no communication."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange step must not be 0")
+    n = max(0, int(np.ceil((stop - start) / step)))
+    if dtype is None:
+        dtype = _default_dtype(start + stop + step if all(
+            isinstance(v, (int, np.integer)) for v in (start, stop, step)) else 0.0)
+    dtype = _check_dtype(dtype)
+    layout = make_layout((n,), mesh, spec, device)
+    return _generated(layout, dtype,
+                      lambda p: start + step * jnp.arange(p[0], dtype=_wide(dtype)))
+
+
+def _wide(dtype):
+    """Compute generators in a precise type, then cast (numpy computes in float64/int64)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        return _canonical(np.complex128)
+    if dtype.kind == "f":
+        return _canonical(np.float64)
+    return _canonical(np.int64) if dtype.kind in "iu" else dtype
+
+
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, mesh=None,
+             spec=None) -> DistArray:
+    """`num` evenly spaced samples from start to stop. Layout: 1D; no communication."""
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace num={num} must be >= 0")
+    dtype = _check_dtype(dtype) or _default_dtype(complex(0) if isinstance(
+        start, complex) or isinstance(stop, complex) else 0.0)
+    layout = make_layout((num,), mesh, spec, device)
+    div = (num - 1) if endpoint else num
+    wide = _wide(dtype)
+
+    def make(p):
+        i = jnp.arange(p[0], dtype=wide)
+        step = (stop - start) / div if div > 0 else 0.0
+        vals = start + i * step
+        if endpoint and num > 1:
+            vals = jnp.where(i == num - 1, jnp.asarray(stop, wide), vals)
+        return vals
+    return _generated(layout, dtype, make)
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, mesh=None,
+        spec=None) -> DistArray:
+    """Ones on the k-th diagonal. Layout: 2D as requested; no communication."""
+    n_cols = n_rows if n_cols is None else n_cols
+    dtype = _check_dtype(dtype) or _default_dtype(0.0)
+    layout = make_layout(_shape_tuple((n_rows, n_cols)), mesh, spec, device)
+
+    def make(p):
+        rows = jax.lax.broadcasted_iota(np.int32, p, 0)
+        cols = jax.lax.broadcasted_iota(np.int32, p, 1)
+        return cols - rows == k
+    return _generated(layout, dtype, make)

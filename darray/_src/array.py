@@ -1,0 +1,112 @@
+"""DistArray: a physical `jax.Array` plus the `Layout` that says what it means.
+
+A DistArray is a JAX pytree whose only leaf is the physical array and whose static metadata is
+the Layout, so it passes through `jax.jit`, `grad` and `vmap` like any array. JAX rebuilds
+DistArrays from odd leaves during transformations (None, PartitionSpec, ShapedArray, tracers of
+another rank), so the pytree path never validates; `DistArray._new` is the checked path.
+"""
+from __future__ import annotations
+
+import numpy as np
+import jax
+
+from darray._src import physical
+from darray._src.layout import Layout
+
+
+@jax.tree_util.register_pytree_node_class
+class DistArray:
+    """A distributed n-d array: logical global shape, physical sharded storage.
+
+    Users see the logical shape and natural axis order; padding for uneven splits and ghost
+    cells are physical facts recorded in ``layout``.
+    """
+
+    __slots__ = ("_data", "_layout")
+    __array_priority__ = 100  # numpy defers binary operators to DistArray
+
+    def __init__(self, data, layout: Layout):
+        self._data = data
+        self._layout = layout
+
+    @classmethod
+    def _new(cls, data, layout: Layout) -> "DistArray":
+        """Checked construction: the physical array must have the layout's physical shape."""
+        if tuple(data.shape) != layout.physical_shape:
+            raise ValueError(f"physical data of shape {tuple(data.shape)} does not match "
+                             f"{layout!r}, whose physical shape is {layout.physical_shape}")
+        return cls(data, layout)
+
+    # -- pytree ------------------------------------------------------------------------------
+    def tree_flatten(self):
+        return (self._data,), self._layout
+
+    @classmethod
+    def tree_unflatten(cls, layout, children):
+        return cls(children[0], layout)
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def data(self) -> jax.Array:
+        """The physical array (padding and ghosts included). Prefer `to_jax()` for values."""
+        return self._data
+
+    @property
+    def layout(self) -> Layout:
+        return self._layout
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._layout.shape
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._layout.ndim
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def mesh(self):
+        return self._layout.mesh
+
+    @property
+    def sharding(self):
+        """NamedSharding of the physical array."""
+        return physical.sharding_of(self._layout)
+
+    @property
+    def device(self):
+        """The Array API device of a DistArray is its mesh: pass it as `device=` to co-locate."""
+        return self._layout.mesh
+
+    def to_device(self, device, /, *, stream=None) -> "DistArray":
+        from darray._src.api.creation import asarray
+        return asarray(self, device=device)
+
+    def to_jax(self) -> jax.Array:
+        """The logical global array as a plain jax.Array (padding and ghosts removed)."""
+        return physical.to_logical(self._data, self._layout)
+
+    # -- host conversion ---------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        host = physical.physical_to_host(self._data, self._layout)
+        return host if dtype is None else host.astype(dtype, copy=False)
+
+    def __repr__(self) -> str:
+        lay = self._layout
+        dims = ",".join(str(n) for n in lay.shape)
+        mesh = ", ".join(f"{n}:{s}" for n, s in lay.mesh.shape.items())
+        extra = f", halo={lay.halo}" if lay.has_halo else ""
+        dtype = getattr(self._data, "dtype", "?")
+        return f"DistArray({dtype}[{dims}], mesh=({mesh}), split={lay.describe_split()}{extra})"
+
+    __str__ = __repr__

@@ -1,0 +1,69 @@
+"""Every JAX-version seam lives here, so the rest of darray reads as if there were one JAX.
+
+Supported: jax 0.10.x (Python 3.11) and the newest jax (0.12 on Python 3.12).
+"""
+from __future__ import annotations
+
+import jax
+from jax.sharding import NamedSharding, PartitionSpec
+
+AxisType = jax.sharding.AxisType
+shard_map = jax.shard_map
+
+
+def mesh_axis_types(mesh) -> dict[str, object]:
+    """Axis name -> AxisType; meshes without types (duck-typed test meshes) count as Auto."""
+    types = getattr(mesh, "axis_types", None)
+    if types is None:
+        return {name: AxisType.Auto for name in mesh.axis_names}
+    return dict(zip(mesh.axis_names, types))
+
+
+def is_explicit(mesh, axes=None) -> bool:
+    """True if any of `axes` (default: all mesh axes) is an Explicit axis."""
+    types = mesh_axis_types(mesh)
+    names = mesh.axis_names if axes is None else axes
+    return any(types[a] == AxisType.Explicit for a in names)
+
+
+def make_auto_mesh(shape, names, devices=None):
+    """A mesh whose axes are all Auto (jax.make_mesh defaults to Explicit in current jax)."""
+    return jax.make_mesh(tuple(shape), tuple(names), axis_types=(AxisType.Auto,) * len(names),
+                         devices=devices)
+
+
+_AUTO_TWINS: dict = {}
+
+
+def auto_twin(mesh):
+    """The same devices and axis names with every axis Auto.
+
+    darray keeps its arrays on Auto meshes: the Layout already carries the sharding that
+    Explicit axes would put in the type, and Explicit axes refuse what darray needs (slicing an
+    unevenly split axis, eager grad without a mesh context, with_sharding_constraint).
+    A with_sharding_constraint onto the twin converts Explicit-typed values inside jit.
+    """
+    if not is_explicit(mesh):
+        return mesh
+    twin = _AUTO_TWINS.get(mesh)
+    if twin is None:
+        twin = jax.sharding.Mesh(mesh.devices, mesh.axis_names,
+                                 axis_types=(AxisType.Auto,) * len(mesh.axis_names))
+        _AUTO_TWINS[mesh] = twin
+    return twin
+
+
+def constrain(data, mesh, spec: PartitionSpec):
+    """Pin `data` to NamedSharding(mesh, spec), the way the mesh's axis types allow.
+
+    Auto axes take `with_sharding_constraint`; Explicit axes refuse it and need `reshard`
+    (measured: without it jacfwd/jacrev of a shard_map fail on Explicit meshes).
+    """
+    sharding = NamedSharding(mesh, spec)
+    if is_explicit(mesh):
+        return jax.sharding.reshard(data, sharding)
+    return jax.lax.with_sharding_constraint(data, sharding)
+
+
+def is_tracer(x) -> bool:
+    return isinstance(x, jax.core.Tracer)

@@ -1,0 +1,128 @@
+"""Moving between the logical global array and its physical (padded, haloed) storage.
+
+These are the only functions that know how padding and ghost cells sit in the physical
+jax.Array; everything else asks the Layout for sizes and calls these to convert.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+
+from darray._src import compat
+from darray._src.layout import Layout
+
+
+def sharding_of(layout: Layout) -> NamedSharding:
+    return NamedSharding(layout.mesh, layout.spec)
+
+
+def constrain(data, layout: Layout):
+    """Pin a physical array to its layout's sharding (see compat.constrain for why two ways)."""
+    return compat.constrain(data, layout.mesh, layout.spec)
+
+
+def host_to_physical(host: np.ndarray, layout: Layout) -> jax.Array:
+    """Place host data so that each device receives only its own block (no full copy per device).
+
+    Works in multi-process runs too: each process supplies the blocks of its own devices.
+    """
+    if layout.has_halo:
+        raise NotImplementedError("host_to_physical builds arrays without halo; call .halo() after")
+    physical = layout.physical_shape
+
+    def block(index):
+        # `index` is a tuple of slices into the physical array; map each to logical cells.
+        out_shape, src = [], []
+        for axis, sl in enumerate(index):
+            start, stop, _ = sl.indices(physical[axis])
+            out_shape.append(stop - start)
+            src.append(slice(min(start, layout.shape[axis]), min(stop, layout.shape[axis])))
+        piece = host[tuple(src)]
+        if piece.shape == tuple(out_shape):
+            return np.ascontiguousarray(piece)
+        out = np.zeros(out_shape, host.dtype)
+        out[tuple(slice(0, n) for n in piece.shape)] = piece
+        return out
+
+    return jax.make_array_from_callback(physical, sharding_of(layout), block)
+
+
+def logical_to_physical(x, layout: Layout):
+    """Pad a logical jax array (any sharding) at the end of each split axis; pin the result."""
+    pads = [(0, p - n) for p, n in zip(layout.padded_shape, layout.shape)]
+    if any(hi for _, hi in pads):
+        x = jnp.pad(x, pads)
+    return constrain(x, layout)
+
+
+def physical_to_logical(data, layout: Layout):
+    """Strip ghosts and padding from a physical jax array, giving the logical global array."""
+    for axis in range(layout.ndim):
+        data = _strip_axis(data, layout, axis)
+    return data
+
+
+@functools.lru_cache(maxsize=256)
+def _to_logical_fn(layout: Layout):
+    return jax.jit(lambda data: _pinned_logical(data, layout))
+
+
+def to_logical(data, layout: Layout):
+    """`physical_to_logical` pinned to the layout's sharding at both ends (JAX shards uneven
+    logical arrays itself; unpinned, XLA tends to replicate them). Compiled when called eagerly.
+    """
+    if compat.is_tracer(data):
+        return _pinned_logical(data, layout)
+    return _to_logical_fn(layout)(data)
+
+
+def _pinned_logical(data, layout: Layout):
+    logical = physical_to_logical(constrain(data, layout), layout)
+    return constrain(logical, layout.without_halo())
+
+
+def _strip_axis(data, layout: Layout, axis: int):
+    lo, hi = layout.halo[axis]
+    n, chunk, parts = layout.shape[axis], layout.chunk(axis), layout.parts(axis)
+    if lo or hi:
+        shape = data.shape
+        blocks = data.reshape(shape[:axis] + (parts, lo + chunk + hi) + shape[axis + 1:])
+        blocks = jax.lax.slice_in_dim(blocks, lo, lo + chunk, axis=axis + 1)
+        data = blocks.reshape(shape[:axis] + (parts * chunk,) + shape[axis + 1:])
+    if data.shape[axis] != n:
+        data = jax.lax.slice_in_dim(data, 0, n, axis=axis)
+    return data
+
+
+def physical_to_host(data, layout: Layout) -> np.ndarray:
+    """The logical global array on the host (gathers across processes when needed)."""
+    if getattr(data, "is_fully_addressable", True):
+        host = np.asarray(data)
+    else:
+        from jax.experimental import multihost_utils
+        host = np.asarray(multihost_utils.process_allgather(data, tiled=True))
+    for axis in range(layout.ndim):
+        lo, hi = layout.halo[axis]
+        if lo or hi:
+            parts, chunk = layout.parts(axis), layout.chunk(axis)
+            shape = host.shape
+            host = host.reshape(shape[:axis] + (parts, lo + chunk + hi) + shape[axis + 1:])
+            host = np.take(host, np.arange(lo, lo + chunk), axis=axis + 1)
+            host = host.reshape(shape[:axis] + (parts * chunk,) + shape[axis + 1:])
+        host = np.take(host, np.arange(layout.shape[axis]), axis=axis)
+    return host
+
+
+@functools.lru_cache(maxsize=256)
+def _filled(layout: Layout, value, dtype):
+    shape = layout.physical_shape
+    return jax.jit(lambda: jnp.full(shape, value, dtype), out_shardings=sharding_of(layout))
+
+
+def filled(layout: Layout, value, dtype) -> jax.Array:
+    """A physical array of `value`, created directly sharded (never whole on one device)."""
+    return _filled(layout, value, np.dtype(dtype))()

@@ -1,0 +1,11 @@
+"""Test configuration: 8 virtual CPU devices, set before jax initialises its backend."""
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+
+jax.config.update("jax_num_cpu_devices", 8)
+# float64 references need float64 arrays; tests that want float32 ask for it.
+jax.config.update("jax_enable_x64", True)
