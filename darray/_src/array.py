@@ -110,3 +110,85 @@ class DistArray:
         return f"DistArray({dtype}[{dims}], mesh=({mesh}), split={lay.describe_split()}{extra})"
 
     __str__ = __repr__
+
+    # -- indexing (darray._src.api.indexing) -------------------------------------------------
+    def __getitem__(self, key):
+        from darray._src.api.indexing import getitem
+        return getitem(self, key)
+
+    def __setitem__(self, key, value):
+        """Rebinds this DistArray to an updated copy (jax arrays are immutable)."""
+        from darray._src.api.indexing import setitem
+        updated = setitem(self, key, value)
+        self._data, self._layout = updated._data, updated._layout
+
+    # -- halo (darray._src.halo) -------------------------------------------------------------
+    def halo(self, width=1, *, boundary="periodic", axes=None, fill_value=0):
+        """Ghost cells filled from neighbouring blocks; see darray._src.halo.halo."""
+        from darray._src.halo import halo
+        return halo(self, width, boundary=boundary, axes=axes, fill_value=fill_value)
+
+    def halo_reduce(self):
+        """Sum ghost cells back into their owners (the adjoint of `halo`)."""
+        from darray._src.halo import halo_reduce
+        return halo_reduce(self)
+
+    def unhalo(self):
+        """Drop ghost cells (keep the interior)."""
+        from darray._src.halo import unhalo
+        return unhalo(self)
+
+
+# -- operators: one table, shared with the elementwise functions ------------------------------
+# (dunder, elementwise function name, operand order). "reflected" swaps operands; "inplace"
+# computes the op and rebinds self, since jax arrays are immutable.
+OPERATORS = (
+    ("__add__", "add"), ("__sub__", "subtract"), ("__mul__", "multiply"),
+    ("__truediv__", "divide"), ("__floordiv__", "floor_divide"), ("__mod__", "remainder"),
+    ("__pow__", "pow"), ("__matmul__", "matmul"), ("__and__", "bitwise_and"),
+    ("__or__", "bitwise_or"), ("__xor__", "bitwise_xor"), ("__lshift__", "bitwise_left_shift"),
+    ("__rshift__", "bitwise_right_shift"),
+)
+COMPARISONS = (
+    ("__eq__", "equal"), ("__ne__", "not_equal"), ("__lt__", "less"),
+    ("__le__", "less_equal"), ("__gt__", "greater"), ("__ge__", "greater_equal"),
+)
+UNARY = (("__neg__", "negative"), ("__pos__", "positive"), ("__abs__", "abs"),
+         ("__invert__", "bitwise_invert"))
+
+
+def _lookup(name):
+    # Late import: the elementwise module depends on this one.
+    from darray._src.api import elementwise
+    return getattr(elementwise, name)
+
+
+def _binary(name, how):
+    def forward(self, other):
+        return _lookup(name)(self, other)
+
+    def reflected(self, other):
+        return _lookup(name)(other, self)
+
+    def inplace(self, other):
+        result = _lookup(name)(self, other)
+        self._data, self._layout = result._data, result._layout
+        return self
+    return {"forward": forward, "reflected": reflected, "inplace": inplace}[how]
+
+
+def _unary(name):
+    def method(self):
+        return _lookup(name)(self)
+    return method
+
+
+for _dunder, _name in OPERATORS:
+    setattr(DistArray, _dunder, _binary(_name, "forward"))
+    setattr(DistArray, "__r" + _dunder[2:], _binary(_name, "reflected"))
+    setattr(DistArray, "__i" + _dunder[2:], _binary(_name, "inplace"))
+for _dunder, _name in COMPARISONS:
+    setattr(DistArray, _dunder, _binary(_name, "forward"))
+for _dunder, _name in UNARY:
+    setattr(DistArray, _dunder, _unary(_name))
+DistArray.__hash__ = None  # arrays are unhashable, as in numpy (we define __eq__)

@@ -1,0 +1,116 @@
+"""The shared mechanism behind namespace functions: operand handling and the two apply paths.
+
+* physical path (`apply_physical`): every array operand is a DistArray of one layout without
+  halo; the function runs on the physical arrays directly (padding computes garbage that nobody
+  reads). No communication.
+* logical path (`apply_logical`): operands are converted to their logical arrays inside one jit,
+  the function runs with JAX's SPMD partitioner, and the result is padded into the output
+  layout. Inputs and outputs are pinned, so XLA sees the shardings at both ends.
+
+Both compile once per (function, layouts, dtypes) thanks to the caches below.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from darray._src import physical
+from darray._src.array import DistArray
+from darray._src.layout import Layout
+
+
+def is_dist(x) -> bool:
+    return isinstance(x, DistArray)
+
+
+def first_dist(args) -> DistArray | None:
+    return next((a for a in args if isinstance(a, DistArray)), None)
+
+
+def check_array(x, argname: str = "x") -> DistArray:
+    """Accept only a DistArray for `argname` (TypeError otherwise)."""
+    if not isinstance(x, DistArray):
+        raise TypeError(f"{argname} must be a DistArray (see darray.asarray), got "
+                        f"{type(x).__name__}")
+    return x
+
+
+def _static_key(a):
+    """Cache key part for a non-DistArray operand: Python scalars by type (weakly typed)."""
+    if isinstance(a, (bool, int, float, complex)):
+        return ("scalar", type(a))
+    return ("array", tuple(np.shape(a)), str(np.asarray(a).dtype) if not hasattr(a, "dtype")
+            else str(a.dtype))
+
+
+def apply_physical(fn: Callable, args: Sequence, layout: Layout) -> DistArray:
+    """fn(*args) on physical data; every DistArray in args has `layout` (no halo)."""
+    kinds = tuple("dist" if is_dist(a) else _static_key(a) for a in args)
+    leaves = [a.data if is_dist(a) else a for a in args]
+    out = _physical_fn(fn, kinds, layout)(*leaves)
+    return DistArray._new(out, layout)
+
+
+@functools.lru_cache(maxsize=1024)
+def _physical_fn(fn, kinds, layout):
+    del kinds  # part of the cache key only
+    return jax.jit(lambda *xs: physical.constrain(
+        fn(*[physical.constrain(x, layout) if getattr(x, "ndim", 0) == layout.ndim
+             and tuple(x.shape) == layout.physical_shape else x for x in xs]), layout))
+
+
+def apply_logical(fn: Callable, args: Sequence, out_layouts, *, static=()) -> object:
+    """fn(*logical_args, *static) with outputs placed in `out_layouts` (a Layout, a tuple of
+    Layouts, or None entries for outputs to return as plain jax arrays).
+    """
+    kinds = tuple(a.layout if is_dist(a) else _static_key(a) for a in args)
+    leaves = [a.data if is_dist(a) else a for a in args]
+    compiled = _logical_fn(fn, kinds, out_layouts, static)
+    outs = compiled(*leaves)
+    if isinstance(out_layouts, Layout):
+        return DistArray._new(outs, out_layouts)
+    return tuple(o if lay is None else DistArray._new(o, lay) for o, lay in zip(outs, out_layouts))
+
+
+@functools.lru_cache(maxsize=1024)
+def _logical_fn(fn, kinds, out_layouts, static):
+    def run(*leaves):
+        logical = [physical.to_logical(x, k) if isinstance(k, Layout) else x
+                   for x, k in zip(leaves, kinds)]
+        result = fn(*logical, *static)
+        if isinstance(out_layouts, Layout):
+            return physical.logical_to_physical(result, out_layouts)
+        return tuple(r if lay is None else physical.logical_to_physical(r, lay)
+                     for r, lay in zip(result, out_layouts))
+    return jax.jit(run)
+
+
+def valid_mask(layout: Layout):
+    """Boolean physical-shaped mask (inside jit): True on logical cells, False on padding and
+    ghosts. Built from iotas, so it costs no communication and no memory until fused."""
+    shape = layout.physical_shape
+    mask = None
+    for axis in range(layout.ndim):
+        lo, hi = layout.halo[axis]
+        if not (lo or hi or layout.padded_shape[axis] != layout.shape[axis]):
+            continue
+        block = lo + layout.chunk(axis) + hi
+        i = jax.lax.broadcasted_iota(np.int32, shape, axis)
+        local, blk = i % block, i // block
+        logical_index = blk * layout.chunk(axis) + (local - lo)
+        ok = (local >= lo) & (local < lo + layout.chunk(axis)) & (logical_index < layout.shape[axis])
+        mask = ok if mask is None else (mask & ok)
+    return mask
+
+
+def masked_physical(data, layout: Layout, fill):
+    """Physical data with padding and ghosts replaced by `fill` (e.g. the identity of a
+    reduction), so a reduction over the physical array is exact and needs only an all-reduce."""
+    mask = valid_mask(layout)
+    if mask is None:
+        return data
+    return jnp.where(mask, data, jnp.asarray(fill, data.dtype))
