@@ -43,7 +43,7 @@ def host_to_physical(host: np.ndarray, layout: Layout) -> jax.Array:
             src.append(slice(min(start, layout.shape[axis]), min(stop, layout.shape[axis])))
         piece = host[tuple(src)]
         if piece.shape == tuple(out_shape):
-            return np.ascontiguousarray(piece)
+            return np.array(piece, order="C")
         out = np.zeros(out_shape, host.dtype)
         out[tuple(slice(0, n) for n in piece.shape)] = piece
         return out

@@ -47,24 +47,60 @@ def default_spec(shape, mesh) -> PartitionSpec:
 
 
 def resolve_mesh(mesh=None, device=None, *, like=None):
-    """The mesh an array is created on, from `mesh=`, an Array API `device=` or a template.
-
-    `device` may be a Mesh (what `DistArray.device` returns) or a single jax Device.
+    """The (Auto-typed) mesh an array is created on, from `mesh=`, an Array API `device=` or a
+    template array. `mesh` may be a Mesh or axis sizes such as (2, 4); `device` may be a Mesh
+    (what `DistArray.device` returns) or a single jax Device.
     """
-    if mesh is not None and device is not None and compat.auto_twin(mesh) != compat.auto_twin(device):
-        raise ValueError(f"mesh={mesh!r} and device={device!r} disagree; give one of them")
-    mesh = mesh if mesh is not None else device
-    if mesh is None:
+    if mesh is None and device is None:
         return like.mesh if like is not None else default_mesh()
+    mesh = _one_mesh(mesh, "mesh") if mesh is not None else None
+    device = _one_mesh(device, "device") if device is not None else None
+    if mesh is not None and device is not None and mesh != device:
+        raise ValueError(f"mesh={mesh!r} and device={device!r} disagree; give only one of them")
+    return mesh if mesh is not None else device
+
+
+def _one_mesh(mesh, argname):
+    if isinstance(mesh, dict) or (isinstance(mesh, (tuple, list)) and mesh
+                                  and all(isinstance(n, int) for n in mesh)):
+        return mesh_from_sizes(mesh)
     if isinstance(mesh, jax.Device):
         return compat.make_auto_mesh((1,), (DEFAULT_AXIS,), devices=[mesh])
     if isinstance(mesh, AbstractMesh):
-        raise TypeError("mesh must be a concrete jax.sharding.Mesh (devices are needed to place "
-                        f"data), got the AbstractMesh {mesh!r}")
+        raise TypeError(f"{argname} must be a concrete jax.sharding.Mesh (devices are needed to "
+                        f"place data), got the AbstractMesh {mesh!r}")
     if not isinstance(mesh, Mesh):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh (e.g. jax.make_mesh((2, 4), ('x', 'y')))"
-                        f" or None for all devices, got {type(mesh).__name__}: {mesh!r}")
+        raise TypeError(f"{argname} must be a jax.sharding.Mesh (e.g. jax.make_mesh((2, 4), "
+                        f"('x', 'y'))), a tuple of axis sizes such as (2, 4), or None for all "
+                        f"devices, got {type(mesh).__name__}: {mesh!r}")
     return compat.auto_twin(mesh)
+
+
+MESH_AXIS_NAMES = ("x", "y", "z", "w")
+
+
+@functools.lru_cache(maxsize=None)
+def _mesh_from_items(items):
+    names, sizes = zip(*items)
+    need, have = int(np.prod(sizes)), jax.device_count()
+    if need != have:
+        raise ValueError(f"mesh={dict(items)!r} needs {need} devices but {have} are available; "
+                         f"give sizes whose product is {have}")
+    return compat.make_auto_mesh(sizes, names)
+
+
+def mesh_from_sizes(sizes):
+    """A Mesh from shorthand: (2, 4) names its axes 'x', 'y'; {'c': 2, 'x': 4} names them."""
+    if isinstance(sizes, dict):
+        items = tuple((str(k), int(v)) for k, v in sizes.items())
+    else:
+        if len(sizes) > len(MESH_AXIS_NAMES):
+            raise ValueError(f"mesh={tuple(sizes)!r} has more than {len(MESH_AXIS_NAMES)} axes; "
+                             "pass a jax.sharding.Mesh for more")
+        items = tuple(zip(MESH_AXIS_NAMES, (int(n) for n in sizes)))
+    if any(v < 1 for _, v in items):
+        raise ValueError(f"mesh={dict(items)!r} has an axis of size < 1")
+    return _mesh_from_items(items)
 
 
 def make_layout(shape, mesh=None, spec=None, device=None, *, like=None) -> Layout:
