@@ -1,0 +1,97 @@
+// darray._native: the nanobind module that hands XLA FFI handlers to Python.
+//
+// Python (darray/_src/native.py) registers each capsule with
+// jax.ffi.register_ffi_target under its key; the key's suffix (_cpu, _cuda)
+// names the platform. Nothing here runs a computation: it only exports
+// function pointers and a description of what was compiled in.
+#include <string>
+#include <type_traits>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include "pad_axis.h"
+#include "xla/ffi/api/c_api.h"
+
+#ifdef DARRAY_HAS_CUDA
+#include <cuda_runtime_api.h>
+#endif
+#ifdef DARRAY_HAS_MPI
+#include <mpi.h>
+#endif
+
+namespace nb = nanobind;
+
+namespace {
+
+// Wraps a handler symbol in an unnamed PyCapsule, the form register_ffi_target
+// expects; the static_assert rejects anything that is not an FFI handler.
+template <typename Fn>
+nb::capsule EncapsulateHandler(Fn* fn) {
+  static_assert(std::is_invocable_r_v<XLA_FFI_Error*, Fn, XLA_FFI_CallFrame*>,
+                "an XLA FFI handler must take XLA_FFI_CallFrame* and return XLA_FFI_Error*");
+  return nb::capsule(reinterpret_cast<void*>(fn));
+}
+
+#ifdef DARRAY_HAS_MPI
+// The MPI library's own version string; MPI allows this call before MPI_Init.
+std::string MpiLibraryVersion() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  if (MPI_Get_library_version(buf, &len) != MPI_SUCCESS) return "unknown";
+  return std::string(buf, len);
+}
+#endif
+
+}  // namespace
+
+NB_MODULE(_native, m) {
+  m.doc() = "darray native part: XLA FFI handlers exported as PyCapsules.";
+
+  // registrations() -> {target_name: capsule}; one entry per handler that was
+  // compiled in. CPU targets always exist; CUDA ones only with DARRAY_ENABLE_CUDA.
+  m.def(
+      "registrations",
+      []() {
+        nb::dict d;
+        d["darray_pad_axis_cpu"] = EncapsulateHandler(DarrayPadAxisCpu);
+#ifdef DARRAY_HAS_CUDA
+        d["darray_pad_axis_cuda"] = EncapsulateHandler(DarrayPadAxisCuda);
+#endif
+        return d;
+      },
+      "Return {target_name: PyCapsule} for every XLA FFI handler in this build.");
+
+  // build_info() -> dict describing the build: which optional parts were
+  // compiled in, the XLA FFI API version of the headers, compiler, nanobind.
+  m.def(
+      "build_info",
+      []() {
+        nb::dict d;
+#ifdef DARRAY_HAS_CUDA
+        d["cuda"] = true;
+        d["cuda_runtime_version"] = CUDART_VERSION;
+#else
+        d["cuda"] = false;
+#endif
+#ifdef DARRAY_HAS_CUDECOMP
+        d["cudecomp"] = true;
+#else
+        d["cudecomp"] = false;
+#endif
+#ifdef DARRAY_HAS_MPI
+        d["mpi"] = true;
+        d["mpi_library_version"] = MpiLibraryVersion();
+#else
+        d["mpi"] = false;
+#endif
+        d["xla_ffi_api"] = std::to_string(XLA_FFI_API_MAJOR) + "." +
+                           std::to_string(XLA_FFI_API_MINOR);
+        d["compiler"] = DARRAY_COMPILER;
+        d["nanobind"] = std::to_string(NB_VERSION_MAJOR) + "." +
+                        std::to_string(NB_VERSION_MINOR) + "." +
+                        std::to_string(NB_VERSION_PATCH);
+        return d;
+      },
+      "Return a dict describing what this build of darray._native contains.");
+}
