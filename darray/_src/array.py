@@ -14,6 +14,35 @@ from darray._src import physical
 from darray._src.layout import Layout
 
 
+def reconcile_rank(layout: Layout, data) -> Layout:
+    """The layout matching `data`'s rank.
+
+    JAX transformations rebuild DistArrays around leaves of another rank: under `jax.vmap` the
+    traced data lacks the mapped axis; Jacobians add axes. The pytree path must not validate, so
+    ops reconcile here: drop the layout axes whose removal leaves exactly the data's physical
+    shape (leading axes preferred), or prepend unsplit axes for extra leading data axes.
+    """
+    shape = getattr(data, "shape", None)
+    if shape is None or len(shape) == layout.ndim:
+        return layout
+    shape = tuple(shape)
+    physical_shape = layout.physical_shape
+    if len(shape) > layout.ndim:
+        extra = shape[: len(shape) - layout.ndim]
+        if shape[len(extra):] == physical_shape and not layout.has_halo:
+            return Layout(extra + layout.shape, layout.mesh, ((),) * len(extra) + layout.split,
+                          ((0, 0),) * len(shape), tuple(range(len(shape))))
+        raise ValueError(f"data of shape {shape} does not extend {layout!r}")
+    import itertools
+    for dropped in itertools.combinations(range(layout.ndim), layout.ndim - len(shape)):
+        keep = [a for a in range(layout.ndim) if a not in dropped]
+        if tuple(physical_shape[a] for a in keep) == shape:
+            return Layout(tuple(layout.shape[a] for a in keep), layout.mesh,
+                          tuple(layout.split[a] for a in keep), tuple(layout.halo[a] for a in keep),
+                          tuple(range(len(keep))))
+    raise ValueError(f"data of shape {shape} is not {layout!r} with axes removed")
+
+
 @jax.tree_util.register_pytree_node_class
 class DistArray:
     """A distributed n-d array: logical global shape, physical sharded storage.
@@ -53,11 +82,13 @@ class DistArray:
 
     @property
     def layout(self) -> Layout:
-        return self._layout
+        """The Layout of the data as seen here; under `jax.vmap` the traced data has lost the
+        batch axis, and the layout is reconciled to the data's rank (see `reconcile_rank`)."""
+        return reconcile_rank(self._layout, self._data)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._layout.shape
+        return self.layout.shape
 
     @property
     def dtype(self):
@@ -65,7 +96,7 @@ class DistArray:
 
     @property
     def ndim(self) -> int:
-        return self._layout.ndim
+        return len(self.shape)
 
     @property
     def size(self) -> int:
