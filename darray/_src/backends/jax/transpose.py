@@ -1,0 +1,45 @@
+"""All-to-all transposes of local blocks, called inside a shard_map.
+
+A transpose moves the split of a group of mesh axes from array axis `src` to array axis `dst`.
+Uneven sizes: `dst` (local, true length) is zero-padded to a multiple of the parts so every
+device sends equal pieces; after the exchange `src` is local again and is sliced back to its
+true length, which drops the padding the old layout carried at the end of `src`. No extra
+collectives, and the gradient of the padding is zero (pad and slice are each other's adjoint).
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax import lax
+
+
+def pad_axis(x, axis: int, length: int):
+    """Zero-pad local axis `axis` at its end up to `length`."""
+    extra = length - x.shape[axis]
+    if extra <= 0:
+        return x
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, extra)
+    return jnp.pad(x, widths)
+
+
+def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: int,
+                    parts: int):
+    """Block of an array split on `src` -> block of the array split on `dst`.
+
+    Args:
+      x: the local block; `dst` holds its full true length, `src` one chunk (padded).
+      mesh_axes: the mesh axes splitting `src` (major to minor, as in the PartitionSpec).
+      src, dst: array axes; after the call `src` is local, `dst` split in `parts` chunks.
+      src_len: true logical length of `src`.
+      parts: product of the sizes of `mesh_axes`.
+
+    Returns:
+      The new block: `src` of length `src_len`, `dst` of length ceil(n_dst / parts).
+    """
+    chunk = -(-x.shape[dst] // parts)
+    x = pad_axis(x, dst, chunk * parts)
+    name = mesh_axes[0] if len(mesh_axes) == 1 else tuple(mesh_axes)
+    x = lax.all_to_all(x, name, split_axis=dst, concat_axis=src, tiled=True)
+    if x.shape[src] != src_len:
+        x = lax.slice_in_dim(x, 0, src_len, axis=src)
+    return x
