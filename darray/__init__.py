@@ -23,4 +23,4 @@ from darray._src.api.creation import zeros as zeros
 from darray._src.api.creation import zeros_like as zeros_like
 
 # -- native part --------------------------------------------------------------------------
-# darray._src.native (build_info) is re-exported once the native module lands.
+from darray._src.native import build_info as build_info
