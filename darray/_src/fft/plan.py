@@ -15,11 +15,13 @@ and the hard part (which axis goes where) is unit-tested on an `AbstractMesh`.
 
 Rules the planner follows:
 
-1. Transform every local axis first; when every pending axis is split, move a pending axis's
-   mesh axes onto the nearest unsplit axis, preferring axes already transformed (so k-space
-   stays transposed instead of paying a transpose back), then non-transformed (batch) axes, then
-   pending ones. A batch axis borrowed this way is handed back at the end: only transform axes
-   change their split, batch axes keep theirs.
+1. Transform every local axis first, then move splits onto axes already transformed, so
+   k-space stays transposed instead of paying a transpose back. When some transform axis starts
+   unsplit, the splits rotate one place along the transform axes (slab: axis 0 -> 1; pencil
+   (x, y, -) -> (-, x, y)): each split axis moves once, the fewest all-to-alls possible. When
+   every transform axis is split, a split moves to the nearest unsplit axis (transformed ones
+   first, then batch axes, then pending ones); a batch axis borrowed this way is handed back at
+   the end: only transform axes change their split, batch axes keep theirs.
 2. Real transforms: r2c runs first on the last axis (made local first if needed), so no complex
    copy of the real array is ever made; c2r runs last on the last axis.
 3. Inverse transforms retrace the forward path: `plan_fft` looks for the layout whose forward
@@ -140,6 +142,13 @@ def _greedy(layout: Layout, axes, kind, inverse, sizes) -> Plan:
         return min(candidates, key=lambda a: (-shape[a] % p, abs(a - src), -a),
                    default=None)
 
+    # Rule 1 as a bijection: when some transform axis starts unsplit, the splits of the
+    # transform axes rotate by one place (axes[i] -> axes[i+1], cyclically). Each split axis moves
+    # exactly once (the fewest all-to-alls possible) and distinct layouts never share a k-space
+    # layout, so the inverse can always retrace its way back (rule 3).
+    rotation = rotation_targets(layout, axes) if kind in ("c2c", "r2c") else None
+    if kind == "r2c" and split[last]:
+        rotation = None
     while pending:
         ready = [a for a in pending if not split[a] and allowed(a)]
         if ready:
@@ -163,6 +172,12 @@ def _greedy(layout: Layout, axes, kind, inverse, sizes) -> Plan:
         src = max(srcs)
         unsplit = [a for a in range(ndim) if not split[a] and a != src]
         dst = None
+        if rotation:
+            movable = [a for a in srcs if rotation[a] in done and not split[rotation[a]]]
+            if movable:
+                src = max(movable)
+                move(src, rotation[src])
+                continue
         for pool in ([a for a in unsplit if a in done], [a for a in unsplit if a not in axes],
                      [a for a in unsplit if a in pending]):
             if dst is None:
@@ -179,11 +194,30 @@ def _greedy(layout: Layout, axes, kind, inverse, sizes) -> Plan:
     for a in range(ndim):
         if split[a] and a not in axes and origin.get(split[a]) != a:
             home = origin.get(split[a])
-            if home is not None and not split[home]:
+            if home is None or split[home]:  # home taken: any free transform axis will do
+                home = nearest(a, [b for b in axes if not split[b]])
+            if home is not None:
                 move(a, home)
 
     out = Layout.create(tuple(shape), layout.mesh, _spec(split))
     return Plan(layout, out, tuple(stages))
+
+
+def rotation_targets(layout: Layout, axes) -> dict[int, int] | None:
+    """Where each split transform axis sends its split under the rotation rule, or None when
+    every transform axis is split (then there is no free slot to rotate through)."""
+    order = sorted(axes)
+    if all(layout.split[a] for a in order):
+        return None
+    return {a: order[(i + 1) % len(order)] for i, a in enumerate(order) if layout.split[a]}
+
+
+def _rotate_back(layout: Layout, axes, out_shape) -> Layout:
+    order = sorted(axes)
+    split = [tuple(s) if a not in axes else () for a, s in enumerate(layout.split)]
+    for i, a in enumerate(order):
+        split[order[i - 1]] = layout.split[a]
+    return Layout.create(out_shape, layout.mesh, _spec(split))
 
 
 def _spec(split):
@@ -256,7 +290,9 @@ def _plan_as_reverse(layout, axes, kind, sizes):
         out_shape[a] = n
     forward_kind = "r2c" if kind == "c2r" else "c2c"
     best = None
-    for candidate in _preimages(layout, axes, tuple(out_shape)):
+    candidates = itertools.chain([_rotate_back(layout, axes, tuple(out_shape))],
+                                 _preimages(layout, axes, tuple(out_shape)))
+    for candidate in candidates:
         try:
             forward = _greedy(candidate, axes, forward_kind, False, sizes)
         except PlanError:

@@ -1,0 +1,150 @@
+"""The FFT plan is pure data: checked on AbstractMesh meshes, no devices involved."""
+import itertools
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from jax.sharding import AbstractMesh
+
+from darray._src.fft.plan import LocalFFT, PlanError, Transpose, plan_fft
+from darray._src.layout import Layout
+
+SLAB = AbstractMesh((8,), ("d",))
+PENCIL = AbstractMesh((2, 4), ("x", "y"))
+BATCHED = AbstractMesh((2, 2, 2), ("c", "x", "y"))
+
+
+def transposes(plan):
+    return [s for s in plan.stages if isinstance(s, Transpose)]
+
+
+def test_slab_fftn_one_all_to_all_and_kspace_on_axis_1():
+    lay = Layout.create((16, 16, 16), SLAB, ("d",))
+    plan = plan_fft(lay, (0, 1, 2), "c2c", False, (16, 16, 16))
+    assert plan.n_transposes == 1
+    assert plan.stages[0] == LocalFFT((1, 2), "c2c", False, (16, 16))
+    assert plan.stages[1] == Transpose(("d",), 0, 1, 16, 16, 8)
+    assert plan.out_layout.split == ((), ("d",), ())
+    back = plan_fft(plan.out_layout, (0, 1, 2), "c2c", True, (16, 16, 16))
+    assert back.out_layout == lay and back.n_transposes == 1
+
+
+def test_pencil_fftn_two_all_to_alls_and_inverse_retraces():
+    lay = Layout.create((16, 12, 8), PENCIL, ("x", "y"))
+    plan = plan_fft(lay, (0, 1, 2), "c2c", False, (16, 12, 8))
+    assert [(t.mesh_axes, t.src, t.dst) for t in transposes(plan)] == [(("y",), 1, 2),
+                                                                         (("x",), 0, 1)]
+    assert plan.out_layout.split == ((), ("x",), ("y",))
+    back = plan_fft(plan.out_layout, (0, 1, 2), "c2c", True, (16, 12, 8))
+    assert [(t.src, t.dst) for t in transposes(back)] == [(1, 0), (2, 1)]
+    assert back.out_layout == lay
+
+
+def test_local_axes_need_no_communication():
+    lay = Layout.create((8, 6, 5), PENCIL, ("x", "y"))
+    plan = plan_fft(lay, (2,), "c2c", False, (5,))
+    assert plan.n_transposes == 0 and plan.out_layout == lay
+
+
+def test_batch_axes_keep_their_split_and_borrowed_axis_is_returned():
+    lay = Layout.create((4, 16, 16, 16), BATCHED, ("c", "x", "y"))
+    plan = plan_fft(lay, (1, 2, 3), "c2c", False, (16, 16, 16))
+    assert plan.out_layout.split == (("c",), (), ("x",), ("y",))
+    # 1D transform along a split axis: borrow an unsplit axis and hand it back.
+    lay2 = Layout.create((16, 16), SLAB, ("d",))
+    plan2 = plan_fft(lay2, (0,), "c2c", False, (16,))
+    assert plan2.n_transposes == 2 and plan2.out_layout == lay2
+
+
+def test_r2c_runs_first_on_the_last_axis_and_halves_it():
+    lay = Layout.create((12, 10, 9), SLAB, ("d",))
+    plan = plan_fft(lay, (0, 1, 2), "r2c", False, (12, 10, 9))
+    assert plan.stages[0] == LocalFFT((2,), "r2c", False, (9,))
+    assert plan.out_layout.shape == (12, 10, 5)
+    back = plan_fft(plan.out_layout, (0, 1, 2), "c2r", True, (12, 10, 9))
+    assert back.stages[-1] == LocalFFT((2,), "c2r", True, (9,))
+    assert back.out_layout == lay
+
+
+def test_r2c_with_split_last_axis_transposes_real_data_first():
+    lay = Layout.create((16, 16, 16), SLAB, (None, None, "d"))
+    plan = plan_fft(lay, (0, 1, 2), "r2c", False, (16, 16, 16))
+    assert isinstance(plan.stages[0], Transpose)
+    assert plan.stages[1].kind == "r2c"
+    assert not any(s.kind == "c2c" for s in plan.stages[:2] if isinstance(s, LocalFFT))
+
+
+def test_uneven_transposes_record_true_lengths():
+    lay = Layout.create((7, 13, 5), PENCIL, ("x", "y"))
+    plan = plan_fft(lay, (0, 1, 2), "c2c", False, (7, 13, 5))
+    t1, t2 = transposes(plan)
+    assert (t1.src_len, t1.dst_len, t1.parts) == (13, 5, 4)
+    assert (t2.src_len, t2.dst_len, t2.parts) == (7, 13, 2)
+
+
+def test_s_resizes_local_axes_and_output_shape():
+    lay = Layout.create((8, 8), SLAB, ("d",))
+    plan = plan_fft(lay, (0, 1), "c2c", False, (10, 6))
+    assert plan.out_layout.shape == (10, 6)
+
+
+def test_no_unsplit_axis_is_reported():
+    lay = Layout.create((8, 8), PENCIL, ("x", "y"))
+    with pytest.raises(PlanError, match="no unsplit axis to move a split into"):
+        plan_fft(lay, (0, 1), "c2c", False, (8, 8))
+
+
+def test_bad_kind_is_rejected():
+    with pytest.raises(ValueError, match="kind='c2d'"):
+        plan_fft(Layout.create((8,), SLAB, ()), (0,), "c2d", False, (8,))
+
+
+MESHES = [SLAB, PENCIL, AbstractMesh((4, 2), ("x", "y")), AbstractMesh((1, 8), ("x", "y")), BATCHED]
+
+
+@st.composite
+def layouts(draw):
+    mesh = draw(st.sampled_from(MESHES))
+    ndim = draw(st.integers(len(mesh.axis_names) + 1, 4))
+    shape = tuple(draw(st.lists(st.integers(1, 20), min_size=ndim, max_size=ndim)))
+    axes_for = draw(st.permutations(range(ndim)))[: len(mesh.axis_names)]
+    spec = [None] * ndim
+    for name, a in zip(mesh.axis_names, axes_for):
+        spec[a] = name
+    return Layout.create(shape, mesh, tuple(spec))
+
+
+@settings(max_examples=60, deadline=None)
+@given(layouts(), st.data())
+def test_inverse_retraces_forward_c2c(lay, data):
+    n = data.draw(st.integers(1, lay.ndim))
+    axes = tuple(sorted(data.draw(st.permutations(range(lay.ndim)))[:n]))
+    sizes = tuple(lay.shape[a] for a in axes)
+    fwd = plan_fft(lay, axes, "c2c", False, sizes)
+    # Batch axes keep their split; FFTs only ever run on unsplit axes.
+    for a in range(lay.ndim):
+        if a not in axes:
+            assert fwd.out_layout.split[a] == lay.split[a]
+    split = list(lay.split)
+    for s in fwd.stages:
+        if isinstance(s, Transpose):
+            assert split[s.src] == s.mesh_axes and split[s.dst] == ()
+            split[s.dst], split[s.src] = split[s.src], ()
+        else:
+            assert all(split[a] == () for a in s.axes)
+    assert tuple(split) == fwd.out_layout.split
+    back = plan_fft(fwd.out_layout, axes, "c2c", True, sizes)
+    assert back.out_layout == lay
+    assert back.n_transposes == fwd.n_transposes
+
+
+@settings(max_examples=40, deadline=None)
+@given(layouts())
+def test_inverse_retraces_forward_real(lay):
+    axes = tuple(range(lay.ndim))
+    if lay.split[-1]:
+        return  # covered by test_r2c_with_split_last_axis_transposes_real_data_first
+    fwd = plan_fft(lay, axes, "r2c", False, lay.shape)
+    assert fwd.out_layout.shape == lay.shape[:-1] + (lay.shape[-1] // 2 + 1,)
+    back = plan_fft(fwd.out_layout, axes, "c2r", True, lay.shape)
+    assert back.out_layout == lay
+    assert back.n_transposes == fwd.n_transposes
