@@ -1,0 +1,457 @@
+"""Indexing: `x[key]`, `x[key] = v`, `take`, `take_along_axis`.
+
+Basic keys (ints, slices, Ellipsis, None) are normalised on the host into a static *plan* (one
+entry per key item) plus the integer values, which are passed as runtime arguments so that
+reading ``x[i, j]`` in a loop compiles once. Because padding sits at the end of each split axis,
+physical index i is logical index i on a plain layout, which lets reads and writes address the
+physical blocks directly.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec
+
+from darray._src import compat, physical
+from darray._src.api import common
+from darray._src.api._helpers import (default_layout, is_plain, make_out_layout, normalize_axis)
+from darray._src.array import DistArray
+from darray._src.layout import Layout
+
+_INT = "int"
+_NEW = "new"
+
+
+# -- key normalisation ------------------------------------------------------------------------
+def _is_int(k) -> bool:
+    return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
+
+
+def _is_array_like(k) -> bool:
+    return isinstance(k, (DistArray, np.ndarray, jax.Array, list))
+
+
+def _as_tuple(key) -> tuple:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _check_item(k, position):
+    if k is None or k is Ellipsis or isinstance(k, slice) or _is_int(k) or _is_array_like(k) \
+            or isinstance(k, (bool, np.bool_)):
+        return
+    raise IndexError(f"index item {position} ({k!r}, of type {type(k).__name__}) is not "
+                     "accepted; use ints, slices, ..., None, or integer/boolean arrays")
+
+
+def _expand_ellipsis(key: tuple, ndim: int) -> tuple:
+    """Replace Ellipsis by full slices; IndexError for too many indices or two Ellipses."""
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError(f"an index can hold at most one Ellipsis, got {key!r}")
+    consumed = sum(_consumes(k) for k in key if k is not Ellipsis)
+    if consumed > ndim:
+        raise IndexError(f"too many indices: {consumed} given for an array of rank {ndim}")
+    if Ellipsis in [k for k in key if not _is_array_like(k)]:
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        return key[:i] + (slice(None),) * (ndim - consumed) + key[i + 1:]
+    return key + (slice(None),) * (ndim - consumed)
+
+
+def _consumes(k) -> int:
+    """Array axes an index item consumes."""
+    if k is None or isinstance(k, (bool, np.bool_)):
+        return 0
+    if _is_array_like(k):
+        dtype = k.dtype if hasattr(k, "dtype") else np.asarray(k).dtype
+        return (k.ndim if hasattr(k, "ndim") else np.ndim(k)) if dtype == bool else 1
+    return 1
+
+
+def _norm_int(i, n, axis) -> int:
+    i = operator.index(i)
+    if not -n <= i < n:
+        raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+    return i % n
+
+
+def _norm_slice(s: slice, n: int) -> tuple[int, int | None, int]:
+    start, stop, step = s.indices(n)
+    if step < 0 and stop < 0:
+        stop = None  # "before index 0", which a literal -1 would not mean
+    return start, stop, step
+
+
+def _slice_len(start, stop, step, n) -> int:
+    return len(range(start, -1 if stop is None else stop, step))
+
+
+def _basic_plan(x: DistArray, key: tuple):
+    """Static plan, runtime int values, output shape and split for a basic key."""
+    lay = x.layout
+    plan, ints, shape, split = [], [], [], []
+    axis = 0
+    for k in key:
+        if k is None:
+            plan.append((_NEW,))
+            shape.append(1)
+            split.append(())
+            continue
+        n = lay.shape[axis]
+        if isinstance(k, slice):
+            start, stop, step = _norm_slice(k, n)
+            full = (start, stop, step) == (0, n, 1)
+            # A whole split axis is slice(None) so physical reads keep its padded blocks.
+            plan.append((None, None, None) if full else (start, stop, step))
+            shape.append(_slice_len(start, stop, step, n))
+            split.append(lay.split[axis])
+        else:
+            ints.append(_norm_int(k, n, axis))
+            plan.append((_INT,))
+        axis += 1
+    return tuple(plan), ints, tuple(shape), tuple(split)
+
+
+def _explicit_plan(plan, lay: Layout):
+    """The plan with whole-axis slices spelled out as (0, n, 1): a write must not touch padding
+    (a value broadcast to the padded extent would not fit)."""
+    out, axis = [], 0
+    for p in plan:
+        if p[0] == _NEW:
+            out.append(p)
+            continue
+        out.append((0, lay.shape[axis], 1) if p == (None, None, None) else p)
+        axis += 1
+    return tuple(out)
+
+
+def _touches_split_slices(lay: Layout, plan) -> bool:
+    """True if a split axis is sliced to something other than itself (its blocks change)."""
+    axis = 0
+    for p in plan:
+        if p[0] == _NEW:
+            continue
+        if p[0] != _INT and lay.split[axis]:
+            if p != (None, None, None):
+                return True
+        axis += 1
+    return False
+
+
+# -- basic reads ------------------------------------------------------------------------------
+def _index_tuple(plan, values):
+    """jnp index tuple from a plan, the ints taken in order from `values`."""
+    out, v, axis = [], 0, 0
+    for p in plan:
+        if p[0] == _NEW:
+            out.append(None)
+            continue
+        if p[0] == _INT:
+            out.append(values[v])
+            v += 1
+        else:
+            out.append(slice(*p))
+        axis += 1
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=512)
+def _basic_read_fn(lay: Layout, plan, out: Layout):
+    """Read with ints on split axes done by their owners: each device indexes its block at the
+    local position (clamped), zeroes the result unless it owns the cell, and a psum over those
+    mesh axes delivers the cell everywhere. Only the result crosses the network."""
+    int_axes, axis = [], 0
+    for p in plan:
+        if p[0] == _NEW:
+            continue
+        if p[0] == _INT:
+            int_axes.append(axis)
+        axis += 1
+    owned = [a for a in int_axes if lay.split[a]]
+    reduce_names = tuple(nm for a in owned for nm in lay.split[a])
+
+    def local(block, values):
+        starts, owner = {}, True
+        for a in owned:
+            c = lay.chunk(a)
+            starts[a] = jax.lax.axis_index(lay.split[a]) * c
+            i = values[int_axes.index(a)]
+            owner = owner & (i >= starts[a]) & (i < starts[a] + c)
+        vals = [jnp.clip(values[j] - starts.get(a, 0), 0, block.shape[a] - 1)
+                for j, a in enumerate(int_axes)]
+        piece = block[_index_tuple(plan, vals)]
+        if not reduce_names:
+            return piece
+        wide = piece.astype(jnp.int32) if piece.dtype == jnp.bool_ else piece
+        wide = jnp.where(owner, wide, jnp.zeros((), wide.dtype))
+        total = jax.lax.psum(wide, reduce_names)
+        return total.astype(piece.dtype)
+
+    def run(data, values):
+        data = physical.constrain(data, lay)
+        if reduce_names:
+            fn = compat.shard_map(local, mesh=lay.mesh, in_specs=(lay.spec, PartitionSpec()),
+                                  out_specs=out.spec)
+            result = fn(data, values)
+        else:
+            result = data[_index_tuple(plan, [values[j] for j in range(len(int_axes))])]
+        return physical.constrain(result, out)
+    return jax.jit(run)
+
+
+def getitem(x: DistArray, key) -> DistArray:
+    """``x[key]`` for basic keys (ints, slices with any step, Ellipsis, None), integer arrays
+    and boolean masks.
+
+    Layout:
+      Basic keys: surviving axes keep their split, new axes are unsplit. When every split axis
+      is either untouched or indexed by an int, the read is local: an int on a split axis is
+      read by its owner and shared with one psum of the result (``x[3, 4, 5]`` moves one
+      element). Slicing a split axis re-blocks it: the logical path (XLA moves what changes
+      owner). Integer-array and boolean-mask keys use the logical path into the default layout
+      for the output shape; a boolean mask needs a concrete mask (its count sets the shape).
+    """
+    x = common.check_array(x)
+    key = _as_tuple(key)
+    for pos, k in enumerate(key):
+        _check_item(k, pos)
+    if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
+        return _advanced_get(x, key)
+    key = _expand_ellipsis(key, x.ndim)
+    plan, ints, shape, split = _basic_plan(x, key)
+    out = make_out_layout(x.mesh, shape, split)
+    if not is_plain(x.layout) or _touches_split_slices(x.layout, plan):
+        return _logical_read(x, plan, ints, out)
+    values = np.asarray(ints, np.int64).reshape(-1)
+    return DistArray._new(_basic_read_fn(x.layout, plan, out)(x.data, values), out)
+
+
+def _logical_read(x, plan, ints, out):
+    values = np.asarray(ints, np.int64).reshape(-1)
+    return common.apply_logical(_logical_read_fn, [x, values], out, static=(plan,))
+
+
+def _logical_read_fn(a, values, plan):
+    return a[_index_tuple(plan, [values[i] for i in range(values.shape[0])])]
+
+
+# -- advanced keys ----------------------------------------------------------------------------
+def _mask_count(mask) -> int:
+    if isinstance(mask, DistArray):
+        if isinstance(mask.data, jax.core.Tracer):
+            raise NotImplementedError(
+                "boolean-mask indexing needs a concrete mask under jit (the result's shape is "
+                "the number of True cells); use darray.where(mask, x, fill) instead")
+        (count,) = common.apply_logical(_count_true, [mask], (None,))
+        return int(count)
+    return int(np.count_nonzero(np.asarray(mask)))
+
+
+def _count_true(m):
+    return (jnp.count_nonzero(m),)
+
+
+def _advanced_parts(x: DistArray, key: tuple):
+    """Split a key into a static template and its array operands (DistArrays or numpy)."""
+    template, operands = [], []
+    for k in key:
+        if _is_array_like(k):
+            arr = k if isinstance(k, DistArray) else np.asarray(k)
+            if arr.dtype == bool and arr.ndim > 0:
+                template.append(("mask", len(operands), _mask_count(arr)))
+            elif arr.dtype.kind in "iu" or (arr.dtype == bool and arr.ndim == 0):
+                template.append(("array", len(operands)))
+            else:
+                raise IndexError(f"index arrays must be of integer or boolean dtype, got "
+                                 f"{arr.dtype}")
+            operands.append(arr)
+        elif isinstance(k, slice):
+            template.append(("slice", k.start, k.stop, k.step))
+        elif k is None or k is Ellipsis or isinstance(k, (bool, np.bool_)):
+            template.append(("lit", k if not isinstance(k, np.bool_) else bool(k)))
+        else:
+            template.append(("int", operator.index(k)))
+    return tuple(template), operands
+
+
+def _build_key(template, operands):
+    key = []
+    for t in template:
+        if t[0] == "mask":
+            key.extend(jnp.nonzero(operands[t[1]], size=t[2]))
+        elif t[0] == "array":
+            key.append(operands[t[1]])
+        elif t[0] == "slice":
+            key.append(slice(*t[1:]))
+        else:
+            key.append(t[1])
+    return tuple(key)
+
+
+def _advanced_read(a, *rest):
+    *operands, template = rest
+    return a[_build_key(template, operands)]
+
+
+def _check_advanced_bounds(x, key):
+    """numpy-style IndexError for out-of-range concrete index arrays (jnp would clamp)."""
+    expanded = _expand_ellipsis(tuple(k for k in key), x.ndim) if Ellipsis in [
+        k for k in key if not _is_array_like(k)] else key
+    axis = 0
+    for k in expanded:
+        if k is None or isinstance(k, (bool, np.bool_)):
+            continue
+        if _is_array_like(k) and not isinstance(k, DistArray):
+            arr = np.asarray(k)
+            if arr.dtype == bool:
+                if arr.shape != x.shape[axis:axis + arr.ndim]:
+                    raise IndexError(f"boolean index of shape {arr.shape} does not match the "
+                                     f"indexed axes {x.shape[axis:axis + arr.ndim]}")
+                axis += arr.ndim
+                continue
+            n = x.shape[axis]
+            if arr.size and (arr.max() >= n or arr.min() < -n):
+                raise IndexError(f"index array holds values out of bounds for axis {axis} "
+                                 f"with size {n}")
+        elif _is_int(k):
+            _norm_int(k, x.shape[axis], axis)
+        axis += 1
+
+
+def _advanced_get(x: DistArray, key: tuple) -> DistArray:
+    _check_advanced_bounds(x, key)
+    template, operands = _advanced_parts(x, key)
+    shapes = [jax.ShapeDtypeStruct(x.shape, x.dtype)] + [
+        jax.ShapeDtypeStruct(o.shape, o.dtype) for o in operands]
+    shape = jax.eval_shape(lambda a, *ops: _advanced_read(a, *ops, template), *shapes).shape
+    out = default_layout(shape, x.layout)
+    return common.apply_logical(_advanced_read, [x, *operands], out, static=(template,))
+
+
+# -- writes -----------------------------------------------------------------------------------
+def _value_operand(value, dtype):
+    if isinstance(value, DistArray):
+        return value
+    if isinstance(value, (bool, int, float, complex, np.generic)):
+        return np.asarray(value, dtype)
+    return np.asarray(value).astype(dtype)
+
+
+def _advanced_write(a, value, *rest):
+    *operands, template = rest
+    return a.at[_build_key(template, operands)].set(jnp.asarray(value).astype(a.dtype))
+
+
+def _mask_write(a, mask, value):
+    mask = mask.reshape(mask.shape + (1,) * (a.ndim - mask.ndim))
+    return jnp.where(mask, jnp.asarray(value).astype(a.dtype), a)
+
+
+def _basic_write(a, value, values, plan):
+    key = _index_tuple(plan, [values[i] for i in range(values.shape[0])])
+    return a.at[key].set(jnp.asarray(value).astype(a.dtype))
+
+
+@functools.lru_cache(maxsize=512)
+def _physical_write_fn(lay: Layout, plan, value_layout):
+    def run(data, value, values):
+        data = physical.constrain(data, lay)
+        if value_layout is not None:
+            value = physical.to_logical(value, value_layout)
+        key = _index_tuple(plan, [values[i] for i in range(values.shape[0])])
+        return physical.constrain(data.at[key].set(value.astype(data.dtype)), lay)
+    return jax.jit(run)
+
+
+def setitem(x: DistArray, key, value) -> DistArray:
+    """``x`` with ``x[key]`` replaced by `value` (broadcast); `x` itself is not modified
+    (`DistArray.__setitem__` rebinds the name to the result).
+
+    Layout:
+      x's layout. Basic keys write the physical blocks in place of the logical cells (no
+      communication for a scalar value; an array value is moved to where its cells belong).
+      A boolean mask of x's leading shape with a scalar value is an elementwise select (local,
+      works under jit). Other advanced keys use the logical path.
+    """
+    x = common.check_array(x)
+    key = _as_tuple(key)
+    for pos, k in enumerate(key):
+        _check_item(k, pos)
+    val = _value_operand(value, x.dtype)
+    if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
+        mask = key[0] if len(key) == 1 else None
+        if (mask is not None and getattr(mask, "dtype", None) == bool
+                and tuple(mask.shape) == x.shape[:mask.ndim] and np.ndim(val) == 0):
+            return common.apply_logical(_mask_write, [x, mask, val], x.layout.without_halo())
+        _check_advanced_bounds(x, key)
+        template, operands = _advanced_parts(x, key)
+        return common.apply_logical(_advanced_write, [x, val, *operands],
+                                    x.layout.without_halo(), static=(template,))
+    key = _expand_ellipsis(key, x.ndim)
+    plan, ints, shape, _ = _basic_plan(x, key)
+    plan = _explicit_plan(plan, x.layout)
+    if np.ndim(val) and np.broadcast_shapes(np.shape(val), shape) != shape:
+        raise ValueError(f"value of shape {np.shape(val)} cannot be broadcast to the indexed "
+                         f"shape {shape}")
+    values = np.asarray(ints, np.int64).reshape(-1)
+    if not is_plain(x.layout):
+        return common.apply_logical(_basic_write, [x, val, values], x.layout.without_halo(),
+                                    static=(plan,))
+    vlay = val.layout if isinstance(val, DistArray) else None
+    vdata = val.data if isinstance(val, DistArray) else val
+    return DistArray._new(_physical_write_fn(x.layout, plan, vlay)(x.data, vdata, values),
+                          x.layout)
+
+
+# -- take -------------------------------------------------------------------------------------
+def _take(a, idx, axis):
+    return jnp.take(a, idx, axis=axis, mode="clip")
+
+
+def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
+    """Elements of `x` at integer `indices` (1-D) along `axis` (optional for 1-D x).
+
+    Layout: x's split on every axis (the taken axis keeps its mesh axes at its new length).
+    Logical path: XLA reads the taken cells from their owners.
+    """
+    x = common.check_array(x)
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take needs axis= for an array of rank {x.ndim}")
+        axis = 0
+    axis = normalize_axis(axis, x.ndim)
+    idx = indices if isinstance(indices, DistArray) else np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
+    if idx.ndim != 1:
+        raise ValueError(f"indices must be 1-D, got shape {idx.shape}")
+    shape = list(x.shape)
+    shape[axis] = idx.shape[0]
+    out = make_out_layout(x.mesh, shape, x.layout.split)
+    return common.apply_logical(_take, [x, idx], out, static=(axis,))
+
+
+def _take_along(a, idx, axis):
+    return jnp.take_along_axis(a, idx, axis=axis, mode="clip")
+
+
+def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
+    """Pick values along `axis` at `indices` (same rank as x, broadcast on the other axes).
+
+    Layout: x's split where the output shape equals x's, else the indices' (logical path).
+    """
+    x = common.check_array(x)
+    axis = normalize_axis(axis, x.ndim)
+    idx = indices if isinstance(indices, DistArray) else np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
+    if idx.ndim != x.ndim:
+        raise ValueError(f"indices must have x's rank {x.ndim}, got shape {idx.shape}")
+    shape = list(np.broadcast_shapes(tuple(n for i, n in enumerate(x.shape) if i != axis),
+                                     tuple(n for i, n in enumerate(idx.shape) if i != axis)))
+    shape.insert(axis, idx.shape[axis])
+    like = x if tuple(shape) == x.shape or not isinstance(idx, DistArray) else idx
+    out = make_out_layout(x.mesh, shape, like.layout.split)
+    return common.apply_logical(_take_along, [x, idx], out, static=(axis,))

@@ -1,0 +1,531 @@
+"""Array API manipulation functions on DistArrays.
+
+Each function states in its `Layout:` section where the output lives and what moves. Two
+paths: *local* (a jitted kernel on the physical blocks, no communication; used when every split
+axis survives unchanged) and *logical* (XLA's SPMD partitioner works on the logical arrays,
+with the output pinned to the stated layout). `roll` along a split axis is a neighbour exchange
+(`lax.ppermute` of the wrapped-around slabs), never a gather.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from darray._src import compat
+from darray._src.api import common
+from darray._src.api._helpers import (AxisError, check_same_mesh, is_plain, make_out_layout,
+                                      normalize_axes, normalize_axis, run_physical)
+from darray._src.array import DistArray
+from darray._src.layout import Layout
+
+
+def _shape_arg(shape, argname="shape") -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        return tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"{argname}={shape!r} must be a tuple of ints") from None
+
+
+# -- reshape ----------------------------------------------------------------------------------
+def _kept_axes(old, new) -> dict[int, int]:
+    """Input axis -> output axis for axes the reshape leaves intact (same extent, same number of
+    cells before them), i.e. axes whose split can survive with no data movement."""
+    kept = {}
+    pre_new = [math.prod(new[:b]) for b in range(len(new))]
+    for a, n in enumerate(old):
+        if n <= 1:
+            continue
+        start = math.prod(old[:a])
+        b = next((b for b in range(len(new)) if new[b] == n and pre_new[b] == start), None)
+        if b is not None:
+            kept[a] = b
+    return kept
+
+
+def _reshape_layout(layout: Layout, new) -> tuple[Layout, bool]:
+    """Output layout and whether the reshape is local (every split axis kept)."""
+    old = layout.shape
+    kept = _kept_axes(old, new) if 0 not in old else {}
+    split = [()] * len(new)
+    local = True
+    for a, names in enumerate(layout.split):
+        if not names:
+            continue
+        if a in kept:
+            split[kept[a]] = split[kept[a]] + names
+            continue
+        local = False
+        if old[a] <= 1 or not new:
+            continue
+        # Move the mesh axes to the leading output axis covering this axis's first cell.
+        start = math.prod(old[:a])
+        b = 0
+        while b < len(new) - 1 and (new[b] == 1 or math.prod(new[:b + 1]) <= start):
+            b += 1
+        split[b] = split[b] + names
+    return make_out_layout(layout.mesh, new, split), local
+
+
+def _resolve_shape(shape, size: int) -> tuple[int, ...]:
+    shape = _shape_arg(shape)
+    unknown = [i for i, n in enumerate(shape) if n == -1]
+    if len(unknown) > 1 or any(n < -1 for n in shape):
+        raise ValueError(f"shape={shape!r} may hold at most one -1 and no other negative extent")
+    known = math.prod(n for n in shape if n != -1)
+    if unknown:
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape an array of size {size} into shape {shape}")
+        shape = tuple(size // known if n == -1 else n for n in shape)
+    if math.prod(shape) != size:
+        raise ValueError(f"cannot reshape an array of size {size} into shape {shape}")
+    return shape
+
+
+def _physical_reshape(data, out_shape):
+    return data.reshape(out_shape)
+
+
+def reshape(x: DistArray, /, shape, *, copy=None) -> DistArray:
+    """Reshape to `shape` (one entry may be -1).
+
+    Args:
+      x: input array.
+      shape: new shape.
+      copy: None or True: as needed. False: raise ValueError unless the reshape is local
+        (DistArrays are immutable, so a local reshape never needs a copy one could observe).
+
+    Returns:
+      The reshaped array.
+
+    Layout:
+      Split axes that the reshape leaves intact keep their split and the reshape is local (no
+      communication). A split axis that is merged or cut moves its mesh axes to the leading
+      output axis of its group; XLA's partitioner then moves the data (an all-to-all or a
+      collective-permute; for even sizes merging leading split axes moves nothing).
+    """
+    x = common.check_array(x)
+    new = _resolve_shape(shape, x.size)
+    out, local = _reshape_layout(x.layout, new)
+    local = local and is_plain(x.layout)
+    if not local and copy is False:
+        raise ValueError(f"reshape(copy=False) of {x!r} to {new} moves data between devices; "
+                         "pass copy=None")
+    if local:
+        return run_physical(_physical_reshape, [x], out, static=(out.physical_shape,))
+    return common.apply_logical(_physical_reshape, [x], out, static=(new,))
+
+
+# -- axis permutations ------------------------------------------------------------------------
+def _transpose(data, axes):
+    return jnp.transpose(data, axes)
+
+
+def permute_dims(x: DistArray, /, axes) -> DistArray:
+    """Permute the axes: output axis i is input axis ``axes[i]``.
+
+    Layout:
+      The split is permuted with the axes (output axis i has input axis ``axes[i]``'s split).
+      Local: no communication.
+    """
+    x = common.check_array(x)
+    axes = normalize_axes(axes, x.ndim, "axes")
+    if len(axes) != x.ndim:
+        raise AxisError(f"axes={axes!r} must list each of the {x.ndim} axes exactly once")
+    lay = x.layout
+    out = make_out_layout(lay.mesh, [lay.shape[a] for a in axes], [lay.split[a] for a in axes])
+    if not is_plain(lay):
+        return common.apply_logical(_transpose, [x], out, static=(axes,))
+    return run_physical(_transpose, [x], out, static=(axes,))
+
+
+def moveaxis(x: DistArray, source, destination, /) -> DistArray:
+    """Move axes `source` to positions `destination` (others keep their order).
+
+    Layout: as permute_dims (the split travels with its axis); no communication.
+    """
+    x = common.check_array(x)
+    src = normalize_axes(source, x.ndim, "source")
+    dst = normalize_axes(destination, x.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError(f"source={source!r} and destination={destination!r} must have the "
+                         "same number of axes")
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute_dims(x, tuple(order))
+
+
+def matrix_transpose(x: DistArray, /) -> DistArray:
+    """Swap the last two axes. Layout: the split travels with its axis; no communication."""
+    x = common.check_array(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose needs an array of rank >= 2, got shape {x.shape}")
+    axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return permute_dims(x, axes)
+
+
+# -- adding and removing unit axes ------------------------------------------------------------
+def expand_dims(x: DistArray, /, axis=0) -> DistArray:
+    """Insert unit axes at `axis` (an int or a tuple of positions in the output).
+
+    Layout: the new axes are unsplit, the others keep their split; no communication.
+    """
+    x = common.check_array(x)
+    single = isinstance(axis, (int, np.integer))
+    n_out = x.ndim + (1 if single else len(axis))
+    new_axes = sorted(normalize_axes(axis, n_out, "axis"))
+    shape, split = list(x.shape), list(x.layout.split)
+    for a in new_axes:
+        shape.insert(a, 1)
+        split.insert(a, ())
+    out = make_out_layout(x.mesh, shape, split)
+    if not is_plain(x.layout):
+        return common.apply_logical(_physical_reshape, [x], out, static=(tuple(shape),))
+    return run_physical(_physical_reshape, [x], out, static=(out.physical_shape,))
+
+
+def squeeze(x: DistArray, /, axis) -> DistArray:
+    """Remove unit axes `axis` (ValueError if one of them is not of extent 1).
+
+    Layout: the remaining axes keep their split. Local, unless a removed unit axis was itself
+    split (then its one cell is taken from its owner by the logical path).
+    """
+    x = common.check_array(x)
+    axes = normalize_axes(axis, x.ndim, "axis")
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError(f"squeeze axis={a} has extent {x.shape[a]}; only axes of extent "
+                             "1 can be removed")
+    keep = [a for a in range(x.ndim) if a not in axes]
+    out = make_out_layout(x.mesh, [x.shape[a] for a in keep], [x.layout.split[a] for a in keep])
+    if is_plain(x.layout) and not any(x.layout.split[a] for a in axes):
+        return run_physical(_physical_reshape, [x], out, static=(out.physical_shape,))
+    return common.apply_logical(_physical_reshape, [x], out, static=(out.shape,))
+
+
+# -- flip and roll ----------------------------------------------------------------------------
+def _flip(a, axes):
+    return jnp.flip(a, axes)
+
+
+def flip(x: DistArray, /, *, axis=None) -> DistArray:
+    """Reverse the order of elements along `axis` (default: all axes).
+
+    Layout:
+      Same layout as x. Along unsplit axes the flip is local. Along a split axis the block order
+      reverses: done on the logical array with the output pinned, so XLA moves each block to its
+      mirror device (collective-permutes; padding never enters the result).
+    """
+    x = common.check_array(x)
+    axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim)
+    lay = x.layout
+    if is_plain(lay) and not any(lay.split[a] for a in axes):
+        return run_physical(_flip, [x], lay, static=(axes,))
+    return common.apply_logical(_flip, [x], lay.without_halo(), static=(axes,))
+
+
+def _roll_blocks(block, names, parts, chunk, axis, shift):
+    """Inside shard_map: roll an evenly blocked axis of length parts*chunk by `shift` cells.
+
+    With shift = q*chunk + r, output block b is the last r cells of input block b-q-1 followed
+    by the first chunk-r cells of block b-q: two slabs, each sent one way by ppermute.
+    """
+    q, r = divmod(shift % (parts * chunk), chunk)
+
+    def send(slab, hops):
+        if hops % parts == 0:
+            return slab
+        perm = [(j, (j + hops) % parts) for j in range(parts)]
+        return jax.lax.ppermute(slab, names, perm)
+    head = jax.lax.slice_in_dim(block, 0, chunk - r, axis=axis)
+    if r == 0:
+        return send(head, q)
+    tail = jax.lax.slice_in_dim(block, chunk - r, chunk, axis=axis)
+    return jnp.concatenate([send(tail, q + 1), send(head, q)], axis=axis)
+
+
+def _roll_split_axis(data, layout: Layout, axis: int, shift: int):
+    """Roll a split axis of the physical (plain) array by `shift` (0 <= shift < n)."""
+    names, parts, chunk = layout.split[axis], layout.parts(axis), layout.chunk(axis)
+    n, padded = layout.shape[axis], layout.padded_shape[axis]
+
+    def roll_padded(d, s):
+        fn = compat.shard_map(
+            lambda b: _roll_blocks(b, names, parts, chunk, axis, s), mesh=layout.mesh,
+            in_specs=(layout.spec,), out_specs=layout.spec)
+        return fn(d)
+    if n == padded:
+        return roll_padded(data, shift)
+    # Uneven: the wrap-around joins cell n-1 to cell 0, not padded-1 to 0. Cells i >= shift
+    # come from the padded roll by shift, cells i < shift from the padded roll by shift - n;
+    # neither reads padding for those cells.
+    index = jax.lax.broadcasted_iota(np.int32, data.shape, axis)
+    return jnp.where(index >= shift, roll_padded(data, shift),
+                     roll_padded(data, (shift - n) % padded))
+
+
+def _roll_physical(data, layout, shifts):
+    for axis, s in shifts:
+        if layout.split[axis]:
+            data = _roll_split_axis(data, layout, axis, s)
+        else:
+            data = jnp.roll(data, s, axis=axis)
+    return data
+
+
+def _identity(a):
+    return a
+
+
+def _roll_flat(a, shift, shape):
+    return jnp.roll(a.reshape(-1), shift).reshape(shape)
+
+
+def roll(x: DistArray, /, shift, *, axis=None) -> DistArray:
+    """Roll elements along `axis` by `shift` (ints, or tuples of equal length).
+
+    Layout:
+      Same layout as x. Along an unsplit axis the roll is local. Along a split axis it is a
+      neighbour exchange: each device sends the slabs that wrap into other blocks with
+      `lax.ppermute` (one or two collective-permutes per even axis; twice that for an uneven
+      axis, whose wrap-around point is not a block boundary). No all-gather.
+      With axis=None (roll of the flattened array) the logical path is used.
+    """
+    x = common.check_array(x)
+    if axis is None:
+        if not isinstance(shift, (int, np.integer)):
+            raise TypeError(f"shift={shift!r} must be an int when axis is None")
+        size = max(x.size, 1)
+        return common.apply_logical(_roll_flat, [x], x.layout.without_halo(),
+                                    static=(int(shift) % size, x.shape))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    shifts = (shift,) * len(axes) if isinstance(shift, (int, np.integer)) else tuple(shift)
+    if len(shifts) != len(axes):
+        raise ValueError(f"shift={shift!r} and axis={axis!r} must have the same length")
+    total: dict[int, int] = {}
+    for a, s in zip(axes, shifts):
+        a = normalize_axis(a, x.ndim)
+        total[a] = total.get(a, 0) + operator.index(s)
+    plan = tuple((a, s % x.shape[a]) for a, s in sorted(total.items())
+                 if x.shape[a] and s % x.shape[a])
+    lay = x.layout
+    if not is_plain(lay):
+        x = common.apply_logical(_identity, [x], lay.without_halo())
+        lay = x.layout
+    if not plan:
+        return x
+    return run_physical(_roll_physical, [x], lay, static=(lay, plan))
+
+
+# -- joining ----------------------------------------------------------------------------------
+def _as_list(arrays, argname="arrays") -> list[DistArray]:
+    if isinstance(arrays, DistArray) or not isinstance(arrays, (list, tuple)) or not arrays:
+        raise TypeError(f"{argname} must be a non-empty tuple or list of DistArrays, got "
+                        f"{type(arrays).__name__}")
+    arrays = [common.check_array(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
+    check_same_mesh(arrays, argname)
+    return arrays
+
+
+def _concat(*args):
+    *arrays, axis = args
+    if axis is None:
+        return jnp.concatenate([a.reshape(-1) for a in arrays])
+    return jnp.concatenate(arrays, axis=axis)
+
+
+def concat(arrays, /, *, axis=0) -> DistArray:
+    """Join arrays along an existing axis (axis=None: flatten each first).
+
+    Layout:
+      The first array's split. Joining along an unsplit axis with every input in that layout is
+      local; otherwise the logical path (XLA moves what changes owner).
+    """
+    arrays = _as_list(arrays)
+    first = arrays[0]
+    if axis is None:
+        size = sum(a.size for a in arrays)
+        names = tuple(n for a in first.layout.split for n in a)
+        out = make_out_layout(first.mesh, (size,), (names,))
+        return common.apply_logical(_concat, arrays, out, static=(None,))
+    nd = first.ndim
+    if any(a.ndim != nd for a in arrays):
+        raise ValueError(f"concat needs arrays of one rank, got shapes {[a.shape for a in arrays]}")
+    if nd == 0:
+        raise ValueError("concat of 0-d arrays needs axis=None")
+    axis = normalize_axis(axis, nd)
+    for a in arrays:
+        if any(a.shape[i] != first.shape[i] for i in range(nd) if i != axis):
+            raise ValueError(f"concat along axis {axis}: shapes {[a.shape for a in arrays]} "
+                             "differ on another axis")
+    shape = list(first.shape)
+    shape[axis] = sum(a.shape[axis] for a in arrays)
+    out = make_out_layout(first.mesh, shape, first.layout.split)
+    if (not first.layout.split[axis] and all(is_plain(a.layout) for a in arrays)
+            and all(a.layout.split == first.layout.split for a in arrays)):
+        return run_physical(_concat, arrays, out, static=(axis,))
+    return common.apply_logical(_concat, arrays, out, static=(axis,))
+
+
+def _stack(*args):
+    *arrays, axis = args
+    return jnp.stack(arrays, axis=axis)
+
+
+def stack(arrays, /, *, axis=0) -> DistArray:
+    """Join arrays of one shape along a new axis.
+
+    Layout: the new axis is unsplit, the others keep the first array's split; local when all
+    inputs share that layout, otherwise the logical path.
+    """
+    arrays = _as_list(arrays)
+    first = arrays[0]
+    if any(a.shape != first.shape for a in arrays):
+        raise ValueError(f"stack needs arrays of one shape, got {[a.shape for a in arrays]}")
+    axis = normalize_axis(axis, first.ndim + 1)
+    shape, split = list(first.shape), list(first.layout.split)
+    shape.insert(axis, len(arrays))
+    split.insert(axis, ())
+    out = make_out_layout(first.mesh, shape, split)
+    if all(a.layout == first.layout for a in arrays) and is_plain(first.layout):
+        return run_physical(_stack, arrays, out, static=(axis,))
+    return common.apply_logical(_stack, arrays, out, static=(axis,))
+
+
+def _unstack(a, axis):
+    return tuple(jnp.moveaxis(a, axis, 0))
+
+
+def unstack(x: DistArray, /, *, axis=0) -> tuple[DistArray, ...]:
+    """Split `x` into a tuple of arrays along `axis`.
+
+    Layout: each piece keeps the split of the other axes. Local along an unsplit axis; along a
+    split axis each piece is read from its owner by the logical path.
+    """
+    x = common.check_array(x)
+    axis = normalize_axis(axis, x.ndim)
+    keep = [a for a in range(x.ndim) if a != axis]
+    out = make_out_layout(x.mesh, [x.shape[a] for a in keep], [x.layout.split[a] for a in keep])
+    outs = (out,) * x.shape[axis]
+    if not outs:
+        return ()
+    if is_plain(x.layout) and not x.layout.split[axis]:
+        return run_physical(_unstack, [x], outs, static=(axis,))
+    return common.apply_logical(_unstack, [x], outs, static=(axis,))
+
+
+# -- broadcasting -----------------------------------------------------------------------------
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    """The shape that broadcasting `shapes` gives (ValueError when they do not broadcast)."""
+    shapes = [_shape_arg(s, "shapes") for s in shapes]
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"shapes {shapes} cannot be broadcast together") from None
+
+
+def _broadcast(data, shape):
+    return jnp.broadcast_to(data, shape)
+
+
+def broadcast_to(x: DistArray, /, shape) -> DistArray:
+    """Broadcast `x` to `shape`.
+
+    Layout: existing axes that are not stretched keep their split; new and stretched axes are
+    unsplit (replicated). Local unless a stretched unit axis was itself split.
+    """
+    x = common.check_array(x)
+    shape = _shape_arg(shape)
+    lead = len(shape) - x.ndim
+    if lead < 0 or any(n not in (1, m) for n, m in zip(x.shape, shape[lead:])):
+        raise ValueError(f"cannot broadcast an array of shape {x.shape} to shape={shape}")
+    split = [()] * lead + [s if n == m else () for s, n, m in
+                           zip(x.layout.split, x.shape, shape[lead:])]
+    out = make_out_layout(x.mesh, shape, split)
+    lost = any(s and n != m for s, n, m in zip(x.layout.split, x.shape, shape[lead:]))
+    if is_plain(x.layout) and not lost:
+        return run_physical(_broadcast, [x], out, static=(out.physical_shape,))
+    return common.apply_logical(_broadcast, [x], out, static=(shape,))
+
+
+def broadcast_arrays(*arrays) -> tuple[DistArray, ...]:
+    """Broadcast arrays against each other. Layout: as broadcast_to, per array."""
+    arrays = [common.check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
+    shape = broadcast_shapes(*[a.shape for a in arrays])
+    return tuple(broadcast_to(a, shape) for a in arrays)
+
+
+# -- tile and repeat --------------------------------------------------------------------------
+def _tile(a, reps):
+    return jnp.tile(a, reps)
+
+
+def tile(x: DistArray, repetitions, /) -> DistArray:
+    """Repeat the whole array `repetitions[i]` times along each axis.
+
+    Layout: x's split (aligned to the trailing axes; prepended axes unsplit). Local when every
+    split axis has repetition 1, otherwise the logical path.
+    """
+    x = common.check_array(x)
+    reps = _shape_arg(repetitions, "repetitions")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"repetitions={reps} must be >= 0")
+    nd = max(x.ndim, len(reps))
+    reps_full = (1,) * (nd - len(reps)) + reps
+    split = [()] * (nd - x.ndim) + list(x.layout.split)
+    in_shape = (1,) * (nd - x.ndim) + x.shape
+    shape = [n * r for n, r in zip(in_shape, reps_full)]
+    out = make_out_layout(x.mesh, shape, split)
+    if is_plain(x.layout) and all(r == 1 for s, r in zip(split, reps_full) if s):
+        return run_physical(_tile, [x], out, static=(reps_full,))
+    return common.apply_logical(_tile, [x], out, static=(reps_full,))
+
+
+def _repeat(a, repeats, axis, total):
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    return jnp.repeat(a, jnp.asarray(repeats) if isinstance(repeats, tuple) else repeats,
+                      axis=axis, total_repeat_length=total)
+
+
+def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
+    """Repeat each element `repeats` times (an int, or one count per element along `axis`).
+
+    Layout: with `axis`, x's split; with axis=None the 1-D result is split over all of x's mesh
+    axes. Logical path. Per-element counts given as an array are read to the host first (the
+    output shape depends on them), so they must be concrete (not traced under jit).
+    """
+    x = common.check_array(x)
+    if axis is not None:
+        axis = normalize_axis(axis, x.ndim)
+    n = x.size if axis is None else x.shape[axis]
+    if isinstance(repeats, (int, np.integer)):
+        counts = int(repeats)
+        if counts < 0:
+            raise ValueError(f"repeats={counts} must be >= 0")
+        total = n * counts
+    else:
+        if isinstance(repeats, DistArray) and isinstance(repeats.data, jax.core.Tracer):
+            raise NotImplementedError("repeat with per-element counts needs concrete counts "
+                                      "(the output shape depends on them); call it outside jit")
+        host = np.asarray(repeats).astype(np.int64).reshape(-1)
+        if host.size not in (1, n):
+            raise ValueError(f"repeats has {host.size} entries; need 1 or {n}")
+        if (host < 0).any():
+            raise ValueError("repeats must be >= 0")
+        counts = int(host[0]) if host.size == 1 else tuple(int(c) for c in host)
+        total = n * counts if host.size == 1 else int(host.sum())
+    if axis is None:
+        names = tuple(nm for s in x.layout.split for nm in s)
+        out = make_out_layout(x.mesh, (total,), (names,))
+    else:
+        shape = list(x.shape)
+        shape[axis] = total
+        out = make_out_layout(x.mesh, shape, x.layout.split)
+    return common.apply_logical(_repeat, [x], out, static=(counts, axis, total))
