@@ -169,6 +169,69 @@ class DistArray:
         from darray._src.halo import unhalo
         return unhalo(self)
 
+    # -- Array API protocol (darray._src.api: elementwise, manipulation) ---------------------
+    def __array_namespace__(self, /, *, api_version=None):
+        """The `darray` module; api_version may be None, "2023.12" or "2024.12"."""
+        if api_version not in (None, "2023.12", "2024.12"):
+            raise ValueError(f"api_version={api_version!r} is not supported; darray implements "
+                             "the Array API 2024.12 (also accepts \"2023.12\" or None)")
+        import darray
+        return darray
+
+    def _scalar(self, kinds: str, what: str):
+        """The single element as a Python scalar (reads one cell, no gather)."""
+        if self.size != 1:
+            raise ValueError(f"{what}() needs an array of size 1, got shape {self.shape}")
+        if self.dtype.kind not in kinds:
+            raise TypeError(f"{what}() is not defined for dtype {self.dtype}")
+        first = tuple(lo for lo, _ in self._layout.halo)  # cell 0 sits after the ghosts
+        return self._data[first].item()
+
+    def __bool__(self):
+        return bool(self._scalar("biufc", "bool"))
+
+    def __int__(self):
+        return int(self._scalar("biuf", "int"))
+
+    def __float__(self):
+        return float(self._scalar("biuf", "float"))
+
+    def __complex__(self):
+        return complex(self._scalar("biufc", "complex"))
+
+    def __index__(self):
+        return int(self._scalar("iu", "index"))
+
+    def __len__(self):
+        if not self.ndim:
+            raise TypeError("len() of a 0-d DistArray")
+        return self.shape[0]
+
+    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export of the logical array, gathered on the host (one array, one device)."""
+        host = np.asarray(self)
+        kwargs = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
+                                    ("copy", copy)) if v is not None}
+        return host.__dlpack__(stream=stream, **kwargs)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU, device 0: __dlpack__ exports the host copy
+
+    @property
+    def mT(self) -> "DistArray":
+        """Transpose of the last two axes (see darray.matrix_transpose)."""
+        from darray._src.api.manipulation import matrix_transpose
+        return matrix_transpose(self)
+
+    @property
+    def T(self) -> "DistArray":
+        """Reversed axes; the standard defines it for 2-D arrays only."""
+        if self.ndim != 2:
+            raise ValueError(f"x.T needs a 2-D array, got {self.ndim}-D; use x.mT or "
+                             "darray.permute_dims")
+        from darray._src.api.manipulation import permute_dims
+        return permute_dims(self, (1, 0))
+
 
 # -- operators: one table, shared with the elementwise functions ------------------------------
 # (dunder, elementwise function name, operand order). "reflected" swaps operands; "inplace"
@@ -203,6 +266,7 @@ def _binary(name, how):
 
     def inplace(self, other):
         result = _lookup(name)(self, other)
+        _lookup("check_inplace")(self, result, name)
         self._data, self._layout = result._data, result._layout
         return self
     return {"forward": forward, "reflected": reflected, "inplace": inplace}[how]

@@ -1,0 +1,106 @@
+"""Creation functions that start from other arrays: from_dlpack, meshgrid, tril, triu."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from darray._src.api.common import apply_logical, apply_physical, check_array
+from darray._src.api.statistical import plain
+from darray._src.array import DistArray
+from darray._src.placement import make_layout
+
+
+def from_dlpack(x, /, *, device=None, copy=None) -> DistArray:
+    """A DistArray from any object with `__dlpack__` (numpy, jax, torch, a DistArray...).
+
+    Layout:
+      As `darray.asarray` places new data (default: one axis split over every device); each
+      device receives only its block. `copy=False` is refused for non-DistArray input, since
+      the data always moves onto the mesh.
+    """
+    from darray._src.api.creation import asarray
+    if isinstance(x, (DistArray, jax.Array)):
+        return asarray(x, device=device, copy=copy)
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack needs an object with __dlpack__, got {type(x).__name__}")
+    return asarray(np.from_dlpack(x), device=device, copy=copy)
+
+
+def _meshgrid_fn(*args):
+    *arrays, indexing = args
+    return tuple(jnp.meshgrid(*arrays, indexing=indexing))
+
+
+def meshgrid(*arrays, indexing="xy") -> list[DistArray]:
+    """Coordinate grids from 1-D arrays.
+
+    Args:
+      arrays: 1-D DistArrays of one dtype.
+      indexing: "xy" (Cartesian: the first two output axes swapped) or "ij" (matrix).
+
+    Layout:
+      Every output gets the default layout of its shape on the first array's mesh; XLA
+      broadcasts each input into it (each device builds its own block).
+    """
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing={indexing!r}; use 'xy' or 'ij'")
+    arrays = [check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
+    if not arrays:
+        return []
+    for i, a in enumerate(arrays):
+        if a.ndim != 1:
+            raise ValueError(f"meshgrid: arrays[{i}] must be 1-D, got shape {a.shape}")
+        if a.dtype != arrays[0].dtype:
+            raise TypeError(f"meshgrid: arrays[{i}] has dtype {a.dtype} but arrays[0] has "
+                            f"{arrays[0].dtype}; the standard asks for one dtype")
+    shape = [a.shape[0] for a in arrays]
+    if indexing == "xy" and len(shape) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    layout = make_layout(tuple(shape), mesh=arrays[0].mesh)
+    return list(apply_logical(_meshgrid_fn, arrays, (layout,) * len(arrays),
+                              static=(indexing,)))
+
+
+def _triangle(data, k, upper):
+    return (jnp.triu if upper else jnp.tril)(data, k)
+
+
+def _triangle_apply(x, k, upper, fname):
+    x = check_array(x)
+    if x.ndim < 2:
+        raise ValueError(f"{fname} needs an array of rank >= 2, got shape {x.shape}")
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+        raise TypeError(f"{fname}: k={k!r} must be an int")
+    # Padding sits at the end of each split axis, so physical index = logical index and the
+    # triangle mask computed on the physical array is the logical one: no communication.
+    x = plain(x)
+    return apply_physical(_triangle_fn(int(k), upper), [x], x.layout)
+
+
+_TRIANGLES: dict = {}
+
+
+def _triangle_fn(k, upper):
+    key = (k, upper)
+    if key not in _TRIANGLES:
+        _TRIANGLES[key] = lambda data: _triangle(data, k, upper)
+    return _TRIANGLES[key]
+
+
+def tril(x, /, *, k=0) -> DistArray:
+    """Zero the elements above the k-th diagonal of the last two axes.
+
+    Layout:
+      x's layout; no communication (the mask is built from each device's own indices).
+    """
+    return _triangle_apply(x, k, False, "tril")
+
+
+def triu(x, /, *, k=0) -> DistArray:
+    """Zero the elements below the k-th diagonal of the last two axes.
+
+    Layout:
+      x's layout; no communication (the mask is built from each device's own indices).
+    """
+    return _triangle_apply(x, k, True, "triu")

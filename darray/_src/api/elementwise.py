@@ -1,0 +1,289 @@
+"""Every elementwise function of the Array API 2024.12, built from one table.
+
+Each row of `TABLE` names a function, the jax.numpy function that computes it, its arity and
+the dtype category the standard accepts. `elementwise` is the one engine behind all of them
+(and behind `where` and the DistArray operators, which look the functions up by name).
+
+Operands: DistArrays; Python scalars (weak: they adopt the array's dtype, as the standard says);
+numpy and jax arrays (treated as arrays of their own dtype, broadcast, never the output layout).
+
+Layout rule: the output takes the layout of the first DistArray operand whose shape is the
+result shape (else the first DistArray's layout extended with unsplit leading axes). When every
+DistArray operand fits that layout physically (same split for full-size axes, unsplit size-1
+axes, no halo) the function runs on the physical arrays: no communication. Otherwise the
+operands are moved to the output layout inside one compiled function (or LayoutError under
+``darray.set_config(mismatch="raise")``).
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
+
+from darray._src.api import dtypes as _dt
+from darray._src.api.common import apply_logical, apply_physical, first_dist, is_dist
+from darray._src.array import DistArray
+from darray._src.config import get_config
+from darray._src.errors import LayoutError
+from darray._src.layout import Layout
+
+_PY_SCALARS = (bool, int, float, complex)
+
+# (name, jax.numpy function, arity, accepted dtype category, one-line summary)
+TABLE = (
+    ("abs", jnp.abs, 1, "numeric", "Absolute value (modulus for complex; real result)."),
+    ("acos", jnp.arccos, 1, "floating-point", "Inverse cosine."),
+    ("acosh", jnp.arccosh, 1, "floating-point", "Inverse hyperbolic cosine."),
+    ("add", jnp.add, 2, "numeric", "Sum x1 + x2."),
+    ("asin", jnp.arcsin, 1, "floating-point", "Inverse sine."),
+    ("asinh", jnp.arcsinh, 1, "floating-point", "Inverse hyperbolic sine."),
+    ("atan", jnp.arctan, 1, "floating-point", "Inverse tangent."),
+    ("atan2", jnp.arctan2, 2, "real floating", "Quadrant-aware inverse tangent of x1 / x2."),
+    ("atanh", jnp.arctanh, 1, "floating-point", "Inverse hyperbolic tangent."),
+    ("bitwise_and", jnp.bitwise_and, 2, "integer or boolean", "Bitwise AND."),
+    ("bitwise_left_shift", jnp.left_shift, 2, "integral", "Shift x1 left by x2 bits."),
+    ("bitwise_invert", jnp.invert, 1, "integer or boolean", "Bitwise NOT."),
+    ("bitwise_or", jnp.bitwise_or, 2, "integer or boolean", "Bitwise OR."),
+    ("bitwise_right_shift", jnp.right_shift, 2, "integral", "Shift x1 right by x2 bits."),
+    ("bitwise_xor", jnp.bitwise_xor, 2, "integer or boolean", "Bitwise XOR."),
+    ("ceil", jnp.ceil, 1, "real numeric", "Round toward +infinity."),
+    ("conj", jnp.conj, 1, "numeric", "Complex conjugate."),
+    ("copysign", jnp.copysign, 2, "real floating", "Magnitude of x1 with the sign of x2."),
+    ("cos", jnp.cos, 1, "floating-point", "Cosine."),
+    ("cosh", jnp.cosh, 1, "floating-point", "Hyperbolic cosine."),
+    ("divide", jnp.true_divide, 2, "numeric", "True division x1 / x2."),
+    ("equal", jnp.equal, 2, "any", "x1 == x2."),
+    ("exp", jnp.exp, 1, "floating-point", "Exponential."),
+    ("expm1", jnp.expm1, 1, "floating-point", "exp(x) - 1, accurate near 0."),
+    ("floor", jnp.floor, 1, "real numeric", "Round toward -infinity."),
+    ("floor_divide", jnp.floor_divide, 2, "real numeric", "Floor of x1 / x2."),
+    ("greater", jnp.greater, 2, "real numeric", "x1 > x2."),
+    ("greater_equal", jnp.greater_equal, 2, "real numeric", "x1 >= x2."),
+    ("hypot", jnp.hypot, 2, "real floating", "sqrt(x1**2 + x2**2) without overflow."),
+    ("imag", jnp.imag, 1, "numeric", "Imaginary component (real result)."),
+    ("isfinite", jnp.isfinite, 1, "numeric", "Whether finite."),
+    ("isinf", jnp.isinf, 1, "numeric", "Whether infinite."),
+    ("isnan", jnp.isnan, 1, "numeric", "Whether NaN."),
+    ("less", jnp.less, 2, "real numeric", "x1 < x2."),
+    ("less_equal", jnp.less_equal, 2, "real numeric", "x1 <= x2."),
+    ("log", jnp.log, 1, "floating-point", "Natural logarithm."),
+    ("log1p", jnp.log1p, 1, "floating-point", "log(1 + x), accurate near 0."),
+    ("log2", jnp.log2, 1, "floating-point", "Base-2 logarithm."),
+    ("log10", jnp.log10, 1, "floating-point", "Base-10 logarithm."),
+    ("logaddexp", jnp.logaddexp, 2, "real floating", "log(exp(x1) + exp(x2))."),
+    ("logical_and", jnp.logical_and, 2, "bool", "Logical AND."),
+    ("logical_not", jnp.logical_not, 1, "bool", "Logical NOT."),
+    ("logical_or", jnp.logical_or, 2, "bool", "Logical OR."),
+    ("logical_xor", jnp.logical_xor, 2, "bool", "Logical XOR."),
+    ("maximum", jnp.maximum, 2, "real numeric", "Larger of x1 and x2 (NaN propagates)."),
+    ("minimum", jnp.minimum, 2, "real numeric", "Smaller of x1 and x2 (NaN propagates)."),
+    ("multiply", jnp.multiply, 2, "numeric", "Product x1 * x2."),
+    ("negative", jnp.negative, 1, "numeric", "-x."),
+    ("nextafter", jnp.nextafter, 2, "real floating", "Next representable x1 toward x2."),
+    ("not_equal", jnp.not_equal, 2, "any", "x1 != x2."),
+    ("positive", jnp.positive, 1, "numeric", "+x."),
+    ("pow", jnp.power, 2, "numeric", "x1 ** x2."),
+    ("real", jnp.real, 1, "numeric", "Real component (real result)."),
+    ("reciprocal", jnp.reciprocal, 1, "floating-point", "1 / x."),
+    ("remainder", jnp.remainder, 2, "real numeric", "x1 mod x2, with the sign of x2."),
+    ("round", jnp.round, 1, "numeric", "Round half to even."),
+    ("sign", jnp.sign, 1, "numeric", "Sign (x / |x| for complex)."),
+    ("signbit", jnp.signbit, 1, "real floating", "Whether the sign bit is set."),
+    ("sin", jnp.sin, 1, "floating-point", "Sine."),
+    ("sinh", jnp.sinh, 1, "floating-point", "Hyperbolic sine."),
+    ("square", jnp.square, 1, "numeric", "x * x."),
+    ("sqrt", jnp.sqrt, 1, "floating-point", "Square root."),
+    ("subtract", jnp.subtract, 2, "numeric", "Difference x1 - x2."),
+    ("tan", jnp.tan, 1, "floating-point", "Tangent."),
+    ("tanh", jnp.tanh, 1, "floating-point", "Hyperbolic tangent."),
+    ("trunc", jnp.trunc, 1, "real numeric", "Round toward zero."),
+)
+
+_LAYOUT_DOC = """
+Layout:
+  The first DistArray operand's layout (see darray._src.api.elementwise). No communication when
+  all DistArray operands share it; otherwise they are redistributed in one compiled function
+  (LayoutError instead under darray.set_config(mismatch="raise")).
+"""
+
+
+# -- operands --------------------------------------------------------------------------------
+def _operand(a, argname: str, fname: str):
+    """Accept a DistArray, a Python scalar or a numpy/jax array; TypeError otherwise."""
+    if is_dist(a) or isinstance(a, _PY_SCALARS):
+        return a
+    if isinstance(a, (np.ndarray, np.generic, jax.Array)):
+        if np.dtype(a.dtype) not in _dt.ALL:
+            raise TypeError(f"{fname}: {argname} has dtype {a.dtype}, which darray does not hold")
+        return a
+    raise TypeError(f"{fname}: {argname} must be a DistArray, a Python scalar or a numpy/jax "
+                    f"array, got {type(a).__name__}")
+
+
+def _check_category(fname, category, ops, argnames):
+    if category == "any":
+        return
+    for a, n in zip(ops, argnames):
+        if isinstance(a, _PY_SCALARS):
+            continue
+        if np.dtype(a.dtype) not in _dt.CATEGORIES[category]:
+            raise TypeError(f"{fname}: {n} has dtype {a.dtype}, but {fname} accepts "
+                            f"{category} dtypes only")
+
+
+def _result_layout(ops, shape) -> Layout:
+    """Layout of the first DistArray whose shape is `shape`, else the first one's, extended."""
+    dists = [a for a in ops if is_dist(a)]
+    for a in dists:
+        if a.shape == shape:
+            return a.layout.without_halo()
+    first = dists[0].layout
+    grow = len(shape) - first.ndim
+    split = ((),) * grow + tuple(() if n != m else s
+                                 for s, n, m in zip(first.split, first.shape, shape[grow:]))
+    return Layout(shape, first.mesh, split, ((0, 0),) * len(shape), tuple(range(len(shape))))
+
+
+def _fits(a, out: Layout) -> bool:
+    """Whether operand `a` can be combined with physical data of layout `out` as it is stored."""
+    if isinstance(a, _PY_SCALARS):
+        return True
+    off = out.ndim - np.ndim(a) if not is_dist(a) else out.ndim - a.ndim
+    if not is_dist(a):
+        # A replicated host/jax array broadcasts against unpadded axes only.
+        return all(n == 1 or out.physical_shape[i + off] == out.shape[i + off]
+                   for i, n in enumerate(np.shape(a)))
+    lay = a.layout
+    if lay.has_halo or lay.mesh != out.mesh:
+        return False
+    return all((n == 1 and not s) or (n == out.shape[i + off] and s == out.split[i + off])
+               for i, (n, s) in enumerate(zip(lay.shape, lay.split)))
+
+
+def _describe(ops, argnames) -> str:
+    return "; ".join(f"{n}: {a.layout!r}" for a, n in zip(ops, argnames) if is_dist(a))
+
+
+def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistArray:
+    """Run `fn` (a jax function, hashable and stable, so compilations are cached) elementwise.
+
+    Args:
+      fname: the public name, for error messages.
+      fn: the function of len(args) jax arrays / scalars.
+      args: the operands; at least one must be a DistArray.
+      argnames: their parameter names, for error messages.
+      category: dtype category (a key of dtypes.CATEGORIES) every array operand must be in.
+    """
+    ops = [_operand(a, n, fname) for a, n in zip(args, argnames)]
+    if first_dist(ops) is None:
+        raise TypeError(f"{fname}: at least one of {tuple(argnames)} must be a DistArray "
+                        "(convert with darray.asarray)")
+    _check_category(fname, category, ops, argnames)
+    try:
+        shape = tuple(np.broadcast_shapes(*[a.shape if is_dist(a) else np.shape(a) for a in ops]))
+    except ValueError:
+        shapes = ", ".join(f"{n}{tuple(a.shape if is_dist(a) else np.shape(a))}"
+                           for a, n in zip(ops, argnames))
+        raise ValueError(f"{fname}: operand shapes do not broadcast: {shapes}") from None
+    out = _result_layout(ops, shape)
+    if all(_fits(a, out) for a in ops):
+        leaves = [a if not is_dist(a) or a.layout == out else a.data for a in ops]
+        return apply_physical(fn, [_placed(a, out) for a in leaves], out)
+    if get_config("mismatch") == "raise":
+        # Ghost cells are dropped locally; only a change of split counts as redistribution.
+        stripped = [a.layout.without_halo() for a in ops if is_dist(a)]
+        plain = [a if not is_dist(a) else DistArray(None, a.layout.without_halo()) for a in ops]
+        if not all(_fits(a, out) for a in plain) or any(s.mesh != out.mesh for s in stripped):
+            raise LayoutError(f"{fname}: operand layouts differ ({_describe(ops, argnames)}) and "
+                              "darray config mismatch='raise' forbids redistributing; move "
+                              "operands with darray.asarray(x, mesh=..., spec=...) first")
+    ops = [_moved(a, out) for a in ops]
+    return apply_logical(fn, [_placed(a, out) for a in ops], out)
+
+
+def _placed(a, out: Layout):
+    """jax arrays committed elsewhere are replicated onto the output mesh (small operands)."""
+    if isinstance(a, jax.Array) and not isinstance(a, DistArray):
+        return jax.device_put(a, NamedSharding(out.mesh, PartitionSpec()))
+    return a
+
+
+def _moved(a, out: Layout):
+    """DistArrays on another mesh come over to the output mesh first (default split there)."""
+    if is_dist(a) and a.layout.mesh != out.mesh:
+        from darray._src.api.creation import asarray
+        return asarray(a, mesh=out.mesh)
+    return a
+
+
+# -- the generated functions -------------------------------------------------------------------
+def _make(name, fn, arity, category, summary):
+    if arity == 1:
+        def function(x, /):
+            return elementwise(name, fn, (x,), ("x",), category)
+        args = "  x: DistArray"
+    else:
+        def function(x1, x2, /):
+            return elementwise(name, fn, (x1, x2), ("x1", "x2"), category)
+        args = ("  x1, x2: DistArrays, Python scalars or numpy/jax arrays (at least one\n"
+                "    DistArray); they broadcast")
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = "darray"
+    function.__doc__ = (f"{summary}\n\nArgs:\n{args} of {category} dtype.\n\nReturns:\n"
+                        f"  DistArray of the broadcast shape and the promoted dtype.\n"
+                        f"{_LAYOUT_DOC}")
+    return function
+
+
+for _row in TABLE:
+    globals()[_row[0]] = _make(*_row)
+del _row
+
+FUNCTIONS = tuple(row[0] for row in TABLE) + ("clip",)
+
+
+@functools.lru_cache(maxsize=None)
+def _clip_fn(has_min: bool, has_max: bool):
+    def run(x, *bounds):
+        it = iter(bounds)
+        lo = next(it) if has_min else None
+        hi = next(it) if has_max else None
+        return jnp.clip(x, lo, hi).astype(x.dtype)
+    return run
+
+
+def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
+    """Clamp each element to [min, max].
+
+    Args:
+      x: DistArray of real numeric dtype.
+      min, max: lower/upper bound (Python scalar, array or None); the result keeps x's dtype.
+    """
+    bounds = [(b, n) for b, n in ((min, "min"), (max, "max")) if b is not None]
+    return elementwise("clip", _clip_fn(min is not None, max is not None),
+                       (x,) + tuple(b for b, _ in bounds), ("x",) + tuple(n for _, n in bounds),
+                       "real numeric")
+
+
+clip.__doc__ += _LAYOUT_DOC
+
+
+def check_inplace(x: DistArray, result: DistArray, op: str) -> None:
+    """In-place operators keep x's dtype and shape (the standard forbids changing them)."""
+    if result.dtype != x.dtype:
+        raise TypeError(f"in-place {op} would change the dtype of x from {x.dtype} to "
+                        f"{result.dtype}; write x = x {op} y instead or cast y first")
+    if result.shape != x.shape:
+        raise ValueError(f"in-place {op} would change the shape of x from {x.shape} to "
+                         f"{result.shape} by broadcasting")
+
+
+def __getattr__(name):
+    # The @ operator is looked up here with the others; matmul lives in linalg.
+    if name == "matmul":
+        from darray._src.api.linalg import matmul
+        return matmul
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,297 @@
+"""Statistical functions: sum, prod, mean, var, std, min, max, cumulative_sum, cumulative_prod.
+
+Reductions never gather the array. They run on the physical array with the padding (and any
+ghost cells) replaced by the reduction's identity (`common.masked_physical`), so a sum over an
+unevenly split axis is exact, and XLA combines the per-device partial results with one
+all-reduce over the mesh axes that split the reduced axes. The output keeps the input's layout
+with the reduced axes removed (their mesh axes freed): the result is pinned there.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from darray._src.api import dtypes as _dt
+from darray._src.api._helpers import is_plain, normalize_axes, normalize_axis, run_physical
+from darray._src.api.common import apply_logical, check_array, masked_physical, valid_mask
+from darray._src.array import DistArray
+from darray._src.layout import Layout
+
+
+# -- the shared reduction driver (also used by utility and searching) ---------------------------
+def plain(x: DistArray) -> DistArray:
+    """`x` without ghost cells and in natural order, where physical index = logical index."""
+    if is_plain(x.layout):
+        return x
+    from darray._src.api.creation import _redistribute
+    lay = x.layout
+    target = Layout(lay.shape, lay.mesh, lay.split, ((0, 0),) * lay.ndim, tuple(range(lay.ndim)))
+    return _redistribute(x, target, None)
+
+
+def reduced_layout(layout: Layout, axes, keepdims: bool) -> Layout:
+    """The input layout with `axes` removed (or kept with length 1, unsplit)."""
+    if keepdims:
+        shape = tuple(1 if a in axes else n for a, n in enumerate(layout.shape))
+        split = tuple(() if a in axes else s for a, s in enumerate(layout.split))
+    else:
+        shape = tuple(n for a, n in enumerate(layout.shape) if a not in axes)
+        split = tuple(s for a, s in enumerate(layout.split) if a not in axes)
+    nd = len(shape)
+    return Layout(shape, layout.mesh, split, ((0, 0),) * nd, tuple(range(nd)))
+
+
+def reduce(x, kernel, axis, keepdims: bool, *extra, fname: str, category: str = "any",
+           nonempty: bool = False) -> DistArray:
+    """Run `kernel(data, layout, axes, keepdims, *extra)` on x's physical data, compiled once.
+
+    The kernel must mask padding itself (with `masked_physical` or `valid_mask`); its output
+    must have the physical shape of `reduced_layout(layout, axes, keepdims)`.
+    """
+    x = check_array(x)
+    if category != "any" and x.dtype not in _dt.CATEGORIES[category]:
+        raise TypeError(f"{fname}: x has dtype {x.dtype}, but {fname} accepts {category} "
+                        "dtypes only")
+    axes = tuple(range(x.ndim)) if axis is None else tuple(sorted(normalize_axes(axis, x.ndim)))
+    if nonempty and any(x.shape[a] == 0 for a in axes):
+        raise ValueError(f"{fname} of an empty axis has no identity (x has shape {x.shape}, "
+                         f"axis={axis!r})")
+    x = plain(x)
+    out = reduced_layout(x.layout, axes, keepdims)
+    return run_physical(kernel, [x], out, static=(x.layout, axes, bool(keepdims)) + extra)
+
+
+def _count(layout: Layout, axes) -> int:
+    return math.prod(layout.shape[a] for a in axes)
+
+
+def sum_dtype(dtype, requested, fname: str):
+    """The standard's accumulator dtype: small signed ints and bool widen to the default int,
+    unsigned ints to the default unsigned int; floats keep their dtype."""
+    if requested is not None:
+        return _dt.as_dtype(requested)
+    # (this module defines `max`, so compare sizes by hand)
+    if dtype == _dt.bool:
+        return _dt.default_int()
+    if dtype in _dt.SIGNED:
+        return dtype if dtype.itemsize >= _dt.default_int().itemsize else _dt.default_int()
+    if dtype in _dt.UNSIGNED:
+        return dtype if dtype.itemsize >= _dt.default_uint().itemsize else _dt.default_uint()
+    return dtype
+
+
+def lowest(dtype):
+    """The identity of max: -inf, the smallest integer, or False."""
+    if dtype.kind == "f":
+        return -np.inf
+    if dtype.kind == "b":
+        return False
+    return np.iinfo(dtype).min
+
+
+def highest(dtype):
+    if dtype.kind == "f":
+        return np.inf
+    if dtype.kind == "b":
+        return True
+    return np.iinfo(dtype).max
+
+
+# -- kernels (module-level, so compilations are cached by identity) ----------------------------
+def _sum_kernel(data, layout, axes, keepdims, dtype):
+    return jnp.sum(masked_physical(data, layout, 0), axis=axes, keepdims=keepdims, dtype=dtype)
+
+
+def _prod_kernel(data, layout, axes, keepdims, dtype):
+    return jnp.prod(masked_physical(data, layout, 1), axis=axes, keepdims=keepdims, dtype=dtype)
+
+
+def _max_kernel(data, layout, axes, keepdims):
+    return jnp.max(masked_physical(data, layout, lowest(data.dtype)), axis=axes, keepdims=keepdims)
+
+
+def _min_kernel(data, layout, axes, keepdims):
+    return jnp.min(masked_physical(data, layout, highest(data.dtype)), axis=axes,
+                   keepdims=keepdims)
+
+
+def _mean_kernel(data, layout, axes, keepdims, dtype):
+    total = jnp.sum(masked_physical(data.astype(dtype), layout, 0), axis=axes, keepdims=keepdims)
+    return total / jnp.asarray(_count(layout, axes), dtype)
+
+
+def _var_kernel(data, layout, axes, keepdims, dtype, correction, root):
+    data = data.astype(dtype)
+    n = _count(layout, axes)
+    mean = jnp.sum(masked_physical(data, layout, 0), axis=axes, keepdims=True) / n
+    dev = data - mean
+    mask = valid_mask(layout)
+    if mask is not None:
+        dev = jnp.where(mask, dev, 0)  # padding would otherwise add (garbage - mean)**2
+    sq = (dev * jnp.conj(dev)).real if dtype.kind == "c" else dev * dev
+    var = jnp.sum(sq, axis=axes, keepdims=keepdims) / jnp.asarray(n - correction, sq.dtype)
+    return jnp.sqrt(var) if root else var
+
+
+# -- public reductions -------------------------------------------------------------------------
+_LAYOUT = """
+    Layout:
+      x's layout without the reduced axes (kept unsplit with length 1 under keepdims); a full
+      reduction gives a replicated 0-d DistArray. Communication: one all-reduce over the mesh
+      axes that split the reduced axes; never a gather. Padding is masked, so uneven splits
+      are exact.
+"""
+
+
+def sum(x, /, *, axis=None, dtype=None, keepdims=False) -> DistArray:  # noqa: A001
+    """Sum over `axis` (an int, a tuple of ints, or None for all axes).
+
+    Args:
+      x: DistArray of numeric dtype.
+      axis: axes to reduce.
+      dtype: accumulator/result dtype; default: the standard's (signed ints widen to the
+        default integer dtype, unsigned ints to the default unsigned one, floats keep theirs).
+      keepdims: keep reduced axes with length 1.
+    """
+    x = check_array(x)
+    return reduce(x, _sum_kernel, axis, keepdims, sum_dtype(x.dtype, dtype, "sum"), fname="sum",
+                  category="numeric")
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims=False) -> DistArray:
+    """Product over `axis`; arguments and dtype rules as for `sum`."""
+    x = check_array(x)
+    return reduce(x, _prod_kernel, axis, keepdims, sum_dtype(x.dtype, dtype, "prod"),
+                  fname="prod", category="numeric")
+
+
+def max(x, /, *, axis=None, keepdims=False) -> DistArray:  # noqa: A001
+    """Largest element over `axis` (NaN propagates). ValueError for an empty axis."""
+    return reduce(x, _max_kernel, axis, keepdims, fname="max", category="real numeric",
+                  nonempty=True)
+
+
+def min(x, /, *, axis=None, keepdims=False) -> DistArray:  # noqa: A001
+    """Smallest element over `axis` (NaN propagates). ValueError for an empty axis."""
+    return reduce(x, _min_kernel, axis, keepdims, fname="min", category="real numeric",
+                  nonempty=True)
+
+
+def _float_dtype(dtype):
+    return dtype if dtype.kind in "fc" else _dt.default_float()
+
+
+def mean(x, /, *, axis=None, keepdims=False) -> DistArray:
+    """Arithmetic mean over `axis` (x of floating dtype; integers give the default float)."""
+    x = check_array(x)
+    return reduce(x, _mean_kernel, axis, keepdims, _float_dtype(x.dtype), fname="mean",
+                  category="numeric")
+
+
+def _check_correction(correction):
+    if isinstance(correction, bool) or not isinstance(correction, (int, float)) or correction < 0:
+        raise ValueError(f"correction={correction!r} must be a real number >= 0 (0 for the "
+                         "population, 1 for the sample estimate)")
+    return float(correction)
+
+
+def var(x, /, *, axis=None, correction=0.0, keepdims=False) -> DistArray:
+    """Variance over `axis`: sum(|x - mean|**2) / (N - correction), computed in two passes.
+
+    Args:
+      x: DistArray of floating dtype (complex gives a real result).
+      correction: degrees of freedom subtracted from N (0: population, 1: sample).
+    """
+    x = check_array(x)
+    return reduce(x, _var_kernel, axis, keepdims, _float_dtype(x.dtype),
+                  _check_correction(correction), False, fname="var", category="numeric")
+
+
+def std(x, /, *, axis=None, correction=0.0, keepdims=False) -> DistArray:
+    """Standard deviation: sqrt of `var` with the same arguments."""
+    x = check_array(x)
+    return reduce(x, _var_kernel, axis, keepdims, _float_dtype(x.dtype),
+                  _check_correction(correction), True, fname="std", category="numeric")
+
+
+for _f in (sum, prod, max, min, mean, var, std):
+    _f.__doc__ += _LAYOUT
+
+
+# -- cumulative --------------------------------------------------------------------------------
+_CUM = {"sum": (jnp.cumsum, 0), "prod": (jnp.cumprod, 1)}
+
+
+def _cumulative_kernel(data, layout, axis, dtype, op):
+    cum, identity = _CUM[op]
+    data = masked_physical(data, layout, identity).astype(dtype)
+    p, c = layout.parts(axis), layout.chunk(axis)
+    if p == 1 or c == 0:
+        return cum(data, axis=axis)
+    # Blocks along the split axis are whole per device: scan each block locally, then carry
+    # the running totals of the blocks before it (one value per block and row).
+    shape = data.shape
+    blocks = data.reshape(shape[:axis] + (p, c) + shape[axis + 1:])
+    local = cum(blocks, axis=axis + 1)
+    totals = jax.lax.slice_in_dim(local, c - 1, c, axis=axis + 1)
+    running = cum(totals, axis=axis)
+    before = jnp.concatenate([jnp.full_like(jax.lax.slice_in_dim(running, 0, 1, axis=axis),
+                                            identity),
+                              jax.lax.slice_in_dim(running, 0, p - 1, axis=axis)], axis=axis)
+    out = local + before if op == "sum" else local * before
+    return out.reshape(shape)
+
+
+def _with_initial(logical, axis, dtype, op):
+    cum, identity = _CUM[op]
+    body = cum(logical.astype(dtype), axis=axis)
+    first = jnp.full(body.shape[:axis] + (1,) + body.shape[axis + 1:], identity, dtype)
+    return jnp.concatenate([first, body], axis=axis)
+
+
+def _cumulative(x, axis, dtype, include_initial, op):
+    fname = "cumulative_" + op
+    x = check_array(x)
+    if x.dtype not in _dt.CATEGORIES["numeric"] and x.dtype != _dt.bool:
+        raise TypeError(f"{fname}: x has dtype {x.dtype}; numeric dtypes only")
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"{fname}: axis must be given for a {x.ndim}-D array (axis=None "
+                             "is allowed for 1-D arrays only)")
+        axis = 0
+    axis = normalize_axis(axis, x.ndim)
+    dtype = sum_dtype(x.dtype, dtype, fname)
+    x = plain(x)
+    if include_initial:
+        shape = list(x.shape)
+        shape[axis] += 1
+        out = Layout(tuple(shape), x.mesh, x.layout.split, ((0, 0),) * x.ndim,
+                     tuple(range(x.ndim)))
+        return apply_logical(_with_initial, [x], out, static=(axis, dtype, op))
+    return run_physical(_cumulative_kernel, [x], x.layout, static=(x.layout, axis, dtype, op))
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False) -> DistArray:
+    """Running sum along `axis` (required unless x is 1-D).
+
+    Args:
+      x: DistArray of numeric dtype.
+      axis: the axis to scan.
+      dtype: result dtype; default as for `sum`.
+      include_initial: prepend the identity (0), so the axis grows by one.
+
+    Layout:
+      x's layout. Each device scans its block; the block totals (one value per block and row)
+      are scanned across devices and added back: no gather of the array. With
+      include_initial the axis grows by one and XLA shifts the cells between blocks.
+    """
+    return _cumulative(x, axis, dtype, include_initial, "sum")
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False) -> DistArray:
+    """Running product along `axis`; arguments and layout as for `cumulative_sum`
+    (the identity prepended by include_initial is 1)."""
+    return _cumulative(x, axis, dtype, include_initial, "prod")

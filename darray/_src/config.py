@@ -1,0 +1,88 @@
+"""darray's options, each declared once: name, type, default, environment variable, help, check.
+
+Read with `get_config(name)`, change with `set_config(name=value)` or, for a block of code,
+`with config_context(name=value): ...`. The environment variable (``DARRAY_<NAME>``) gives the
+initial value, so a run can be reconfigured without code changes.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from typing import Any, Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    name: str
+    type: type
+    default: Any
+    help: str
+    check: Callable[[Any], bool]
+    accepted: str  # what `check` accepts, for error messages
+
+    @property
+    def env(self) -> str:
+        return "DARRAY_" + self.name.upper()
+
+
+OPTIONS = {opt.name: opt for opt in (
+    Option("mismatch", str, "redistribute",
+           "What elementwise operations do when DistArray operands have different layouts: "
+           "'redistribute' moves them to the output layout (communication), 'raise' raises "
+           "LayoutError so that hidden communication is found during development.",
+           lambda v: v in ("redistribute", "raise"), "'redistribute' or 'raise'"),
+)}
+
+
+def _validated(name: str, value):
+    opt = OPTIONS.get(name)
+    if opt is None:
+        raise ValueError(f"unknown darray config option {name!r}; known options: "
+                         f"{sorted(OPTIONS)}")
+    if not isinstance(value, opt.type) or not opt.check(value):
+        raise ValueError(f"darray config option {name}={value!r} is not accepted; "
+                         f"use {opt.accepted}")
+    return value
+
+
+def _initial() -> dict[str, Any]:
+    values = {}
+    for name, opt in OPTIONS.items():
+        raw = os.environ.get(opt.env)
+        if raw is None:
+            values[name] = opt.default
+        else:
+            try:
+                values[name] = _validated(name, opt.type(raw))
+            except ValueError as err:
+                raise ValueError(f"environment variable {opt.env}={raw!r}: {err}") from None
+    return values
+
+
+_VALUES = _initial()
+
+
+def get_config(name: str):
+    """The current value of option `name` (see `darray._src.config.OPTIONS`)."""
+    if name not in OPTIONS:
+        _validated(name, None)
+    return _VALUES[name]
+
+
+def set_config(**options) -> None:
+    """Set options, e.g. ``darray.set_config(mismatch="raise")``; all are checked first."""
+    checked = {name: _validated(name, value) for name, value in options.items()}
+    _VALUES.update(checked)
+
+
+@contextlib.contextmanager
+def config_context(**options):
+    """Set options inside a ``with`` block and restore the previous values on exit."""
+    checked = {name: _validated(name, value) for name, value in options.items()}
+    saved = {name: _VALUES[name] for name in checked}
+    _VALUES.update(checked)
+    try:
+        yield
+    finally:
+        _VALUES.update(saved)
