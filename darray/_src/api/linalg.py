@@ -1,0 +1,388 @@
+"""Linear algebra: the main-namespace functions (matmul, tensordot, vecdot, matrix_transpose) and
+the Array API `linalg` extension.
+
+Every function runs on the logical arrays (XLA's SPMD partitioner) with the output pinned to a
+layout derived from the inputs: batch axes keep their split (so a stack of matrices split
+along the batch is processed with no communication), matrix axes are unsplit in the results of
+factorizations. Where a matrix axis is split on input, XLA's partitioner decides the
+communication (for matmul a contraction over a split axis is a partial product plus an
+all-reduce / reduce-scatter; for factorizations it gathers the matrix axes of each batch
+element). That is the accepted first version; distributed factorizations are future work.
+"""
+from __future__ import annotations
+
+import operator
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from darray._src.api import common
+from darray._src.api._helpers import (check_same_mesh, make_out_layout, normalize_axes,
+                                      normalize_axis)
+from darray._src.api.manipulation import matrix_transpose
+from darray._src.array import DistArray
+from darray._src.layout import Layout
+
+
+class EighResult(NamedTuple):
+    eigenvalues: DistArray
+    eigenvectors: DistArray
+
+
+class EigResult(NamedTuple):
+    eigenvalues: DistArray
+    eigenvectors: DistArray
+
+
+class QRResult(NamedTuple):
+    Q: DistArray
+    R: DistArray
+
+
+class SlogdetResult(NamedTuple):
+    sign: DistArray
+    logabsdet: DistArray
+
+
+class SVDResult(NamedTuple):
+    U: DistArray
+    S: DistArray
+    Vh: DistArray
+
+
+# -- plumbing ---------------------------------------------------------------------------------
+def _invoke(*args):
+    """Module-level (hence cacheable) call of jnp.linalg.<name>(*arrays, **kwargs)."""
+    *arrays, name, kwargs, array_kwargs = args
+    kw = dict(kwargs)
+    if array_kwargs:
+        kw.update(zip(array_kwargs, arrays[-len(array_kwargs):]))
+        arrays = arrays[:-len(array_kwargs)]
+    out = getattr(jnp.linalg, name)(*arrays, **kw)
+    return tuple(out) if isinstance(out, tuple) else out
+
+
+def _shapes(fn, arrays, static):
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) if isinstance(a, DistArray) else a
+             for a in arrays]
+    return jax.eval_shape(lambda *xs: fn(*xs, *static), *specs)
+
+
+def _batch_layout(template: DistArray, shape, nbatch: int) -> Layout:
+    """Leading `nbatch` axes keep `template`'s split where their extent matches; others unsplit."""
+    split = [template.layout.split[i] if i < nbatch and i < template.ndim
+             and shape[i] == template.shape[i] else () for i in range(len(shape))]
+    return make_out_layout(template.mesh, shape, split)
+
+
+def _batched(name, arrays, core: int, *, kwargs=(), array_kwargs=()):
+    """jnp.linalg.<name> with every output keeping the batch split of the first array."""
+    x = arrays[0]
+    if x.ndim < core:
+        raise ValueError(f"linalg.{name} needs an array of rank >= {core}, got shape {x.shape}")
+    dists = [a for a in arrays if isinstance(a, DistArray)]
+    check_same_mesh(dists)
+    static = (name, tuple(kwargs), tuple(array_kwargs))
+    result = _shapes(_invoke, arrays, static)
+    nbatch = x.ndim - core
+    if isinstance(result, tuple):
+        outs = tuple(_batch_layout(x, r.shape, nbatch) for r in result)
+    else:
+        outs = _batch_layout(x, result.shape, nbatch)
+    return common.apply_logical(_invoke, list(arrays), outs, static=static)
+
+
+def _matrix(x, name="x") -> DistArray:
+    x = common.check_array(x, name)
+    if x.ndim < 2:
+        raise ValueError(f"{name} must have rank >= 2 (a stack of matrices), got shape {x.shape}")
+    return x
+
+
+def _square(x, name="x") -> DistArray:
+    x = _matrix(x, name)
+    if x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"{name} must be a stack of square matrices, got shape {x.shape}")
+    return x
+
+
+def _rtol_operand(rtol):
+    if rtol is None or isinstance(rtol, (int, float)):
+        return (("rtol", rtol),), ()
+    return (), ("rtol",)
+
+
+# -- main namespace ---------------------------------------------------------------------------
+def _matmul(a, b):
+    return jnp.matmul(a, b)
+
+
+def matmul(x1, x2, /) -> DistArray:
+    """Matrix product with numpy broadcasting of batch axes (1-D operands as vectors).
+
+    Layout:
+      Batch axes keep x1's split (x2's where x1 broadcasts), the row axis keeps x1's row split,
+      the column axis x2's column split. No communication when only batch, row and column axes
+      are split; a split contraction axis costs XLA's partial product plus a reduction.
+    """
+    x1 = common.check_array(x1, "x1")
+    x2 = common.check_array(x2, "x2")
+    check_same_mesh([x1, x2], "x1, x2")
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError(f"matmul needs operands of rank >= 1, got shapes {x1.shape}, {x2.shape}")
+    if x1.shape[-1] != x2.shape[-2 if x2.ndim > 1 else 0]:
+        raise ValueError(f"matmul: contraction extents differ for shapes {x1.shape} and "
+                         f"{x2.shape}")
+    shape = _shapes(_matmul, [x1, x2], ()).shape
+    nd = len(shape)
+    split = [()] * nd
+    rows = x1.ndim >= 2
+    cols = x2.ndim >= 2
+    nb = nd - rows - cols
+    for x, nmat in ((x1, 2), (x2, 2)):
+        batch = x.shape[:-nmat] if x.ndim >= 2 else ()
+        for i in range(1, len(batch) + 1):
+            if nb - i >= 0 and not split[nb - i] and batch[-i] == shape[nb - i]:
+                split[nb - i] = x.layout.split[x.ndim - nmat - i]
+    if rows:
+        split[nb] = x1.layout.split[-2]
+    if cols:
+        split[nd - 1] = x2.layout.split[-1]
+    out = make_out_layout(x1.mesh, shape, split)
+    return common.apply_logical(_matmul, [x1, x2], out)
+
+
+def _tensordot(a, b, axes):
+    return jnp.tensordot(a, b, axes=axes)
+
+
+def tensordot(x1, x2, /, *, axes=2) -> DistArray:
+    """Sum of products over `axes` (an int: last/first axes; or two sequences of axes).
+
+    Layout: the free axes of x1 then of x2, each keeping its split. Contraction over split
+    axes costs a partial product plus a reduction (XLA).
+    """
+    x1 = common.check_array(x1, "x1")
+    x2 = common.check_array(x2, "x2")
+    check_same_mesh([x1, x2], "x1, x2")
+    if isinstance(axes, (int, np.integer)):
+        k = operator.index(axes)
+        if k < 0 or k > min(x1.ndim, x2.ndim):
+            raise ValueError(f"axes={k} must be between 0 and min(x1.ndim, x2.ndim)")
+        a1, a2 = tuple(range(x1.ndim - k, x1.ndim)), tuple(range(k))
+    else:
+        a1 = normalize_axes(tuple(axes[0]), x1.ndim, "axes[0]")
+        a2 = normalize_axes(tuple(axes[1]), x2.ndim, "axes[1]")
+        if len(a1) != len(a2):
+            raise ValueError(f"axes={axes!r} must name as many axes of x1 as of x2")
+    for i, j in zip(a1, a2):
+        if x1.shape[i] != x2.shape[j]:
+            raise ValueError(f"tensordot: x1 axis {i} (extent {x1.shape[i]}) and x2 axis {j} "
+                             f"(extent {x2.shape[j]}) differ")
+    free1 = [i for i in range(x1.ndim) if i not in a1]
+    free2 = [j for j in range(x2.ndim) if j not in a2]
+    shape = [x1.shape[i] for i in free1] + [x2.shape[j] for j in free2]
+    split = [x1.layout.split[i] for i in free1] + [x2.layout.split[j] for j in free2]
+    out = make_out_layout(x1.mesh, shape, split)
+    return common.apply_logical(_tensordot, [x1, x2], out, static=((a1, a2),))
+
+
+def _vecdot(a, b, axis):
+    return jnp.vecdot(a, b, axis=axis)
+
+
+def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
+    """Dot product of vectors along `axis` (x1 conjugated), broadcasting the other axes.
+
+    Layout: the remaining axes keep x1's split (x2's where x1 broadcasts); reducing a split
+    axis costs one all-reduce of the result.
+    """
+    x1 = common.check_array(x1, "x1")
+    x2 = common.check_array(x2, "x2")
+    check_same_mesh([x1, x2], "x1, x2")
+    nd = max(x1.ndim, x2.ndim)
+    axis = normalize_axis(axis, nd)
+    full1 = (1,) * (nd - x1.ndim) + x1.shape
+    full2 = (1,) * (nd - x2.ndim) + x2.shape
+    if full1[axis] != full2[axis]:
+        raise ValueError(f"vecdot: axis {axis - nd} has extent {full1[axis]} in x1 and "
+                         f"{full2[axis]} in x2")
+    shape = np.broadcast_shapes(full1, full2)
+    split = []
+    for i in range(nd):
+        if i == axis:
+            continue
+        s = ()
+        for x, full in ((x1, full1), (x2, full2)):
+            j = i - (nd - x.ndim)
+            if not s and j >= 0 and full[i] == shape[i]:
+                s = x.layout.split[j]
+        split.append(s)
+    out = make_out_layout(x1.mesh, [n for i, n in enumerate(shape) if i != axis], split)
+    return common.apply_logical(_vecdot, [x1, x2], out, static=(axis - nd,))
+
+
+# -- linalg extension -------------------------------------------------------------------------
+def cholesky(x, /, *, upper=False) -> DistArray:
+    """Cholesky factor of Hermitian positive-definite matrices (lower, or upper if asked).
+
+    Layout: batch axes keep their split; matrix axes unsplit (a split matrix axis is gathered
+    per batch element by XLA).
+    """
+    return _batched("cholesky", [_square(x)], 2, kwargs=(("upper", bool(upper)),))
+
+
+def cross(x1, x2, /, *, axis=-1) -> DistArray:
+    """Cross product of 3-vectors along `axis`. Layout: x1's split on the other axes."""
+    x1 = common.check_array(x1, "x1")
+    x2 = common.check_array(x2, "x2")
+    return _batched("cross", [x1, x2], 0, kwargs=(("axis", int(axis)),))
+
+
+def det(x, /) -> DistArray:
+    """Determinants of a stack of square matrices. Layout: batch axes keep their split."""
+    return _batched("det", [_square(x)], 2)
+
+
+def diagonal(x, /, *, offset=0) -> DistArray:
+    """The `offset` diagonal of each matrix. Layout: batch axes keep their split."""
+    return _batched("diagonal", [_matrix(x)], 2, kwargs=(("offset", operator.index(offset)),))
+
+
+def eigh(x, /) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors of Hermitian matrices.
+
+    Layout: batch axes keep their split; matrix axes unsplit.
+    """
+    return EighResult(*_batched("eigh", [_square(x)], 2))
+
+
+def eigvalsh(x, /) -> DistArray:
+    """Eigenvalues (ascending) of Hermitian matrices. Layout: batch axes keep their split."""
+    return _batched("eigvalsh", [_square(x)], 2)
+
+
+def eig(x, /) -> EigResult:
+    """Eigenvalues and eigenvectors of general square matrices (complex results).
+
+    Layout: batch axes keep their split; matrix axes unsplit. CPU only (as jax.numpy).
+    """
+    return EigResult(*_batched("eig", [_square(x)], 2))
+
+
+def eigvals(x, /) -> DistArray:
+    """Eigenvalues of general square matrices. Layout: batch axes keep their split."""
+    return _batched("eigvals", [_square(x)], 2)
+
+
+def inv(x, /) -> DistArray:
+    """Inverses of a stack of square matrices. Layout: batch axes keep their split."""
+    return _batched("inv", [_square(x)], 2)
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro") -> DistArray:
+    """Matrix norms ('fro', 'nuc', 1, 2, inf, -1, -2, -inf). Layout: batch axes keep their split."""
+    return _batched("matrix_norm", [_matrix(x)], 2,
+                    kwargs=(("keepdims", bool(keepdims)), ("ord", ord)))
+
+
+def matrix_power(x, n, /) -> DistArray:
+    """`x` raised to the integer power `n` (negative n inverts). Layout: as x's batch axes."""
+    return _batched("matrix_power", [_square(x)], 2, kwargs=(("n", operator.index(n)),))
+
+
+def matrix_rank(x, /, *, rtol=None) -> DistArray:
+    """Numerical rank (singular values above rtol * largest). Layout: batch axes keep split."""
+    kwargs, array_kwargs = _rtol_operand(rtol)
+    extra = [rtol] if array_kwargs else []
+    return _batched("matrix_rank", [_matrix(x), *extra], 2, kwargs=kwargs,
+                    array_kwargs=array_kwargs)
+
+
+def outer(x1, x2, /) -> DistArray:
+    """Outer product of two vectors. Layout: rows split as x1, columns as x2 (no communication)."""
+    x1 = common.check_array(x1, "x1")
+    x2 = common.check_array(x2, "x2")
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"outer needs 1-D arrays, got shapes {x1.shape} and {x2.shape}")
+    check_same_mesh([x1, x2], "x1, x2")
+    out = make_out_layout(x1.mesh, (x1.shape[0], x2.shape[0]),
+                          (x1.layout.split[0], x2.layout.split[0]))
+    return common.apply_logical(_invoke, [x1, x2], out, static=("outer", (), ()))
+
+
+def pinv(x, /, *, rtol=None) -> DistArray:
+    """Moore-Penrose pseudo-inverse. Layout: batch axes keep their split."""
+    kwargs, array_kwargs = _rtol_operand(rtol)
+    extra = [rtol] if array_kwargs else []
+    return _batched("pinv", [_matrix(x), *extra], 2, kwargs=kwargs, array_kwargs=array_kwargs)
+
+
+def qr(x, /, *, mode="reduced") -> QRResult:
+    """QR factorization ('reduced' or 'complete'). Layout: batch axes keep their split."""
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"mode={mode!r} is not accepted; use 'reduced' or 'complete'")
+    return QRResult(*_batched("qr", [_matrix(x)], 2, kwargs=(("mode", mode),)))
+
+
+def slogdet(x, /) -> SlogdetResult:
+    """Sign and log of the absolute determinant. Layout: batch axes keep their split."""
+    return SlogdetResult(*_batched("slogdet", [_square(x)], 2))
+
+
+def solve(x1, x2, /) -> DistArray:
+    """Solve x1 @ y = x2 for y (x2 a stack of matrices, or a vector). Layout: batch split kept."""
+    x1 = _square(x1, "x1")
+    x2 = common.check_array(x2, "x2")
+    return _batched("solve", [x1, x2], 2)
+
+
+def svd(x, /, *, full_matrices=True) -> SVDResult:
+    """Singular value decomposition x = U @ diag(S) @ Vh. Layout: batch axes keep their split."""
+    return SVDResult(*_batched("svd", [_matrix(x)], 2,
+                               kwargs=(("full_matrices", bool(full_matrices)),)))
+
+
+def svdvals(x, /) -> DistArray:
+    """Singular values (descending). Layout: batch axes keep their split."""
+    return _batched("svdvals", [_matrix(x)], 2)
+
+
+def trace(x, /, *, offset=0, dtype=None) -> DistArray:
+    """Sum of the `offset` diagonal of each matrix. Layout: batch axes keep their split."""
+    dtype = None if dtype is None else np.dtype(dtype)
+    return _batched("trace", [_matrix(x)], 2,
+                    kwargs=(("offset", operator.index(offset)), ("dtype", dtype)))
+
+
+def _vector_norm(a, axis, keepdims, ord):
+    return jnp.linalg.vector_norm(a, axis=axis, keepdims=keepdims, ord=ord)
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> DistArray:
+    """Vector norm over `axis` (all axes by default).
+
+    Layout: the remaining axes keep their split (kept unit axes are unsplit); a reduced split
+    axis costs one all-reduce of the result.
+    """
+    x = common.check_array(x)
+    axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim)
+    if keepdims:
+        shape = [1 if i in axes else n for i, n in enumerate(x.shape)]
+        split = [() if i in axes else s for i, s in enumerate(x.layout.split)]
+    else:
+        shape = [n for i, n in enumerate(x.shape) if i not in axes]
+        split = [s for i, s in enumerate(x.layout.split) if i not in axes]
+    out = make_out_layout(x.mesh, shape, split)
+    ax = None if axis is None else (axes if not isinstance(axis, (int, np.integer)) else axes[0])
+    return common.apply_logical(_vector_norm, [x], out, static=(ax, bool(keepdims), ord))
+
+
+__all__ = [
+    "EighResult", "EigResult", "QRResult", "SlogdetResult", "SVDResult",
+    "cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+    "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
+    "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
+]
