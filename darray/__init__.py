@@ -146,5 +146,43 @@ from darray._src.api.creation_extra import meshgrid as meshgrid
 from darray._src.api.creation_extra import tril as tril
 from darray._src.api.creation_extra import triu as triu
 
+# -- Array API namespace, part B: manipulation, indexing, sorting, sets, linear algebra --
+from darray._src.api.manipulation import broadcast_arrays as broadcast_arrays
+from darray._src.api.manipulation import broadcast_shapes as broadcast_shapes
+from darray._src.api.manipulation import broadcast_to as broadcast_to
+from darray._src.api.manipulation import concat as concat
+from darray._src.api.manipulation import expand_dims as expand_dims
+from darray._src.api.manipulation import flip as flip
+from darray._src.api.manipulation import moveaxis as moveaxis
+from darray._src.api.manipulation import permute_dims as permute_dims
+from darray._src.api.manipulation import repeat as repeat
+from darray._src.api.manipulation import reshape as reshape
+from darray._src.api.manipulation import roll as roll
+from darray._src.api.manipulation import squeeze as squeeze
+from darray._src.api.manipulation import stack as stack
+from darray._src.api.manipulation import tile as tile
+from darray._src.api.manipulation import unstack as unstack
+from darray._src.api.indexing import take as take
+from darray._src.api.indexing import take_along_axis as take_along_axis
+from darray._src.api.sorting import argsort as argsort
+from darray._src.api.sorting import sort as sort
+from darray._src.api.set_functions import isin as isin
+from darray._src.api.set_functions import unique_all as unique_all
+from darray._src.api.set_functions import unique_counts as unique_counts
+from darray._src.api.set_functions import unique_inverse as unique_inverse
+from darray._src.api.set_functions import unique_values as unique_values
+from darray._src.api.linalg import matmul as matmul
+from darray._src.api.linalg import matrix_transpose as matrix_transpose
+from darray._src.api.linalg import tensordot as tensordot
+from darray._src.api.linalg import vecdot as vecdot
+from darray import linalg as linalg
+
+# -- halo and blocks (ghost cells, per-device functions) ----------------------------------
+from darray._src.blocks import BlockInfo as BlockInfo
+from darray._src.blocks import map_blocks as map_blocks
+from darray._src.halo import halo as halo
+from darray._src.halo import halo_reduce as halo_reduce
+from darray._src.halo import unhalo as unhalo
+
 # -- native part --------------------------------------------------------------------------
 from darray._src.native import build_info as build_info
