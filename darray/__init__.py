@@ -184,5 +184,12 @@ from darray._src.halo import halo as halo
 from darray._src.halo import halo_reduce as halo_reduce
 from darray._src.halo import unhalo as unhalo
 
+# -- halo and blocks (ghost cells, per-device functions) ----------------------------------
+from darray._src.blocks import BlockInfo as BlockInfo
+from darray._src.blocks import map_blocks as map_blocks
+from darray._src.halo import halo as halo
+from darray._src.halo import halo_reduce as halo_reduce
+from darray._src.halo import unhalo as unhalo
+
 # -- native part --------------------------------------------------------------------------
 from darray._src.native import build_info as build_info

@@ -159,10 +159,10 @@ class DistArray:
         from darray._src.halo import halo
         return halo(self, width, boundary=boundary, axes=axes, fill_value=fill_value)
 
-    def halo_reduce(self):
+    def halo_reduce(self, *, boundary="periodic"):
         """Sum ghost cells back into their owners (the adjoint of `halo`)."""
         from darray._src.halo import halo_reduce
-        return halo_reduce(self)
+        return halo_reduce(self, boundary=boundary)
 
     def unhalo(self):
         """Drop ghost cells (keep the interior)."""

@@ -1,0 +1,82 @@
+"""numpy references for halo tests: np.pad on the global array, cut at each block's window."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from darray._src.halo.spec import NUMPY_MODE
+
+
+def _pad(a, widths, rules, fill_value=0):
+    """np.pad axis by axis (np.pad takes one mode per call; axis order matches np.pad's own)."""
+    for axis, ((lo, hi), rule) in enumerate(zip(widths, rules)):
+        pads = [(0, 0)] * a.ndim
+        pads[axis] = (lo, hi)
+        kw = {"constant_values": fill_value} if rule == "constant" else {}
+        a = np.pad(a, pads, mode=NUMPY_MODE[rule], **kw)
+    return a
+
+
+def block_windows(layout):
+    """For every block (tuple of block indices) whose blocks are all non-empty: the slices of
+    its owned cells widened by the ghosts, in padded-global coordinates, and the matching slices
+    into the physical array."""
+    ranges = [range(layout.parts(a)) for a in range(layout.ndim)]
+    for blk in itertools.product(*ranges):
+        padded, phys = [], []
+        for axis, b in enumerate(blk):
+            lo, hi = layout.halo[axis]
+            start, extent = layout.block_start(axis, b), layout.block_extent(axis, b)
+            if extent == 0:
+                break
+            size = layout.block_shape[axis]
+            padded.append(slice(start, start + lo + extent + hi))
+            phys.append(slice(b * size, b * size + lo + extent + hi))
+        else:
+            yield blk, tuple(padded), tuple(phys)
+
+
+def check_filled(y, host, rules, fill_value=0):
+    """Assert every ghost (and owned cell) of every non-empty block equals np.pad's."""
+    rules = (rules,) * host.ndim if isinstance(rules, str) else tuple(rules)
+    ref = _pad(host, y.layout.halo, rules, fill_value)
+    data = np.asarray(y.data)
+    count = 0
+    for blk, padded, phys in block_windows(y.layout):
+        np.testing.assert_array_equal(data[phys], ref[padded], err_msg=f"block {blk}")
+        count += 1
+    assert count > 0
+
+
+def _fold(a, axis, n, lo, hi, rule):
+    """Adjoint of padding one axis: add each padded cell into the cell np.pad copied it from."""
+    index = np.pad(np.arange(n), (lo, hi), mode=NUMPY_MODE[rule],
+                   **({"constant_values": -1} if rule == "constant" else {}))
+    if rule == "constant":
+        index[:lo] = -1
+        index[lo + n:] = -1
+    out = np.zeros(a.shape[:axis] + (n,) + a.shape[axis + 1:], a.dtype)
+    moved = np.moveaxis(a, axis, 0)
+    target = np.moveaxis(out, axis, 0)
+    keep = index >= 0
+    np.add.at(target, index[keep], moved[keep])
+    return out
+
+
+def reduce_reference(y, rules):
+    """halo_reduce in numpy: scatter each block's window into a padded global array, then fold
+    the padding back axis by axis (last axis first: the reverse of the fill's order)."""
+    layout = y.layout
+    rules = (rules,) * layout.ndim if isinstance(rules, str) else tuple(rules)
+    padded_shape = tuple(n + lo + hi for n, (lo, hi) in zip(layout.shape, layout.halo))
+    acc = np.zeros(padded_shape, np.asarray(y.data).dtype)
+    data = np.asarray(y.data)
+    for _, padded, phys in block_windows(layout):
+        acc[padded] += data[phys]
+    # Owned cells were counted once per block; windows overlap only in ghosts, which is the
+    # point: a ghost belongs to one block's window and to another block's owned range.
+    for axis in reversed(range(layout.ndim)):
+        lo, hi = layout.halo[axis]
+        acc = _fold(acc, axis, layout.shape[axis], lo, hi, rules[axis])
+    return acc
