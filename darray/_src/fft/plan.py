@@ -187,7 +187,9 @@ def _greedy(layout: Layout, axes, kind, inverse, sizes) -> Plan:
                 f"cannot transform axes {tuple(axes)} of an array with layout {layout!r}: every "
                 f"array axis is split, so there is no unsplit axis to move a split into. Leave "
                 f"one axis unsplit (e.g. split one axis over several mesh axes with "
-                f"spec=(('x', 'y'), None, ...)) or add a batch axis")
+                f"spec=(('x', 'y'), None, ...)) or add a batch axis; a 1D array must be "
+                f"unsplit to transform (darray.asarray(x, spec=(None,))): the distributed "
+                f"four-step 1D FFT is not implemented")
         move(src, dst)
 
     # Hand borrowed batch axes back: only transform axes may change their split.

@@ -36,6 +36,8 @@ def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: 
     Returns:
       The new block: `src` of length `src_len`, `dst` of length ceil(n_dst / parts).
     """
+    if parts == 1:  # a size-1 mesh axis: only the layout changes, no data moves
+        return x
     chunk = -(-x.shape[dst] // parts)
     x = pad_axis(x, dst, chunk * parts)
     name = mesh_axes[0] if len(mesh_axes) == 1 else tuple(mesh_axes)
