@@ -73,10 +73,10 @@ def _to_logical_fn(layout: Layout):
 
 def to_logical(data, layout: Layout):
     """`physical_to_logical` pinned to the layout's sharding at both ends (JAX shards uneven
-    logical arrays itself; unpinned, XLA tends to replicate them). Compiled when called eagerly.
+    logical arrays itself; unpinned, XLA tends to replicate them). Always through the cached
+    jit, also for tracers: under eager `jax.grad` a bare constraint of an uneven logical shape
+    raises IndivisibleError, while inside jit it is accepted.
     """
-    if compat.is_tracer(data):
-        return _pinned_logical(data, layout)
     return _to_logical_fn(layout)(data)
 
 
