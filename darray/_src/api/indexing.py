@@ -392,7 +392,7 @@ def setitem(x: DistArray, key, value) -> DistArray:
     key = _expand_ellipsis(key, x.ndim)
     plan, ints, shape, _ = _basic_plan(x, key)
     plan = _explicit_plan(plan, x.layout)
-    if np.ndim(val) and np.broadcast_shapes(np.shape(val), shape) != shape:
+    if np.ndim(val) and not _broadcasts_to(np.shape(val), shape):
         raise ValueError(f"value of shape {np.shape(val)} cannot be broadcast to the indexed "
                          f"shape {shape}")
     values = np.asarray(ints, np.int64).reshape(-1)
@@ -403,6 +403,13 @@ def setitem(x: DistArray, key, value) -> DistArray:
     vdata = val.data if isinstance(val, DistArray) else val
     return DistArray._new(_physical_write_fn(x.layout, plan, vlay)(x.data, vdata, values),
                           x.layout)
+
+
+def _broadcasts_to(src, dst) -> bool:
+    try:
+        return np.broadcast_shapes(tuple(src), tuple(dst)) == tuple(dst)
+    except ValueError:
+        return False
 
 
 # -- take -------------------------------------------------------------------------------------
