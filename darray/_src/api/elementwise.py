@@ -271,14 +271,20 @@ def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
 clip.__doc__ += _LAYOUT_DOC
 
 
-def check_inplace(x: DistArray, result: DistArray, op: str) -> None:
+_SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//",
+            "remainder": "%", "pow": "**", "matmul": "@", "bitwise_and": "&", "bitwise_or": "|",
+            "bitwise_xor": "^", "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
+
+
+def check_inplace(x: DistArray, result: DistArray, name: str) -> None:
     """In-place operators keep x's dtype and shape (the standard forbids changing them)."""
+    op = _SYMBOLS.get(name, name)
     if result.dtype != x.dtype:
-        raise TypeError(f"in-place {op} would change the dtype of x from {x.dtype} to "
-                        f"{result.dtype}; write x = x {op} y instead or cast y first")
+        raise TypeError(f"x {op}= y would change the dtype of x from {x.dtype} to "
+                        f"{result.dtype}; write x = x {op} y, or cast y to {x.dtype} first")
     if result.shape != x.shape:
-        raise ValueError(f"in-place {op} would change the shape of x from {x.shape} to "
-                         f"{result.shape} by broadcasting")
+        raise ValueError(f"x {op}= y would change the shape of x from {x.shape} to "
+                         f"{result.shape} by broadcasting; write x = x {op} y")
 
 
 def __getattr__(name):

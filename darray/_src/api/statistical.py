@@ -157,15 +157,15 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False) -> DistArray:  # noqa: A
       keepdims: keep reduced axes with length 1.
     """
     x = check_array(x)
-    return reduce(x, _sum_kernel, axis, keepdims, sum_dtype(x.dtype, dtype, "sum"), fname="sum",
-                  category="numeric")
+    # bool is summed as the default integer (numpy does too; the standard leaves it open)
+    return reduce(x, _sum_kernel, axis, keepdims, sum_dtype(x.dtype, dtype, "sum"), fname="sum")
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False) -> DistArray:
     """Product over `axis`; arguments and dtype rules as for `sum`."""
     x = check_array(x)
     return reduce(x, _prod_kernel, axis, keepdims, sum_dtype(x.dtype, dtype, "prod"),
-                  fname="prod", category="numeric")
+                  fname="prod")
 
 
 def max(x, /, *, axis=None, keepdims=False) -> DistArray:  # noqa: A001

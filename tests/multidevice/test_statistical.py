@@ -1,0 +1,187 @@
+"""Reductions and scans on 8 virtual CPU devices: exact over uneven split axes (the padding is
+poisoned to prove it never leaks), output layouts, dtype rules, and no all-gather in the HLO."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+import darray
+from darray._src import compat
+from darray._src.api.common import valid_mask
+from darray._src.array import DistArray
+
+MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
+RNG = np.random.default_rng(7)
+
+
+def make_mesh(shape):
+    return compat.make_auto_mesh(shape, ("x", "y")[: len(shape)])
+
+
+def spec_for(mesh_shape, ndim):
+    return ("x", "y")[: min(len(mesh_shape), ndim)]
+
+
+def poisoned(host, mesh, spec, value):
+    """A DistArray whose padding holds `value` (asarray pads with zeros, which would hide a
+    sum that reads the padding)."""
+    x = darray.asarray(host, mesh=mesh, spec=spec)
+    mask = valid_mask(x.layout)
+    assert mask is not None, "test needs an uneven split"
+    data = jax.jit(lambda d: jnp.where(mask, d, jnp.asarray(value, d.dtype)))(x.data)
+    return DistArray._new(data, x.layout)
+
+
+def assert_layout(y, shape, split, mesh):
+    assert y.shape == shape
+    assert y.layout.split == split
+    assert y.data.sharding.is_equivalent_to(NamedSharding(mesh, y.layout.spec), y.data.ndim)
+
+
+def expected_split(split, axes, keepdims):
+    if keepdims:
+        return tuple(() if a in axes else s for a, s in enumerate(split))
+    return tuple(s for a, s in enumerate(split) if a not in axes)
+
+
+AXES = [None, 0, 1, 2, (0, 2), (-1, 0)]
+
+
+@pytest.mark.parametrize("mesh_shape", MESH_SHAPES)
+def test_sum_is_exact_over_uneven_split_axes(mesh_shape):
+    mesh = make_mesh(mesh_shape)
+    host = RNG.integers(-1000, 1000, (13, 10, 7))
+    x = poisoned(host, mesh, spec_for(mesh_shape, 3), 10**9)
+    for axis in AXES:
+        for keepdims in (False, True):
+            if keepdims and axis not in (None, 1):
+                continue
+            y = darray.sum(x, axis=axis, keepdims=keepdims)
+            ref = np.sum(host, axis=axis, keepdims=keepdims)
+            np.testing.assert_array_equal(np.asarray(y), ref)
+            axes = tuple(range(3)) if axis is None else tuple(
+                a % 3 for a in (axis if isinstance(axis, tuple) else (axis,)))
+            assert_layout(y, ref.shape, expected_split(x.layout.split, axes, keepdims), mesh)
+
+
+@pytest.mark.parametrize("name", ["prod", "mean", "var", "std", "min", "max"])
+def test_other_reductions_ignore_poisoned_padding(name):
+    mesh = make_mesh((2, 4))
+    host = RNG.uniform(0.5, 1.5, (13, 10, 7))
+    x = poisoned(host, mesh, ("x", "y"), np.nan)
+    for axis in (None, 0, (1, 2)):
+        y = getattr(darray, name)(x, axis=axis)
+        ref = getattr(np, name)(host, axis=axis)
+        np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-12)
+        axes = (0, 1, 2) if axis is None else ((axis,) if isinstance(axis, int) else axis)
+        assert_layout(y, ref.shape, expected_split(x.layout.split, axes, False), mesh)
+
+
+@pytest.mark.parametrize("mesh_shape,shape", [((8,), (7,)), ((1, 8), (5, 13)),
+                                              ((4, 2), (5, 13)), ((8,), (29, 3))])
+def test_mean_var_std_with_correction(mesh_shape, shape):
+    mesh = make_mesh(mesh_shape)
+    host = RNG.standard_normal(shape)
+    x = poisoned(host, mesh, spec_for(mesh_shape, len(shape)), 1e30)
+    np.testing.assert_allclose(np.asarray(darray.mean(x)), host.mean(), rtol=1e-12)
+    for correction in (0, 1, 0.5):
+        np.testing.assert_allclose(np.asarray(darray.var(x, axis=0, correction=correction)),
+                                   host.var(axis=0, ddof=correction), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(darray.std(x, correction=1, keepdims=True)),
+                               host.std(ddof=1, keepdims=True), rtol=1e-12)
+
+
+def test_full_reduction_is_replicated_0d():
+    mesh = make_mesh((2, 4))
+    x = darray.asarray(RNG.standard_normal((13, 10)), mesh=mesh, spec=("x", "y"))
+    y = darray.sum(x)
+    assert y.shape == () and y.layout.split == ()
+    assert y.data.sharding.is_equivalent_to(NamedSharding(mesh, P()), 0)
+    assert float(y) == pytest.approx(float(np.asarray(x).sum()), rel=1e-12)
+
+
+def test_dtype_rules():
+    mesh = make_mesh((8,))
+    i32 = darray.asarray(np.arange(13, dtype=np.int32), mesh=mesh)
+    u8 = darray.asarray(np.arange(13, dtype=np.uint8), mesh=mesh)
+    f32 = darray.asarray(np.arange(13, dtype=np.float32), mesh=mesh)
+    b = darray.asarray(np.arange(13) % 2 == 0, mesh=mesh)
+    c64 = darray.asarray(np.arange(13) * (1 + 2j), dtype=darray.complex64, mesh=mesh)
+    assert darray.sum(i32).dtype == darray.int64
+    assert darray.prod(u8).dtype == darray.uint64
+    assert darray.sum(f32).dtype == darray.float32
+    assert darray.sum(b).dtype == darray.int64 and int(darray.sum(b)) == 7
+    assert darray.sum(i32, dtype=darray.float32).dtype == darray.float32
+    assert darray.mean(f32).dtype == darray.float32
+    assert darray.var(c64).dtype == darray.float32
+    np.testing.assert_allclose(float(darray.var(c64)), np.var(np.arange(13) * (1 + 2j)), rtol=1e-5)
+    assert darray.max(i32).dtype == darray.int32 and int(darray.max(i32)) == 12
+    assert darray.cumulative_sum(i32).dtype == darray.int64
+
+
+def test_errors_name_the_problem():
+    mesh = make_mesh((8,))
+    x = darray.asarray(np.ones((13, 4)), mesh=mesh)
+    with pytest.raises(ValueError, match="axis=2 is out of range for an array of rank 2"):
+        darray.sum(x, axis=2)
+    with pytest.raises(ValueError, match="repeats an axis"):
+        darray.sum(x, axis=(0, -2))
+    with pytest.raises(ValueError, match=r"max of an empty axis has no identity .*\(0, 4\)"):
+        darray.max(darray.zeros((0, 4), mesh=mesh), axis=0)
+    with pytest.raises(ValueError, match="correction=-1 must be a real number >= 0"):
+        darray.var(x, correction=-1)
+    with pytest.raises(TypeError, match="max: x has dtype complex128, but max accepts real "
+                                        "numeric dtypes only"):
+        darray.max(darray.asarray(np.ones(3) * 1j, mesh=mesh))
+    with pytest.raises(ValueError, match="axis must be given for a 2-D array"):
+        darray.cumulative_sum(x)
+    with pytest.raises(TypeError, match="x must be a DistArray"):
+        darray.sum(np.ones(3))
+
+
+def _collectives(fn, x):
+    text = jax.jit(fn).lower(x).compile().as_text()
+    return {name for name in ("all-gather", "all-reduce", "all-to-all", "collective-permute")
+            if f" {name}(" in text or f" {name}-start(" in text}
+
+
+def test_hlo_sum_over_split_axis_all_reduces_never_gathers():
+    mesh = make_mesh((2, 4))
+    x = darray.asarray(RNG.standard_normal((13, 10, 7)), mesh=mesh, spec=("x", "y"))
+    for fn in (lambda x: darray.sum(x, axis=0), lambda x: darray.sum(x),
+               lambda x: darray.var(x, axis=(0, 1)), lambda x: darray.max(x, axis=1)):
+        assert _collectives(fn, x) == {"all-reduce"}
+    # the scan combines block totals with an all-reduce and a neighbour shift, no gather
+    assert "all-gather" not in _collectives(lambda x: darray.cumulative_sum(x, axis=0), x)
+
+
+@pytest.mark.parametrize("mesh_shape", [(2, 4), (8,)])
+def test_cumulative_sum_and_prod(mesh_shape):
+    mesh = make_mesh(mesh_shape)
+    host = RNG.uniform(0.9, 1.1, (13, 10))
+    x = poisoned(host, mesh, spec_for(mesh_shape, 2), np.nan)
+    for axis in (0, 1, -1):
+        for name, ref_fn in (("cumulative_sum", np.cumsum), ("cumulative_prod", np.cumprod)):
+            y = getattr(darray, name)(x, axis=axis)
+            np.testing.assert_allclose(np.asarray(y), ref_fn(host, axis=axis), rtol=1e-12)
+            assert y.layout == x.layout
+    y = darray.cumulative_sum(x, axis=0, include_initial=True)
+    ref = np.concatenate([np.zeros((1, 10)), np.cumsum(host, axis=0)])
+    np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-12)
+    assert y.shape == (14, 10) and y.layout.split == x.layout.split
+    v = darray.asarray(np.arange(1, 8), mesh=mesh, spec=("x",))
+    np.testing.assert_array_equal(np.asarray(darray.cumulative_prod(v, include_initial=True)),
+                                  [1, 1, 2, 6, 24, 120, 720, 5040])
+
+
+def test_reductions_under_jit_and_grad():
+    mesh = make_mesh((2, 4))
+    host = RNG.standard_normal((13, 10))
+    x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
+    y = jax.jit(lambda x: darray.mean(x, axis=1))(x)
+    np.testing.assert_allclose(np.asarray(y), host.mean(axis=1), rtol=1e-12)
+    assert y.layout.split == (("x",),)
+    g = jax.grad(lambda x: darray.sum(x * x).data)(x)
+    assert g.layout == x.layout
+    np.testing.assert_allclose(np.asarray(g), 2 * host, rtol=1e-12)
