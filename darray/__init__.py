@@ -191,5 +191,8 @@ from darray._src.halo import halo as halo
 from darray._src.halo import halo_reduce as halo_reduce
 from darray._src.halo import unhalo as unhalo
 
+# -- fft extension (darray.fft) -----------------------------------------------------------
+from darray import fft as fft
+
 # -- native part --------------------------------------------------------------------------
 from darray._src.native import build_info as build_info
