@@ -185,3 +185,16 @@ def test_reductions_under_jit_and_grad():
     g = jax.grad(lambda x: darray.sum(x * x).data)(x)
     assert g.layout == x.layout
     np.testing.assert_allclose(np.asarray(g), 2 * host, rtol=1e-12)
+
+
+def test_nan_propagates_across_devices():
+    mesh = make_mesh((8,))
+    host = RNG.standard_normal(29)
+    host[20] = np.nan  # on one device only: the cross-device combine must keep it
+    x = darray.asarray(host, mesh=mesh)
+    for name in ("max", "min", "sum", "mean"):
+        assert np.isnan(float(getattr(darray, name)(x))), name
+    host2 = RNG.standard_normal((13, 10))
+    host2[11, 3] = np.nan
+    y = darray.max(darray.asarray(host2, mesh=make_mesh((2, 4)), spec=("x", "y")), axis=0)
+    np.testing.assert_array_equal(np.asarray(y), np.max(host2, axis=0))

@@ -34,8 +34,11 @@ def _arg_kernel(data, layout, axes, keepdims, kind):
     if mask is not None:
         index = jnp.where(mask, index, none)
     hit = vals == best
-    if data.dtype.kind == "f":  # the first NaN wins, as in numpy
-        hit = jnp.where(jnp.isnan(best), jnp.isnan(vals), hit)
+    if data.dtype.kind == "f":
+        # The first NaN wins, as in numpy. Found apart: the cross-device max/min all-reduce
+        # may drop NaNs (measured on CPU).
+        nan = jnp.isnan(vals)
+        hit = jnp.where(jnp.any(nan, axis=axes, keepdims=True), nan, hit)
     return jnp.min(jnp.where(hit, index, none), axis=axes, keepdims=keepdims)
 
 

@@ -109,13 +109,21 @@ def _prod_kernel(data, layout, axes, keepdims, dtype):
     return jnp.prod(masked_physical(data, layout, 1), axis=axes, keepdims=keepdims, dtype=dtype)
 
 
+def _extreme(data, layout, axes, keepdims, reducer, fill):
+    vals = masked_physical(data, layout, fill)
+    out = reducer(vals, axis=axes, keepdims=keepdims)
+    if data.dtype.kind == "f":
+        # The cross-device max/min all-reduce may drop NaNs (measured on CPU): find them apart.
+        out = jnp.where(jnp.any(jnp.isnan(vals), axis=axes, keepdims=keepdims), jnp.nan, out)
+    return out
+
+
 def _max_kernel(data, layout, axes, keepdims):
-    return jnp.max(masked_physical(data, layout, lowest(data.dtype)), axis=axes, keepdims=keepdims)
+    return _extreme(data, layout, axes, keepdims, jnp.max, lowest(data.dtype))
 
 
 def _min_kernel(data, layout, axes, keepdims):
-    return jnp.min(masked_physical(data, layout, highest(data.dtype)), axis=axes,
-                   keepdims=keepdims)
+    return _extreme(data, layout, axes, keepdims, jnp.min, highest(data.dtype))
 
 
 def _mean_kernel(data, layout, axes, keepdims, dtype):
