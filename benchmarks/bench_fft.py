@@ -35,14 +35,18 @@ import darray.fft as dfft  # noqa: E402
 from darray._src import compat  # noqa: E402
 
 
-def _time(fn, arg, repeats):
-    jax.block_until_ready(fn(arg))  # warm-up (compile + first run)
-    times = []
+def _time_interleaved(programs, repeats):
+    """Median seconds per program. Runs are interleaved round-robin (program 1, 2, ..., 1, 2,
+    ...) so that load from other processes on a shared machine hits every program alike."""
+    for _, fn, arg in programs:
+        jax.block_until_ready(fn(arg))  # warm-up (compile + first run)
+    times = {name: [] for name, _, _ in programs}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(arg))
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for name, fn, arg in programs:
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(arg))
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def _analyse(jitted, arg):
@@ -58,10 +62,10 @@ def _analyse(jitted, arg):
 
 
 def _row(name, jitted, arg, repeats, n):
-    t = _time(jitted, arg, repeats)
+    """A program to time: (name, jitted function, argument) plus its static facts."""
     gather, a2a, mem = _analyse(jitted, arg)
-    return {"name": name, "n": n, "seconds": t, "all_gather": gather, "all_to_all": a2a,
-            "mem_bytes": mem}
+    return {"name": name, "n": n, "program": (name, jitted, arg), "all_gather": gather,
+            "all_to_all": a2a, "mem_bytes": mem}
 
 
 def _darray_rows(n, mesh_shape, names, repeats, label):
@@ -116,6 +120,9 @@ def run(n, repeats):
     rows += _darray_rows(n, (8,), ("d",), repeats, "slab(8,)")
     rows += _darray_rows(n, (2, 4), ("x", "y"), repeats, "pencil(2,4)")
     rows += _jaxdecomp_rows(n, repeats)
+    medians = _time_interleaved([r["program"] for r in rows], repeats)
+    for r in rows:
+        r["seconds"] = medians[r.pop("program")[0]]
     return rows
 
 
