@@ -304,3 +304,11 @@ def test_jit_and_grad_through_elementwise():
 
 def float_sum(x):
     return darray.sum(x).data
+
+
+def test_inplace_after_asarray_copy_does_not_touch_the_original():
+    x = darray.asarray(np.array([3.0, 5.0]))
+    y = darray.asarray(x, copy=True)
+    y //= 2.0
+    np.testing.assert_array_equal(np.asarray(x), [3.0, 5.0])
+    np.testing.assert_array_equal(np.asarray(y), [1.0, 2.0])

@@ -98,7 +98,9 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
         layout = obj.layout if same_place else make_layout(obj.shape, mesh, spec, device, like=obj)
         if copy is False and (layout != obj.layout or (dtype is not None and dtype != obj.dtype)):
             raise ValueError("asarray(copy=False) cannot move or cast a DistArray without a copy")
-        return _redistribute(obj, layout, dtype)
+        out = _redistribute(obj, layout, dtype)
+        # copy=True must give a distinct object: in-place operators rebind their DistArray.
+        return DistArray(out.data, out.layout) if copy and out is obj else out
     if copy is False:
         raise ValueError(f"asarray(copy=False) needs a DistArray input; converting "
                          f"{type(obj).__name__} to a DistArray always copies")
