@@ -112,7 +112,7 @@ class DistArray:
     @property
     def sharding(self):
         """NamedSharding of the physical array."""
-        return physical.sharding_of(self._layout)
+        return physical.sharding_of(self.layout)
 
     @property
     def device(self):
@@ -125,15 +125,15 @@ class DistArray:
 
     def to_jax(self) -> jax.Array:
         """The logical global array as a plain jax.Array (padding and ghosts removed)."""
-        return physical.to_logical(self._data, self._layout)
+        return physical.to_logical(self._data, self.layout)
 
     # -- host conversion ---------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
-        host = physical.physical_to_host(self._data, self._layout)
+        host = physical.physical_to_host(self._data, self.layout)
         return host if dtype is None else host.astype(dtype, copy=False)
 
     def __repr__(self) -> str:
-        lay = self._layout
+        lay = self.layout
         dims = ",".join(str(n) for n in lay.shape)
         mesh = ", ".join(f"{n}:{s}" for n, s in lay.mesh.shape.items())
         extra = f", halo={lay.halo}" if lay.has_halo else ""

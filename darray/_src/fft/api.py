@@ -133,13 +133,9 @@ def _compiled(plan, norm, cast, conj_in, conj_out, backend):
 
 def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
                conj_out=False, backend=None) -> DistArray:
-    layout = x.layout
-    data = x.data
-    if getattr(data, "ndim", layout.ndim) != layout.ndim:
-        raise NotImplementedError(
-            f"the physical array has rank {data.ndim} but its layout rank {layout.ndim} (this "
-            f"happens under jax.vmap over a DistArray); use batch axes instead: "
-            f"fftn(x, axes=...) over the non-batch axes")
+    # x.layout has the rank of x.data even under jax.vmap (DistArray reconciles it), so a
+    # vmapped call plans on the unmapped axes and JAX batches the shard_map.
+    layout, data = x.layout, x.data
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
         cast = None
     plan = plan_fft(layout, tuple(axes), kind, inverse, tuple(sizes))
