@@ -100,6 +100,9 @@ def _strip_axis(data, layout: Layout, axis: int):
 
 def physical_to_host(data, layout: Layout) -> np.ndarray:
     """The logical global array on the host (gathers across processes when needed)."""
+    if 0 in layout.shape:
+        # jax fails to bring some empty sharded arrays to the host; there is nothing to bring.
+        return np.zeros(layout.shape, data.dtype)
     if getattr(data, "is_fully_addressable", True):
         host = np.asarray(data)
     else:
