@@ -89,6 +89,8 @@ def test_dlpack_and_from_dlpack():
         y = darray.from_dlpack(source, device=mesh)
         assert isinstance(y, darray.DistArray) and y.mesh == mesh
         np.testing.assert_array_equal(np.asarray(y), host)
+    for shape in ((0, 3), (2, 0)):  # empty sharded arrays reach the host too
+        assert np.from_dlpack(darray.zeros(shape, mesh=mesh)).shape == shape
     with pytest.raises(TypeError, match="from_dlpack needs an object with __dlpack__, got list"):
         darray.from_dlpack([1, 2])
 

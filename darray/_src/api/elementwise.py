@@ -149,8 +149,10 @@ def _result_layout(ops, shape) -> Layout:
 
 def _fits(a, out: Layout) -> bool:
     """Whether operand `a` can be combined with physical data of layout `out` as it is stored."""
-    if isinstance(a, _PY_SCALARS):
+    if isinstance(a, _PY_SCALARS) or (is_dist(a) and a.layout == out):
         return True
+    if out.order != tuple(range(out.ndim)):
+        return False  # a transposed physical array broadcasts only against scalars
     off = out.ndim - np.ndim(a) if not is_dist(a) else out.ndim - a.ndim
     if not is_dist(a):
         # A replicated host/jax array broadcasts against unpadded axes only.
