@@ -286,4 +286,4 @@ def ihfft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
 
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
-           "fft_plan", "Layout"]
+           "fft_plan"]

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from darray._src import compat
 from darray._src.backends.jax.transpose import all_to_all_move
-from darray._src.fft.plan import LocalFFT, Plan, Transpose
+from darray._src.fft.plan import Plan, Transpose
 
 
 def run_stages(block, plan: Plan, norm: str):
@@ -39,4 +39,4 @@ def execute(plan: Plan, data, norm: str):
     return body(data)
 
 
-__all__ = ["execute", "run_stages", "LocalFFT"]
+__all__ = ["execute", "run_stages"]
