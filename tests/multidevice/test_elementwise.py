@@ -312,3 +312,35 @@ def test_inplace_after_asarray_copy_does_not_touch_the_original():
     y //= 2.0
     np.testing.assert_array_equal(np.asarray(x), [3.0, 5.0])
     np.testing.assert_array_equal(np.asarray(y), [1.0, 2.0])
+
+
+def test_hlo_same_layout_and_compatible_broadcasts_do_not_communicate():
+    mesh = make_mesh((2, 4))
+    x = darray.asarray(RNG.standard_normal((13, 10, 7)), mesh=mesh, spec=("x", "y"))
+    m = darray.mean(x, axis=0, keepdims=True)  # (1, 10, 7): unsplit length-1 axis, same 'y'
+    row = np.ones(7)
+
+    def f(x, m):
+        return darray.exp(x) * 2.0 + (x - m) / darray.abs(m) + row
+
+    text = jax.jit(f).lower(x, m).compile().as_text()
+    assert not any(c in text for c in ("all-gather", "all-reduce", "all-to-all",
+                                       "collective-permute"))
+    assert_layout(jax.jit(f)(x, m), x.layout)
+
+
+def test_floor_divide_and_remainder_special_cases_follow_the_standard():
+    mesh = make_mesh((8,))
+    inf = np.inf
+    a = np.array([-0.0, -0.0, inf, inf, -inf, 3.0, -3.0, -3.0, 7.0])
+    b = np.array([2.0, -2.0, 2.0, -2.0, 2.0, -inf, inf, -inf, 2.0])
+    x, y = (darray.asarray(v, mesh=mesh) for v in (a, b))
+    q = np.asarray(x // y)
+    # the standard: finite / -inf with opposite signs is -0 (Python's // would give -1)
+    np.testing.assert_array_equal(q, [-0.0, 0.0, inf, -inf, -inf, -0.0, -0.0, 0.0, 3.0])
+    np.testing.assert_array_equal(np.signbit(q), [True, False, False, True, True, True, True,
+                                                  False, False])
+    r = np.asarray(darray.remainder(darray.asarray(np.array([-0.0, 0.0, 4.0, 5.0]), mesh=mesh),
+                                    darray.asarray(np.array([2.0, -2.0, -2.0, 3.0]), mesh=mesh)))
+    np.testing.assert_array_equal(r, [0.0, -0.0, -0.0, 2.0])
+    np.testing.assert_array_equal(np.signbit(r), [False, True, True, False])

@@ -32,6 +32,28 @@ from darray._src.layout import Layout
 
 _PY_SCALARS = (bool, int, float, complex)
 
+def _is_float_result(x1, x2) -> bool:
+    return np.dtype(jnp.result_type(x1, x2)).kind == "f"
+
+
+def _floor_divide(x1, x2):
+    """jnp.floor_divide (numpy's, exact for finite values) with the standard's special cases:
+    signed zeros and infinities follow floor(x1 / x2)."""
+    out = jnp.floor_divide(x1, x2)
+    if not _is_float_result(x1, x2):
+        return out
+    special = jnp.isinf(x1) | jnp.isinf(x2) | (x1 == 0)
+    return jnp.where(special, jnp.floor(jnp.true_divide(x1, x2)), out)
+
+
+def _remainder(x1, x2):
+    """jnp.remainder with the standard's signed zero: a zero result takes the sign of x2."""
+    out = jnp.remainder(x1, x2)
+    if not _is_float_result(x1, x2):
+        return out
+    return jnp.where(out == 0, jnp.copysign(jnp.zeros_like(out), x2), out)
+
+
 # (name, jax.numpy function, arity, accepted dtype category, one-line summary)
 TABLE = (
     ("abs", jnp.abs, 1, "numeric", "Absolute value (modulus for complex; real result)."),
@@ -59,7 +81,7 @@ TABLE = (
     ("exp", jnp.exp, 1, "floating-point", "Exponential."),
     ("expm1", jnp.expm1, 1, "floating-point", "exp(x) - 1, accurate near 0."),
     ("floor", jnp.floor, 1, "real numeric", "Round toward -infinity."),
-    ("floor_divide", jnp.floor_divide, 2, "real numeric", "Floor of x1 / x2."),
+    ("floor_divide", _floor_divide, 2, "real numeric", "Floor of x1 / x2."),
     ("greater", jnp.greater, 2, "real numeric", "x1 > x2."),
     ("greater_equal", jnp.greater_equal, 2, "real numeric", "x1 >= x2."),
     ("hypot", jnp.hypot, 2, "real floating", "sqrt(x1**2 + x2**2) without overflow."),
@@ -88,7 +110,7 @@ TABLE = (
     ("pow", jnp.power, 2, "numeric", "x1 ** x2."),
     ("real", jnp.real, 1, "numeric", "Real component (real result)."),
     ("reciprocal", jnp.reciprocal, 1, "floating-point", "1 / x."),
-    ("remainder", jnp.remainder, 2, "real numeric", "x1 mod x2, with the sign of x2."),
+    ("remainder", _remainder, 2, "real numeric", "x1 mod x2, with the sign of x2."),
     ("round", jnp.round, 1, "numeric", "Round half to even."),
     ("sign", jnp.sign, 1, "numeric", "Sign (x / |x| for complex)."),
     ("signbit", jnp.signbit, 1, "real floating", "Whether the sign bit is set."),
