@@ -4,6 +4,7 @@ path whose output layout may differ from its input layouts (common.apply_physica
 """
 from __future__ import annotations
 
+import collections
 import functools
 import operator
 from typing import Callable, Sequence
@@ -113,6 +114,30 @@ def as_dist(x, like: DistArray) -> DistArray:
         return x
     from darray._src.api.creation import asarray
     return asarray(x, mesh=like.mesh, spec=())
+
+
+_IN_FLIGHT: collections.deque = collections.deque()
+_IN_FLIGHT_LIMIT = 4
+
+
+@functools.lru_cache(maxsize=1)
+def _needs_throttle() -> bool:
+    """jax 0.10 on CPU deadlocks when dozens of programs with collectives are dispatched
+    asynchronously (measured: 50 queued psum programs over 8 virtual devices hang in the
+    rendezvous on a 2-core machine, also in plain JAX; jax 0.12 does not)."""
+    version = tuple(int(p) for p in jax.__version__.split(".")[:2])
+    return version < (0, 11) and jax.default_backend() == "cpu" and jax.device_count() > 1
+
+
+def settle(data):
+    """Bound the number of in-flight programs with collectives (see _needs_throttle): wait for
+    the oldest when more than a few are queued. A no-op under tracing and on unaffected JAX."""
+    if isinstance(data, jax.core.Tracer) or not _needs_throttle():
+        return data
+    _IN_FLIGHT.append(data)
+    while len(_IN_FLIGHT) > _IN_FLIGHT_LIMIT:
+        _IN_FLIGHT.popleft().block_until_ready()
+    return data
 
 
 def is_tracing(*arrays) -> bool:

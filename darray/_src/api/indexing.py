@@ -18,7 +18,8 @@ from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
 from darray._src.api import common
-from darray._src.api._helpers import (default_layout, is_plain, make_out_layout, normalize_axis)
+from darray._src.api._helpers import (default_layout, is_plain, make_out_layout, normalize_axis,
+                                      settle)
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 
@@ -225,7 +226,7 @@ def getitem(x: DistArray, key) -> DistArray:
     if not is_plain(x.layout) or _touches_split_slices(x.layout, plan):
         return _logical_read(x, plan, ints, out)
     values = np.asarray(ints, np.int64).reshape(-1)
-    return DistArray._new(_basic_read_fn(x.layout, plan, out)(x.data, values), out)
+    return DistArray._new(settle(_basic_read_fn(x.layout, plan, out)(x.data, values)), out)
 
 
 def _logical_read(x, plan, ints, out):
@@ -249,6 +250,14 @@ def _mask_count(mask) -> int:
     return int(np.count_nonzero(np.asarray(mask)))
 
 
+def _concrete_bool(flag) -> bool:
+    """A 0-d boolean index acts like True/False (adds a unit or an empty axis): needs a value."""
+    if isinstance(flag, DistArray) and isinstance(flag.data, jax.core.Tracer):
+        raise NotImplementedError("a 0-d boolean index needs a concrete value under jit (it "
+                                  "decides the result's shape); use darray.where instead")
+    return bool(np.asarray(flag))
+
+
 def _count_true(m):
     return (jnp.count_nonzero(m),)
 
@@ -259,7 +268,10 @@ def _advanced_parts(x: DistArray, key: tuple):
     for k in key:
         if _is_array_like(k):
             arr = k if isinstance(k, DistArray) else np.asarray(k)
-            if arr.dtype == bool and arr.ndim > 0:
+            if arr.dtype == bool and arr.ndim == 0:
+                template.append(("lit", _concrete_bool(arr)))
+                continue
+            if arr.dtype == bool:
                 template.append(("mask", len(operands), _mask_count(arr)))
             elif arr.dtype.kind in "iu" or (arr.dtype == bool and arr.ndim == 0):
                 template.append(("array", len(operands)))
@@ -413,8 +425,13 @@ def _broadcasts_to(src, dst) -> bool:
 
 
 # -- take -------------------------------------------------------------------------------------
+def _wrap(idx, n):
+    """Negative indices count from the end, as in the Array API."""
+    return jnp.where(idx < 0, idx + n, idx)
+
+
 def _take(a, idx, axis):
-    return jnp.take(a, idx, axis=axis, mode="clip")
+    return jnp.take(a, _wrap(idx, a.shape[axis]), axis=axis, mode="clip")
 
 
 def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
@@ -441,7 +458,7 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
 
 
 def _take_along(a, idx, axis):
-    return jnp.take_along_axis(a, idx, axis=axis, mode="clip")
+    return jnp.take_along_axis(a, _wrap(idx, a.shape[axis]), axis=axis, mode="clip")
 
 
 def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:

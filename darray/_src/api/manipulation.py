@@ -18,7 +18,8 @@ import numpy as np
 from darray._src import compat
 from darray._src.api import common
 from darray._src.api._helpers import (AxisError, check_same_mesh, is_plain, make_out_layout,
-                                      normalize_axes, normalize_axis, run_physical)
+                                      normalize_axes, normalize_axis, run_physical,
+                                      settle)
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 
@@ -320,7 +321,9 @@ def roll(x: DistArray, /, shift, *, axis=None) -> DistArray:
         lay = x.layout
     if not plan:
         return x
-    return run_physical(_roll_physical, [x], lay, static=(lay, plan))
+    out = run_physical(_roll_physical, [x], lay, static=(lay, plan))
+    settle(out.data)
+    return out
 
 
 # -- joining ----------------------------------------------------------------------------------
@@ -454,11 +457,12 @@ def broadcast_to(x: DistArray, /, shape) -> DistArray:
     return common.apply_logical(_broadcast, [x], out, static=(shape,))
 
 
-def broadcast_arrays(*arrays) -> tuple[DistArray, ...]:
+def broadcast_arrays(*arrays) -> list[DistArray]:
     """Broadcast arrays against each other. Layout: as broadcast_to, per array."""
     arrays = [common.check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
     shape = broadcast_shapes(*[a.shape for a in arrays])
-    return tuple(broadcast_to(a, shape) for a in arrays)
+    # A list until 2025.12, where the Array API made it a tuple.
+    return [broadcast_to(a, shape) for a in arrays]
 
 
 # -- tile and repeat --------------------------------------------------------------------------
