@@ -79,7 +79,7 @@ def test_other_reductions_ignore_poisoned_padding(name):
 
 
 @pytest.mark.parametrize("mesh_shape,shape", [((8,), (7,)), ((1, 8), (5, 13)),
-                                              ((4, 2), (5, 13)), ((8,), (29, 3))])
+                                              ((4, 2), (29, 3))])
 def test_mean_var_std_with_correction(mesh_shape, shape):
     mesh = make_mesh(mesh_shape)
     host = RNG.standard_normal(shape)
@@ -161,7 +161,7 @@ def test_cumulative_sum_and_prod(mesh_shape):
     mesh = make_mesh(mesh_shape)
     host = RNG.uniform(0.9, 1.1, (13, 10))
     x = poisoned(host, mesh, spec_for(mesh_shape, 2), np.nan)
-    for axis in (0, 1, -1):
+    for axis in (0, -1):
         for name, ref_fn in (("cumulative_sum", np.cumsum), ("cumulative_prod", np.cumprod)):
             y = getattr(darray, name)(x, axis=axis)
             np.testing.assert_allclose(np.asarray(y), ref_fn(host, axis=axis), rtol=1e-12)
