@@ -7,6 +7,7 @@ from darray._src.array import DistArray as DistArray
 from darray._src.layout import Layout as Layout
 from darray._src.errors import LayoutError as LayoutError
 from darray._src.placement import default_mesh as default_mesh
+from darray._src.transforms import vmap as vmap
 
 # -- creation -----------------------------------------------------------------------------
 from darray._src.api.creation import arange as arange
@@ -176,13 +177,6 @@ from darray._src.api.linalg import matrix_transpose as matrix_transpose
 from darray._src.api.linalg import tensordot as tensordot
 from darray._src.api.linalg import vecdot as vecdot
 from darray import linalg as linalg
-
-# -- halo and blocks (ghost cells, per-device functions) ----------------------------------
-from darray._src.blocks import BlockInfo as BlockInfo
-from darray._src.blocks import map_blocks as map_blocks
-from darray._src.halo import halo as halo
-from darray._src.halo import halo_reduce as halo_reduce
-from darray._src.halo import unhalo as unhalo
 
 # -- halo and blocks (ghost cells, per-device functions) ----------------------------------
 from darray._src.blocks import BlockInfo as BlockInfo

@@ -30,7 +30,8 @@ def reconcile_rank(layout: Layout, data) -> Layout:
     if len(shape) > layout.ndim:
         extra = shape[: len(shape) - layout.ndim]
         if shape[len(extra):] == physical_shape and not layout.has_halo:
-            return Layout(extra + layout.shape, layout.mesh, ((),) * len(extra) + layout.split,
+            return Layout(extra + layout.shape, layout.mesh,
+                          _leading_split(data, layout, len(extra)) + layout.split,
                           ((0, 0),) * len(shape), tuple(range(len(shape))))
         raise ValueError(f"data of shape {shape} does not extend {layout!r}")
     import itertools
@@ -41,6 +42,29 @@ def reconcile_rank(layout: Layout, data) -> Layout:
                           tuple(layout.split[a] for a in keep), tuple(layout.halo[a] for a in keep),
                           tuple(range(len(keep))))
     raise ValueError(f"data of shape {shape} is not {layout!r} with axes removed")
+
+
+def _leading_split(data, layout: Layout, count: int):
+    """Split of `count` leading axes JAX added (vmap outputs): read from the data's concrete
+    sharding when it is on the layout's mesh (e.g. vmap with spmd_axis_name), else unsplit."""
+    from darray._src import compat
+    sharding = getattr(data, "sharding", None) if not compat.is_tracer(data) else None
+    unsplit = ((),) * count
+    mesh = getattr(sharding, "mesh", None)
+    if mesh is None or compat.auto_twin(mesh) != layout.mesh:
+        return unsplit
+    spec = tuple(sharding.spec) + (None,) * count
+    used = set(layout.used_mesh_axes)
+    out = []
+    for entry, n in zip(spec[:count], tuple(data.shape)[:count]):
+        names = () if entry is None else ((entry,) if isinstance(entry, str) else tuple(entry))
+        parts = 1
+        for name in names:
+            parts *= layout.mesh_shape[name]
+        if used.intersection(names) or (names and n % parts):
+            return unsplit
+        out.append(names)
+    return tuple(out)
 
 
 @jax.tree_util.register_pytree_node_class

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 import darray
@@ -198,3 +199,30 @@ def test_nan_propagates_across_devices():
     host2[11, 3] = np.nan
     y = darray.max(darray.asarray(host2, mesh=make_mesh((2, 4)), spec=("x", "y")), axis=0)
     np.testing.assert_array_equal(np.asarray(y), np.max(host2, axis=0))
+
+
+def test_vmap_over_a_batch_axis():
+    mesh = make_mesh((2, 4))
+    host = RNG.standard_normal((4, 13, 10))
+    x = darray.asarray(host, mesh=mesh, spec=(None, "x", "y"))
+    s = jax.vmap(lambda v: darray.sum(darray.sin(v), axis=0))(x)
+    np.testing.assert_allclose(np.asarray(s), np.sin(host).sum(axis=1), rtol=1e-12)
+    assert s.layout.split == ((), ("y",))
+    m = jax.vmap(lambda v: darray.argmax(v))(x)
+    np.testing.assert_array_equal(np.asarray(m), host.reshape(4, -1).argmax(axis=1))
+
+
+@settings(max_examples=8, deadline=None)
+@given(mesh_shape=st.sampled_from(MESH_SHAPES),
+       shape=st.lists(st.integers(1, 11), min_size=1, max_size=3).map(tuple),
+       data=st.data())
+def test_sum_and_argmax_match_numpy_for_any_shape(mesh_shape, shape, data):
+    mesh = make_mesh(mesh_shape)
+    axis = data.draw(st.sampled_from([None] + list(range(len(shape)))), label="axis")
+    host = RNG.integers(-50, 50, shape)
+    x = darray.asarray(host, mesh=mesh, spec=spec_for(mesh_shape, len(shape)))
+    np.testing.assert_array_equal(np.asarray(darray.sum(x, axis=axis)), host.sum(axis=axis))
+    np.testing.assert_array_equal(np.asarray(darray.argmax(x, axis=axis)),
+                                  host.argmax(axis=axis))
+    expected = () if axis is None else tuple(s for a, s in enumerate(x.layout.split) if a != axis)
+    assert darray.sum(x, axis=axis).layout.split == expected
