@@ -171,18 +171,25 @@ def _result_layout(ops, shape) -> Layout:
 
 def _fits(a, out: Layout) -> bool:
     """Whether operand `a` can be combined with physical data of layout `out` as it is stored."""
-    if isinstance(a, _PY_SCALARS) or (is_dist(a) and a.layout == out):
+    if isinstance(a, _PY_SCALARS):
         return True
+    if is_dist(a):
+        return _layout_fits(a.layout, out)
     if out.order != tuple(range(out.ndim)):
         return False  # a transposed physical array broadcasts only against scalars
-    off = out.ndim - np.ndim(a) if not is_dist(a) else out.ndim - a.ndim
-    if not is_dist(a):
-        # A replicated host/jax array broadcasts against unpadded axes only.
-        return all(n == 1 or out.physical_shape[i + off] == out.shape[i + off]
-                   for i, n in enumerate(np.shape(a)))
-    lay = a.layout
-    if lay.has_halo or lay.mesh != out.mesh:
+    # A replicated host/jax array broadcasts against unpadded axes only.
+    off = out.ndim - np.ndim(a)
+    return all(n == 1 or out.physical_shape[i + off] == out.shape[i + off]
+               for i, n in enumerate(np.shape(a)))
+
+
+def _layout_fits(lay: Layout, out: Layout) -> bool:
+    """Same split for full-length axes, unsplit length-1 axes, no halo, same mesh."""
+    if lay == out:
+        return True
+    if lay.has_halo or lay.mesh != out.mesh or out.order != tuple(range(out.ndim)):
         return False
+    off = out.ndim - lay.ndim
     return all((n == 1 and not s) or (n == out.shape[i + off] and s == out.split[i + off])
                for i, (n, s) in enumerate(zip(lay.shape, lay.split)))
 
@@ -218,9 +225,7 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
         return apply_physical(fn, [_placed(a, out) for a in leaves], out)
     if get_config("mismatch") == "raise":
         # Ghost cells are dropped locally; only a change of split counts as redistribution.
-        stripped = [a.layout.without_halo() for a in ops if is_dist(a)]
-        plain = [a if not is_dist(a) else DistArray(None, a.layout.without_halo()) for a in ops]
-        if not all(_fits(a, out) for a in plain) or any(s.mesh != out.mesh for s in stripped):
+        if not all(_layout_fits(a.layout.without_halo(), out) for a in ops if is_dist(a)):
             raise LayoutError(f"{fname}: operand layouts differ ({_describe(ops, argnames)}) and "
                               "darray config mismatch='raise' forbids redistributing; move "
                               "operands with darray.asarray(x, mesh=..., spec=...) first")
