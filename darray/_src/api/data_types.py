@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 

@@ -10,7 +10,7 @@ import numpy as np
 from darray._src.api import dtypes as _dt
 from darray._src.api.common import apply_logical, check_array, masked_physical, valid_mask
 from darray._src.api.elementwise import elementwise
-from darray._src.api.statistical import highest, lowest, plain, reduce
+from darray._src.api.statistical import highest, lowest, reduce
 from darray._src.array import DistArray
 from darray._src.placement import make_layout
 
