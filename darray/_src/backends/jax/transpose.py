@@ -5,6 +5,15 @@ Uneven sizes: `dst` (local, true length) is zero-padded to a multiple of the par
 device sends equal pieces; after the exchange `src` is local again and is sliced back to its
 true length, which drops the padding the old layout carried at the end of `src`. No extra
 collectives, and the gradient of the padding is zero (pad and slice are each other's adjoint).
+
+Why the exchange runs along a new leading axis: XLA's CPU backend turns an all-to-all into
+per-destination slice copies, the exchange, and a concatenation. Written as
+``all_to_all(split_axis=dst, concat_axis=src)``, a `dst` that is the minor axis (the first
+pencil transpose) compiled to a separate concatenate *plus* a transposing copy: four passes over
+the block. Splitting `dst` into (parts, chunk), moving `parts` to the front, exchanging along
+axis 0 and merging the received axis into `src` leaves XLA exactly one (fused, transposing)
+copy on each side of the exchange: three passes for every transpose (measured at 256^3 on 8
+CPU devices: 5-15% less CPU time per slab/pencil round trip; docs/fft.md).
 """
 from __future__ import annotations
 
@@ -40,8 +49,16 @@ def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: 
         return x
     chunk = -(-x.shape[dst] // parts)
     x = pad_axis(x, dst, chunk * parts)
+    shape = x.shape
+    # piece p (for the device of linear index p along mesh_axes) is chunk p of `dst`
+    x = x.reshape(shape[:dst] + (parts, chunk) + shape[dst + 1:])
+    x = jnp.moveaxis(x, dst, 0)
     name = mesh_axes[0] if len(mesh_axes) == 1 else tuple(mesh_axes)
-    x = lax.all_to_all(x, name, split_axis=dst, concat_axis=src, tiled=True)
+    x = lax.all_to_all(x, name, split_axis=0, concat_axis=0, tiled=True)
+    # axis 0 now indexes the sending device, i.e. which chunk of `src` the piece holds
+    x = jnp.moveaxis(x, 0, src)
+    merged = x.shape[src] * x.shape[src + 1]
+    x = x.reshape(x.shape[:src] + (merged,) + x.shape[src + 2:])
     if x.shape[src] != src_len:
         x = lax.slice_in_dim(x, 0, src_len, axis=src)
     return x
