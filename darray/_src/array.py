@@ -14,6 +14,13 @@ from darray._src import physical
 from darray._src.layout import Layout
 
 
+def settle(data):
+    """See compat.bound_in_flight: keeps eager dispatch from outrunning jax 0.10's CPU
+    collectives."""
+    from darray._src import compat
+    return compat.bound_in_flight(data)
+
+
 def reconcile_rank(layout: Layout, data) -> Layout:
     """The layout matching `data`'s rank.
 
@@ -84,11 +91,27 @@ class DistArray:
 
     @classmethod
     def _new(cls, data, layout: Layout) -> "DistArray":
-        """Checked construction: the physical array must have the layout's physical shape."""
+        """Checked construction: the physical array must have the layout's physical shape.
+
+        A 0-d result is returned as the plain (replicated) jax scalar it already is: a scalar has
+        nothing to distribute, and `jax.grad` accepts only jax scalars as a loss, so
+        ``jax.grad(lambda x: darray.sum(f(x)))`` works with no conversion. darray functions take
+        such scalars back wherever they take arrays.
+        """
         if tuple(data.shape) != layout.physical_shape:
             raise ValueError(f"physical data of shape {tuple(data.shape)} does not match "
                              f"{layout!r}, whose physical shape is {layout.physical_shape}")
-        return cls(data, layout)
+        if layout.ndim == 0:
+            return settle(data)
+        return cls(settle(data), layout)
+
+    @classmethod
+    def _wrap_scalar(cls, value, mesh=None) -> "DistArray":
+        """A 0-d DistArray (internal: lets functions treat a jax scalar like any operand)."""
+        import jax.numpy as jnp
+        from darray._src.placement import default_mesh
+        data = value if isinstance(value, jax.Array) else jnp.asarray(value)
+        return cls(data, Layout.create((), mesh if mesh is not None else default_mesh(), ()))
 
     # -- pytree ------------------------------------------------------------------------------
     def tree_flatten(self):

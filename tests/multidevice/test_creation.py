@@ -181,8 +181,10 @@ def test_default_mesh_and_split():
     assert x.layout.split == (("d",), ())
     y = darray.zeros((4, 64))
     assert y.layout.split == ((), ("d",))
+    # 0-d values are plain replicated jax scalars (nothing to distribute; jax.grad wants them)
     s = darray.asarray(3.0)
-    assert s.shape == () and s.layout.split == ()
+    assert isinstance(s, jax.Array) and s.shape == () and float(s) == 3.0
+    assert len(s.sharding.device_set) == 8 and s.sharding.is_fully_replicated
 
 
 def test_mesh_shorthand_and_device():

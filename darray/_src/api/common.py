@@ -32,11 +32,16 @@ def first_dist(args) -> DistArray | None:
 
 
 def check_array(x, argname: str = "x") -> DistArray:
-    """Accept only a DistArray for `argname` (TypeError otherwise)."""
-    if not isinstance(x, DistArray):
-        raise TypeError(f"{argname} must be a DistArray (see darray.asarray), got "
-                        f"{type(x).__name__}")
-    return x
+    """A DistArray for `argname`: DistArrays pass, and so do 0-d jax/numpy scalars (darray
+    returns 0-d results as jax scalars); anything else is a TypeError (no silent distribution
+    of a whole array: convert it with darray.asarray and choose its layout)."""
+    if isinstance(x, DistArray):
+        return x
+    if (isinstance(x, (jax.Array, np.ndarray, np.generic)) and np.ndim(x) == 0
+            and np.dtype(x.dtype).kind in "biufc"):
+        return DistArray._wrap_scalar(x)
+    raise TypeError(f"{argname} must be a DistArray (see darray.asarray), got "
+                    f"{type(x).__name__}")
 
 
 def _static_key(a):

@@ -209,6 +209,9 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
       category: dtype category (a key of dtypes.CATEGORIES) every array operand must be in.
     """
     ops = [_operand(a, n, fname) for a, n in zip(args, argnames)]
+    if first_dist(ops) is None and any(isinstance(a, jax.Array) and a.ndim == 0 for a in ops):
+        # jax scalars (darray's 0-d results) combine among themselves as jax scalars
+        ops = [DistArray._wrap_scalar(a) if isinstance(a, jax.Array) else a for a in ops]
     if first_dist(ops) is None:
         raise TypeError(f"{fname}: at least one of {tuple(argnames)} must be a DistArray "
                         "(convert with darray.asarray)")
