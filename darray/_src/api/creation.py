@@ -209,11 +209,13 @@ def full_like(x, /, fill_value, *, dtype=None, device=None, mesh=None, spec=None
     return _full(x.shape, fill_value, dtype, device, mesh, spec, like=x)
 
 
-def _generated(layout: Layout, dtype, make):
-    """Run `make(padded_shape)` (an iota-style generator) compiled straight into the sharding."""
+def _generated(layout: Layout, dtype, make, *args):
+    """Run `make(padded_shape, *args)` (an iota-style generator) compiled straight into the
+    sharding. Values passed in `args` are runtime inputs, so XLA cannot fold them."""
     padded = layout.padded_shape
-    fn = jax.jit(lambda: make(padded).astype(dtype), out_shardings=physical.sharding_of(layout))
-    return DistArray._new(fn(), layout)
+    fn = jax.jit(lambda *a: make(padded, *a).astype(dtype),
+                 out_shardings=physical.sharding_of(layout))
+    return DistArray._new(fn(*args), layout)
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None, mesh=None,
@@ -255,14 +257,18 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, mes
     div = (num - 1) if endpoint else num
     wide = _wide(dtype)
 
-    def make(p):
+    def make(p, start, stop):
         i = jnp.arange(p[0], dtype=wide)
-        step = (stop - start) / div if div > 0 else 0.0
-        vals = start + i * step
+        if div <= 0:
+            return start + 0 * i
+        # numpy's formula, then `stop` written into the last cell. start/stop are runtime
+        # inputs: as constants, XLA CPU's fast-math folds the partitioned write of `stop` into
+        # start + i*step (measured: linspace(1, 0, 4)[-1] came out 5.6e-17, not 0).
+        vals = start + i * ((stop - start) / div)
         if endpoint and num > 1:
-            vals = jnp.where(i == num - 1, jnp.asarray(stop, wide), vals)
+            vals = jax.lax.dynamic_update_slice(vals, jnp.full((1,), stop, wide), (num - 1,))
         return vals
-    return _generated(layout, dtype, make)
+    return _generated(layout, dtype, make, jnp.asarray(start, wide), jnp.asarray(stop, wide))
 
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, mesh=None,
