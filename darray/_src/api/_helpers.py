@@ -4,7 +4,6 @@ path whose output layout may differ from its input layouts (common.apply_physica
 """
 from __future__ import annotations
 
-import collections
 import functools
 import operator
 from typing import Callable, Sequence
@@ -12,7 +11,7 @@ from typing import Callable, Sequence
 import jax
 import numpy as np
 
-from darray._src import physical
+from darray._src import compat, physical
 from darray._src.array import DistArray
 from darray._src.errors import LayoutError
 from darray._src.layout import Layout
@@ -116,28 +115,10 @@ def as_dist(x, like: DistArray) -> DistArray:
     return asarray(x, mesh=like.mesh, spec=())
 
 
-_IN_FLIGHT: collections.deque = collections.deque()
-_IN_FLIGHT_LIMIT = 4
-
-
-@functools.lru_cache(maxsize=1)
-def _needs_throttle() -> bool:
-    """jax 0.10 on CPU deadlocks when dozens of programs with collectives are dispatched
-    asynchronously (measured: 50 queued psum programs over 8 virtual devices hang in the
-    rendezvous on a 2-core machine, also in plain JAX; jax 0.12 does not)."""
-    version = tuple(int(p) for p in jax.__version__.split(".")[:2])
-    return version < (0, 11) and jax.default_backend() == "cpu" and jax.device_count() > 1
-
-
 def settle(data):
-    """Bound the number of in-flight programs with collectives (see _needs_throttle): wait for
-    the oldest when more than a few are queued. A no-op under tracing and on unaffected JAX."""
-    if isinstance(data, jax.core.Tracer) or not _needs_throttle():
-        return data
-    _IN_FLIGHT.append(data)
-    while len(_IN_FLIGHT) > _IN_FLIGHT_LIMIT:
-        _IN_FLIGHT.popleft().block_until_ready()
-    return data
+    """Bound eager in-flight collective programs (jax 0.10 CPU deadlock; see
+    compat.bound_in_flight). DistArray._new applies it to every result already."""
+    return compat.bound_in_flight(data)
 
 
 def is_tracing(*arrays) -> bool:
