@@ -189,6 +189,18 @@ class DistArray:
 
     __str__ = __repr__
 
+    # -- numpy conveniences (not in the Array API, expected by numpy users) ---------------------
+    @property
+    def real(self):
+        return _lookup("real")(self)
+
+    @property
+    def imag(self):
+        return _lookup("imag")(self)
+
+    def conj(self):
+        return _lookup("conj")(self)
+
     # -- indexing (darray._src.api.indexing) -------------------------------------------------
     def __getitem__(self, key):
         from darray._src.api.indexing import getitem
