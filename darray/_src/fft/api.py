@@ -22,7 +22,8 @@ import numpy as np
 from darray._src import physical
 from darray._src.array import DistArray
 from darray._src.backends import fft_executor
-from darray._src.fft.plan import plan_fft
+from darray._src.fft import split_axis
+from darray._src.fft.plan import PlanError, plan_fft
 from darray._src.layout import Layout
 
 NORMS = ("backward", "ortho", "forward")
@@ -138,7 +139,11 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
     layout, data = x.layout, x.data
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
         cast = None
-    plan = plan_fft(layout, tuple(axes), kind, inverse, tuple(sizes))
+    try:
+        plan = plan_fft(layout, tuple(axes), kind, inverse, tuple(sizes))
+    except PlanError:  # every array axis split: the four-step FFT keeps each split in place
+        return split_axis.transform(x, axes, sizes, kind, inverse, norm, cast, conj_in=conj_in,
+                                    conj_out=conj_out, fname="darray.fft")
     out = _compiled(plan, norm, None if cast is None else np.dtype(cast), conj_in, conj_out,
                     backend)(data)
     return DistArray._new(out, plan.out_layout)
