@@ -1,16 +1,25 @@
 """Distributed FFT round trips on 8 virtual CPU devices: darray vs jnp vs jaxDecomp.
 
-Each row times one jitted program `inverse(forward(x))` (warm-up excluded, block_until_ready,
-median of --repeats runs) and reports:
+Each row times one jitted program `inverse(forward(x))` (warm-up excluded, block_until_ready).
+Runs are interleaved round-robin over all rows, --repeats rounds, so load from other processes
+hits every row alike; each row reports the median and the minimum wall time, the median process
+CPU time (all threads; less sensitive to other processes than wall time), and:
 
-* ratio to single-device ``jnp.fft.ifftn(jnp.fft.fftn(x))`` of the same size;
+* ratios to single-device ``jnp.fft.ifftn(jnp.fft.fftn(x))`` of the same size (median/median
+  and min/min) and to jaxDecomp's pure-JAX pencil round trip;
 * peak memory: the compiled program's temporary + argument + output bytes per device from
   XLA's memory analysis (``compiled.memory_analysis()``, what XLA plans to allocate; this is
-  a static plan, not a measured high-water mark);
+  a static plan, not a measured high-water mark), and "+arrays": temporary + output bytes in
+  units of the input block, i.e. how many global arrays the program needs beyond its input;
 * whether the compiled HLO holds an all-gather (darray rows must not).
 
-Usage: python benchmarks/bench_fft.py [--small] [--sizes 128 256] [--repeats 5]
-(--small: 16^3 and 32^3, 2 repeats: a smoke run for CI).
+A "shard_map minimal slab" row times the hand-written minimal pure-JAX slab round trip (local
+fftn over axes 1-2, one all_to_all, fft over axis 0, and back): the floor for any pure-JAX slab
+decomposition, so "darray slab / minimal" is darray's own overhead.
+
+Usage: python benchmarks/bench_fft.py [--small] [--sizes 128 256] [--repeats 15] [--skip-naive]
+(--small: 16^3 and 32^3, 2 repeats: a smoke run for CI). Load averages before and after are
+printed: on a shared machine compare rows of one run, never across runs.
 """
 from __future__ import annotations
 
@@ -36,36 +45,42 @@ from darray._src import compat  # noqa: E402
 
 
 def _time_interleaved(programs, repeats):
-    """Median seconds per program. Runs are interleaved round-robin (program 1, 2, ..., 1, 2,
-    ...) so that load from other processes on a shared machine hits every program alike."""
+    """Per program: (median wall s, min wall s, median CPU s). Runs are interleaved round-robin
+    (program 1, 2, ..., 1, 2, ...) so that load from other processes on a shared machine hits
+    every program alike."""
     for _, fn, arg in programs:
         jax.block_until_ready(fn(arg))  # warm-up (compile + first run)
-    times = {name: [] for name, _, _ in programs}
+        jax.block_until_ready(fn(arg))
+    wall = {name: [] for name, _, _ in programs}
+    cpu = {name: [] for name, _, _ in programs}
     for _ in range(repeats):
         for name, fn, arg in programs:
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             jax.block_until_ready(fn(arg))
-            times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(t) for name, t in times.items()}
+            wall[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
+    return {name: (statistics.median(wall[name]), min(wall[name]), statistics.median(cpu[name]))
+            for name in wall}
 
 
 def _analyse(jitted, arg):
     compiled = jitted.lower(arg).compile()
     text = compiled.as_text()
-    mem = None
+    mem = extra = None
     try:
         m = compiled.memory_analysis()
         mem = (m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes)
+        extra = (m.temp_size_in_bytes + m.output_size_in_bytes) / m.argument_size_in_bytes
     except Exception:  # memory analysis is best effort on some backends
         pass
-    return "all-gather" in text, text.count("all-to-all("), mem
+    return compiled, "all-gather" in text, text.count("all-to-all("), mem, extra
 
 
 def _row(name, jitted, arg, repeats, n):
-    """A program to time: (name, jitted function, argument) plus its static facts."""
-    gather, a2a, mem = _analyse(jitted, arg)
-    return {"name": name, "n": n, "program": (name, jitted, arg), "all_gather": gather,
-            "all_to_all": a2a, "mem_bytes": mem}
+    """A program to time: (name, compiled program, argument) plus its static facts."""
+    compiled, gather, a2a, mem, extra = _analyse(jitted, arg)
+    return {"name": name, "n": n, "program": (name, compiled, arg), "all_gather": gather,
+            "all_to_all": a2a, "mem_bytes": mem, "extra_arrays": extra}
 
 
 def _darray_rows(n, mesh_shape, names, repeats, label):
@@ -89,6 +104,22 @@ def _host(n, dtype):
     return a.astype(dtype)
 
 
+def _minimal_slab_row(n, repeats):
+    """The hand-written minimal pure-JAX slab round trip (the reference floor)."""
+    mesh = compat.make_auto_mesh((8,), ("d",))
+
+    def body(b):
+        b = jnp.fft.fftn(b, axes=(1, 2))
+        b = jax.lax.all_to_all(b, "d", split_axis=1, concat_axis=0, tiled=True)
+        b = jnp.fft.ifft(jnp.fft.fft(b, axis=0), axis=0)
+        b = jax.lax.all_to_all(b, "d", split_axis=0, concat_axis=1, tiled=True)
+        return jnp.fft.ifftn(b, axes=(1, 2))
+
+    fn = jax.jit(compat.shard_map(body, mesh=mesh, in_specs=(P("d"),), out_specs=P("d")))
+    x = jax.device_put(_host(n, np.complex64), NamedSharding(mesh, P("d")))
+    return [_row("shard_map minimal slab(8,) c64", fn, x, repeats, n)]
+
+
 def _jaxdecomp_rows(n, repeats):
     try:
         import jaxdecomp  # noqa: F401
@@ -107,7 +138,7 @@ def _jaxdecomp_rows(n, repeats):
         return []
 
 
-def run(n, repeats):
+def run(n, repeats, naive=True):
     rows = []
     single = jax.devices()[0]
     x1 = jax.device_put(_host(n, np.complex64), single)
@@ -115,14 +146,16 @@ def run(n, repeats):
                      jax.jit(lambda v: jnp.fft.ifftn(jnp.fft.fftn(v))), x1, repeats, n))
     mesh = compat.make_auto_mesh((8,), ("d",))
     xs = jax.device_put(_host(n, np.complex64), NamedSharding(mesh, P("d")))
-    rows.append(_row("jnp naive on sharded (8,) fftn+ifftn c64",
-                     jax.jit(lambda v: jnp.fft.ifftn(jnp.fft.fftn(v))), xs, repeats, n))
+    if naive:
+        rows.append(_row("jnp naive on sharded (8,) fftn+ifftn c64",
+                         jax.jit(lambda v: jnp.fft.ifftn(jnp.fft.fftn(v))), xs, repeats, n))
     rows += _darray_rows(n, (8,), ("d",), repeats, "slab(8,)")
+    rows += _minimal_slab_row(n, repeats)
     rows += _darray_rows(n, (2, 4), ("x", "y"), repeats, "pencil(2,4)")
     rows += _jaxdecomp_rows(n, repeats)
-    medians = _time_interleaved([r["program"] for r in rows], repeats)
+    timings = _time_interleaved([r["program"] for r in rows], repeats)
     for r in rows:
-        r["seconds"] = medians[r.pop("program")[0]]
+        r["seconds"], r["min_seconds"], r["cpu_seconds"] = timings[r.pop("program")[0]]
     return rows
 
 
@@ -131,16 +164,22 @@ def report(rows):
     for r in rows:
         by_n.setdefault(r["n"], []).append(r)
     for n, rs in by_n.items():
-        base = next(r["seconds"] for r in rs if r["name"].startswith("jnp single"))
-        jd = next((r["seconds"] for r in rs if r["name"].startswith("jaxDecomp")), None)
+        single = next(r for r in rs if r["name"].startswith("jnp single"))
+        jd = next((r for r in rs if r["name"].startswith("jaxDecomp")), None)
         print(f"\n== {n}^3 ==")
-        print(f"{'program':44s} {'median ms':>10s} {'x single':>9s} {'x jaxDecomp':>11s} "
-              f"{'a2a':>4s} {'gather':>6s} {'MiB/dev':>8s}")
+        print(f"{'program':42s} {'med ms':>7s} {'min ms':>7s} {'cpu ms':>7s} {'x1 med':>6s} "
+              f"{'x1 min':>6s} {'xJD med':>7s} {'xJD min':>7s} {'a2a':>3s} {'gather':>6s} "
+              f"{'MiB/dev':>7s} {'+arrays':>7s}")
         for r in rs:
-            vs_jd = f"{r['seconds'] / jd:11.2f}" if jd else f"{'-':>11s}"
-            mem = f"{r['mem_bytes'] / 2**20:8.1f}" if r["mem_bytes"] else f"{'?':>8s}"
-            print(f"{r['name']:44s} {r['seconds'] * 1e3:10.1f} {r['seconds'] / base:9.2f} "
-                  f"{vs_jd} {r['all_to_all']:4d} {str(r['all_gather']):>6s} {mem}")
+            def ratio(base, key, width):
+                return f"{r[key] / base[key]:{width}.2f}" if base else f"{'-':>{width}s}"
+            mem = f"{r['mem_bytes'] / 2**20:7.1f}" if r["mem_bytes"] else f"{'?':>7s}"
+            extra = f"{r['extra_arrays']:7.2f}" if r["extra_arrays"] else f"{'?':>7s}"
+            print(f"{r['name']:42s} {r['seconds'] * 1e3:7.1f} {r['min_seconds'] * 1e3:7.1f} "
+                  f"{r['cpu_seconds'] * 1e3:7.1f} {ratio(single, 'seconds', 6)} "
+                  f"{ratio(single, 'min_seconds', 6)} {ratio(jd, 'seconds', 7)} "
+                  f"{ratio(jd, 'min_seconds', 7)} {r['all_to_all']:3d} "
+                  f"{str(r['all_gather']):>6s} {mem} {extra}")
         complex_rt = {r["name"].split()[1]: r["seconds"] for r in rs
                       if r["name"].startswith("darray") and "fftn+ifftn" in r["name"]}
         for r in rs:
@@ -155,15 +194,20 @@ def main(argv=None):
     parser.add_argument("--small", action="store_true", help="16^3 and 32^3 smoke run")
     parser.add_argument("--sizes", type=int, nargs="*", default=None)
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--skip-naive", action="store_true",
+                        help="leave out the (slow, all-gathering) naive jnp row")
     args = parser.parse_args(argv)
     sizes = args.sizes or ([16, 32] if args.small else [128, 256])
-    repeats = args.repeats or (2 if args.small else 7)
+    repeats = args.repeats or (2 if args.small else 15)
     if jax.device_count() < 8:
         raise SystemExit(f"needs 8 devices, found {jax.device_count()} (set XLA_FLAGS="
                          f"--xla_force_host_platform_device_count=8 before jax starts)")
     rows = []
+    load_before = os.getloadavg()
     for n in sizes:
-        rows += run(n, repeats)
+        rows += run(n, repeats, naive=not args.skip_naive)
+    print(f"# load average (1 min) before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores; {repeats} interleaved rounds; jax {jax.__version__}")
     report(rows)
     bad = [r["name"] for r in rows if r["name"].startswith("darray") and r["all_gather"]]
     if bad:

@@ -4,6 +4,16 @@ Inside the shard_map every device runs the plan's stages on its own block: jnp.f
 stages, `all_to_all_move` for transposes. Everything is a jnp/lax op with its own AD and
 batching rules, so grad/jvp/vjp/jacfwd/jacrev/vmap work without custom rules (custom_vjp and
 friends broke some transform when measured; see DESIGN.md).
+
+Axis order inside the body: XLA's CPU FFT only transforms the minor (last) axes, so an FFT over
+another axis is compiled as transpose -> FFT -> transpose. When the block is kept in logical
+axis order, every all-to-all then pays a transposing copy on *both* sides (send pieces are cut
+from the FFT's transposed buffer and put back in logical order; the receive side transposes
+again for the next FFT). The body therefore keeps the block in a working axis order: before
+each local FFT its axes are moved to the end, and they stay there. Send pieces are then plain
+slices of the FFT output, the receive side does the one transposing copy (fused by XLA with the
+concatenation and the move for the next FFT), and the logical order is restored once at the
+end (for a round trip in one jit XLA cancels that with the inverse's first move).
 """
 from __future__ import annotations
 
@@ -14,20 +24,58 @@ from darray._src.backends.jax.transpose import all_to_all_move
 from darray._src.fft.plan import Plan, Transpose
 
 
+def _working_order(order: list, axes) -> list:
+    """`order` with logical `axes` at the end (kept as they are if they already are)."""
+    if set(order[len(order) - len(axes):]) == set(axes):
+        return order
+    return [a for a in order if a not in axes] + list(axes)
+
+
+def _start_order(plan: Plan, ndim: int) -> list:
+    """The working order to start in: the order the mirror-image plan (the forward path, for
+    an inverse plan) ends in, if it suits the first stage. In a round trip inside one jit the
+    forward's closing move back to logical order and this opening move then cancel."""
+    order = list(range(ndim))
+    for stage in reversed(plan.stages):
+        if not isinstance(stage, Transpose):
+            order = _working_order(order, stage.axes)
+    first = plan.stages[0]
+    if isinstance(first, Transpose) or set(order[ndim - len(first.axes):]) != set(first.axes):
+        return list(range(ndim))
+    return order
+
+
+def _reorder(block, order: list, new: list):
+    if new == order:
+        return block
+    return jnp.transpose(block, [order.index(a) for a in new])
+
+
 def run_stages(block, plan: Plan, norm: str):
     """The per-device body: apply every stage of `plan` to one local block."""
+    ndim = block.ndim
+    order = list(range(ndim))  # order[p]: the logical axis held by axis p of `block`
+    if plan.stages:
+        start = _start_order(plan, ndim)
+        block, order = _reorder(block, order, start), start
     for stage in plan.stages:
         if isinstance(stage, Transpose):
-            block = all_to_all_move(block, stage.mesh_axes, stage.src, stage.dst,
-                                    stage.src_len, stage.parts)
-        elif stage.kind == "r2c":
-            block = jnp.fft.rfft(block, n=stage.sizes[0], axis=stage.axes[0], norm=norm)
+            block = all_to_all_move(block, stage.mesh_axes, order.index(stage.src),
+                                    order.index(stage.dst), stage.src_len, stage.parts)
+            continue
+        new = _working_order(order, stage.axes)
+        block, order = _reorder(block, order, new), new
+        k = len(stage.axes)
+        size_of = dict(zip(stage.axes, stage.sizes))
+        if stage.kind == "r2c":
+            block = jnp.fft.rfft(block, n=stage.sizes[0], axis=-1, norm=norm)
         elif stage.kind == "c2r":
-            block = jnp.fft.irfft(block, n=stage.sizes[0], axis=stage.axes[0], norm=norm)
+            block = jnp.fft.irfft(block, n=stage.sizes[0], axis=-1, norm=norm)
         else:
             fn = jnp.fft.ifftn if stage.inverse else jnp.fft.fftn
-            block = fn(block, s=stage.sizes, axes=stage.axes, norm=norm)
-    return block
+            block = fn(block, s=tuple(size_of[a] for a in order[ndim - k:]),
+                       axes=tuple(range(ndim - k, ndim)), norm=norm)
+    return _reorder(block, order, list(range(ndim)))
 
 
 def execute(plan: Plan, data, norm: str):

@@ -6,14 +6,14 @@ device sends equal pieces; after the exchange `src` is local again and is sliced
 true length, which drops the padding the old layout carried at the end of `src`. No extra
 collectives, and the gradient of the padding is zero (pad and slice are each other's adjoint).
 
-Why the exchange runs along a new leading axis: XLA's CPU backend turns an all-to-all into
-per-destination slice copies, the exchange, and a concatenation. Written as
-``all_to_all(split_axis=dst, concat_axis=src)``, a `dst` that is the minor axis (the first
-pencil transpose) compiled to a separate concatenate *plus* a transposing copy: four passes over
-the block. Splitting `dst` into (parts, chunk), moving `parts` to the front, exchanging along
-axis 0 and merging the received axis into `src` leaves XLA exactly one (fused, transposing)
-copy on each side of the exchange: three passes for every transpose (measured at 256^3 on 8
-CPU devices: 5-15% less CPU time per slab/pencil round trip; docs/fft.md).
+Why the exchange runs along a new leading axis: XLA's CPU backend turns every all-to-all into
+per-destination slice copies, the exchange, and a concatenation (three passes over the block).
+Written as ``all_to_all(split_axis=dst, concat_axis=src)``, a `dst` that is the minor axis (the
+first pencil transpose) compiled to a separate concatenate *plus* a transposing copy: four
+passes. Splitting `dst` into (parts, chunk), moving `parts` to the front, exchanging along axis
+0 and merging the received axis into `src` leaves XLA one fused (transposing) copy on each side
+of the exchange for every transpose: the 3-pass minimum. (At 256^3 on 8 virtual CPU devices
+the wall/CPU-time difference is within the shared machine's noise; docs/fft.md.)
 """
 from __future__ import annotations
 
