@@ -256,9 +256,9 @@ def test_errors_name_the_argument():
     with pytest.raises(TypeError, match="floating-point dtype"):
         dfft.fft(xi)
     both = darray.asarray(rand((8, 8), np.float64), mesh=mesh_of("pencil2x4"), spec=("x", "y"))
-    with pytest.raises(NotImplementedError, match="no unsplit axis"):
-        dfft.fftn(both)
-    with pytest.raises(NotImplementedError, match="a 1D array must be unsplit"):
+    with pytest.raises(NotImplementedError, match="length 8 split over 4 devices"):
+        dfft.fftn(both)  # every axis split: four-step needs 4*4 | 8 (test_fft_split_axis.py)
+    with pytest.raises(NotImplementedError, match="length 16 split over 8 devices"):
         dfft.fft(darray.asarray(rand((16,), np.float64), mesh=mesh_of("slab8"), spec=("d",)))
 
 
