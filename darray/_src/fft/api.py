@@ -142,6 +142,8 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
     try:
         plan = plan_fft(layout, tuple(axes), kind, inverse, tuple(sizes))
     except PlanError:  # every array axis split: the four-step FFT keeps each split in place
+        plan = None
+    if plan is None:
         return split_axis.transform(x, axes, sizes, kind, inverse, norm, cast, conj_in=conj_in,
                                     conj_out=conj_out, fname="darray.fft")
     out = _compiled(plan, norm, None if cast is None else np.dtype(cast), conj_in, conj_out,
