@@ -1,4 +1,6 @@
-"""The four-step FFT along axes that stay split (every array axis split): darray/_src/fft/split_axis.py."""
+"""Four-step FFT along axes that stay split (every array axis split): fft/split_axis.py."""
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,6 +42,11 @@ def _close(got, want, dtype):
     got = np.asarray(got)
     scale = max(1.0, np.abs(want).max())
     np.testing.assert_allclose(got, want, atol=_tol(dtype) * scale, rtol=0)
+
+
+def _count(hlo, op):
+    """Instructions `op(` or `op-start(` in compiled HLO text (tuple-typed results too)."""
+    return len(re.findall(r"[\])}] %s(-start)?\(" % op, hlo))
 
 
 def _hlo(fn, x):
@@ -138,9 +145,9 @@ def test_hlo_all_to_all_no_all_gather(fn, kw):
     a = _signal(n, np.float64 if real else np.complex128)
     x = darray.asarray(a, mesh=mesh, spec=(spec,))
     hlo = _hlo(lambda d: fn(d, **kw).data, x)
-    assert hlo.count("all-to-all(") + hlo.count("all-to-all-start(") >= 3, hlo[:2000]
-    assert "all-gather" not in hlo
-    assert "all-reduce" not in hlo
+    assert _count(hlo, "all-to-all") == 3, hlo[:2000]  # exactly the four-step's three
+    for op in ("all-gather", "all-reduce", "collective-permute", "reduce-scatter"):
+        assert _count(hlo, op) == 0, op
 
 
 def test_fftn_2d_every_axis_split():
@@ -165,7 +172,7 @@ def test_fftn_2d_every_axis_split():
     assert back.layout == r.layout
     _close(back, a.real, np.float64)
     hlo = _hlo(lambda d: dfft.fftn(d).data, x)
-    assert "all-to-all" in hlo and "all-gather" not in hlo
+    assert _count(hlo, "all-to-all") == 6 and _count(hlo, "all-gather") == 0  # 3 per axis
 
 
 def test_batched_uneven_batch_axis():
@@ -218,3 +225,21 @@ def test_grad_matches_single_device():
     want = np.asarray(jax.grad(loss_j)(jnp.asarray(a)))
     np.testing.assert_allclose(np.asarray(g), want, atol=1e-10)
     assert np.abs(want).max() > 1e-3
+
+
+def test_jit_jvp_vjp():
+    mesh, spec = _mesh("8")
+    a = _signal(64, np.complex128, seed=7)
+    t = _signal(64, np.complex128, seed=8)
+    x = darray.asarray(a, mesh=mesh, spec=(spec,))
+    dx = darray.asarray(t, mesh=mesh, spec=(spec,))
+    y, dy = jax.jit(lambda u, v: jax.jvp(dfft.fft, (u,), (v,)))(x, dx)
+    assert dy.layout == x.layout
+    _close(y, np.fft.fft(a), np.complex128)
+    _close(dy, np.fft.fft(t), np.complex128)  # linear map: its jvp is itself
+    _, pullback = jax.vjp(lambda u: dfft.fft(u, norm="ortho"), x)
+    (ct,) = pullback(dx)
+    assert ct.layout == x.layout
+    (want,) = jax.vjp(lambda u: jnp.fft.fft(u, norm="ortho"), jnp.asarray(a))[1](
+        jnp.asarray(t))  # single-device jnp.fft reference
+    _close(ct, np.asarray(want), np.complex128)
