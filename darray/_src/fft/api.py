@@ -205,7 +205,10 @@ def fft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
 
     Layout:
       A split `axis` is moved to another axis and back (two all-to-alls): the layout of `x` is
-      kept. An unsplit `axis` needs no communication.
+      kept. An unsplit `axis` needs no communication. When every array axis is split (e.g. a
+      1D array on its default placement) the distributed four-step FFT runs in place: three
+      all-to-alls, layout kept; it needs the length divisible by P*P for P devices on `axis`
+      (else NotImplementedError).
     """
     x = _as_dist(x, "fft")
     a = _axis(axis, x.ndim, "fft")
@@ -253,7 +256,13 @@ def irfftn(x, /, *, s=None, axes=None, norm="backward") -> DistArray:
 
 
 def rfft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
-    """One-dimensional FFT of real input along `axis` (``n//2 + 1`` outputs)."""
+    """One-dimensional FFT of real input along `axis` (``n//2 + 1`` outputs).
+
+    Layout:
+      As `rfftn`. When every array axis is split (e.g. a split 1D array) it runs the complex
+      four-step FFT of length n (about twice the flops of a local real FFT; three all-to-alls
+      of the complex data) and keeps the first ``n//2 + 1`` entries, split like `x`.
+    """
     x = _as_dist(x, "rfft")
     a = _axis(axis, x.ndim, "rfft")
     return rfftn(x, s=None if n is None else (_length(n, "rfft"),), axes=(a,), norm=norm)
