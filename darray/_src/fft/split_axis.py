@@ -49,10 +49,11 @@ def _unsupported(fname, axis, n, parts, group):
     good = parts * parts * max(1, -(-n // (parts * parts)))
     return NotImplementedError(
         f"{fname}: cannot transform axis {axis} of length {n} split over {parts} devices "
-        f"(mesh axes {group}) while every array axis is split: the distributed four-step FFT "
-        f"needs a length divisible by {parts}*{parts}={parts * parts} (e.g. {good}). Pad to such a length (n=...), or redistribute "
-        f"so one axis is unsplit first, e.g. darray.asarray(x, spec=(None,)) for a 1D array; "
-        f"darray never gathers silently")
+        f"(mesh axes {group}): every array axis is split (no unsplit axis to transpose into) "
+        f"and the distributed four-step FFT needs a length divisible by {parts}*{parts}="
+        f"{parts * parts} (e.g. {good}). Transform a zero-padded length (n={good}), or "
+        f"redistribute so one axis is unsplit first, e.g. darray.asarray(x, spec=(None,)) for a "
+        f"1D array; darray never gathers silently")
 
 
 # -- the per-device body ----------------------------------------------------------------------
