@@ -111,6 +111,11 @@ class DistArray:
         import jax.numpy as jnp
         from darray._src.placement import default_mesh
         data = value if isinstance(value, jax.Array) else jnp.asarray(value)
+        if mesh is None and not isinstance(data, jax.core.Tracer) and isinstance(
+                getattr(data, "sharding", None), jax.sharding.NamedSharding):
+            # keep the scalar on its own mesh (e.g. a sum over a (2, 4) mesh), not the default
+            from darray._src import compat
+            mesh = compat.auto_twin(data.sharding.mesh)
         return cls(data, Layout.create((), mesh if mesh is not None else default_mesh(), ()))
 
     # -- pytree ------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import pytest
 
 import darray
 from darray._src import compat
+from scalar_check import assert_replicated_scalar
 
 MESHES = [(8,), (2, 4), (4, 2), (1, 8)]
 
@@ -27,7 +28,11 @@ def batch(mesh, shape=(7, 5, 5), seed=0, spd=False):
     return a, darray.asarray(a, mesh=mesh, spec=(split,)), (split,)
 
 
-def check(y, ref, split, tol=1e-9):
+def check(y, ref, split, tol=1e-9, mesh=None):
+    if np.ndim(ref) == 0:  # 0-d results are replicated jax scalars, not DistArrays
+        assert split == () and mesh is not None
+        assert_replicated_scalar(y, mesh, ref, rtol=tol, atol=tol)
+        return
     np.testing.assert_allclose(np.asarray(y), ref, atol=tol, rtol=tol)
     assert y.layout.split == tuple(split), y.layout
     assert y.data.shape == y.layout.physical_shape
@@ -75,7 +80,7 @@ def test_batched_solvers_and_norms(mesh):
     check(la.vector_norm(x, axis=(0, 2), ord=1), np.abs(a).sum((0, 2)), ((),))
     check(la.vector_norm(x, axis=1, keepdims=True), np.linalg.norm(a, axis=1, keepdims=True),
           (b, (), ()))
-    check(la.vector_norm(x), np.linalg.norm(a.ravel()), ())
+    check(la.vector_norm(x), np.linalg.norm(a.ravel()), (), mesh=mesh)
 
 
 def test_matmul_family(mesh):
@@ -90,7 +95,11 @@ def test_matmul_family(mesh):
     check(xm @ xt, m @ m.T, (s0, cols))
     check(darray.matmul(xm, xm[0]), m @ m[0], (s0,))
     check(darray.tensordot(xm, xm, axes=([0], [0])), m.T @ m, (s1, ()))
-    check(darray.tensordot(xm, xm, axes=2), np.tensordot(m, m, 2), ())
+    check(darray.tensordot(xm, xm, axes=2), np.tensordot(m, m, 2), (), mesh=mesh)
+    # 1-D . 1-D contracts to a 0-d result: a replicated jax scalar
+    check(darray.vecdot(xm[0], xm[1]), m[0] @ m[1], (), mesh=mesh)
+    check(darray.matmul(xm[:, 2], xm[:, 3]), m[:, 2] @ m[:, 3], (), mesh=mesh)
+    check(darray.tensordot(xm[0], xm[1], axes=1), m[0] @ m[1], (), mesh=mesh)
     check(darray.vecdot(xm, xm), (m * m).sum(-1), (s0,))
     check(darray.linalg.outer(xm[0], xm[:, 1]), np.outer(m[0], m[:, 1]), (s1, s0))
     c = rng.standard_normal((7, 3))

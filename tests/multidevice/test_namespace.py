@@ -9,6 +9,8 @@ from jax.sharding import NamedSharding
 
 import darray
 from darray._src import compat
+from darray._src.array import DistArray
+from scalar_check import assert_replicated_scalar
 
 RNG = np.random.default_rng(5)
 
@@ -73,9 +75,18 @@ def test_python_scalar_conversions():
     with pytest.raises(ValueError, match=r"bool\(\) needs an array of size 1, got shape \(13,\)"):
         bool(darray.ones(13, mesh=mesh))
     with pytest.raises(TypeError, match="index.. is not defined for dtype float64"):
-        [1][darray.asarray(np.array(0.0), mesh=mesh)]
+        [1][darray.asarray(np.array([0.0]), mesh=mesh)]
     with pytest.raises(TypeError, match="float.. is not defined for dtype complex128"):
-        float(darray.asarray(np.array(1j), mesh=mesh))
+        float(darray.asarray(np.array([1j]), mesh=mesh))
+    # 0-d data is a replicated jax scalar (darray's rule for 0-d results): jax's conversions
+    z = darray.asarray(np.array(0.0), mesh=mesh)
+    assert_replicated_scalar(z, mesh, 0.0)
+    with pytest.raises(TypeError, match="integer scalar arrays"):
+        [1][z]
+    # a 0-d DistArray (internal: how functions take a jax scalar back) converts like size 1
+    w = DistArray._wrap_scalar(np.float64(2.5), mesh)
+    assert (float(w), int(w), bool(w), complex(w)) == (2.5, 2, True, 2.5 + 0j)
+    assert int(DistArray._wrap_scalar(np.int64(3), mesh).__index__()) == 3
     assert len(darray.ones((5, 3), mesh=mesh)) == 5
 
 

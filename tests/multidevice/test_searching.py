@@ -10,6 +10,7 @@ import darray
 from darray._src import compat
 from darray._src.api.common import valid_mask
 from darray._src.array import DistArray
+from scalar_check import assert_replicated_scalar
 
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(99)
@@ -32,6 +33,9 @@ def poisoned(host, mesh, spec, value):
 
 
 def assert_sharded(y, mesh, split):
+    if split == ():  # rank 0: a replicated jax scalar, not a DistArray
+        assert_replicated_scalar(y, mesh)
+        return
     assert y.layout.split == split
     assert y.data.sharding.is_equivalent_to(NamedSharding(mesh, y.layout.spec), y.data.ndim)
 

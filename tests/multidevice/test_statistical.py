@@ -11,6 +11,7 @@ import darray
 from darray._src import compat
 from darray._src.api.common import valid_mask
 from darray._src.array import DistArray
+from scalar_check import assert_replicated_scalar
 
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(7)
@@ -36,6 +37,10 @@ def poisoned(host, mesh, spec, value):
 
 def assert_layout(y, shape, split, mesh):
     assert y.shape == shape
+    if shape == ():  # a full reduction is a replicated jax scalar, not a DistArray
+        assert split == ()
+        assert_replicated_scalar(y, mesh)
+        return
     assert y.layout.split == split
     assert y.data.sharding.is_equivalent_to(NamedSharding(mesh, y.layout.spec), y.data.ndim)
 
@@ -97,8 +102,8 @@ def test_full_reduction_is_replicated_0d():
     mesh = make_mesh((2, 4))
     x = darray.asarray(RNG.standard_normal((13, 10)), mesh=mesh, spec=("x", "y"))
     y = darray.sum(x)
-    assert y.shape == () and y.layout.split == ()
-    assert y.data.sharding.is_equivalent_to(NamedSharding(mesh, P()), 0)
+    assert_replicated_scalar(y, mesh, np.asarray(x).sum(), rtol=1e-12)
+    assert y.sharding.is_equivalent_to(NamedSharding(mesh, P()), 0)
     assert float(y) == pytest.approx(float(np.asarray(x).sum()), rel=1e-12)
 
 
@@ -183,7 +188,7 @@ def test_reductions_under_jit_and_grad():
     y = jax.jit(lambda x: darray.mean(x, axis=1))(x)
     np.testing.assert_allclose(np.asarray(y), host.mean(axis=1), rtol=1e-12)
     assert y.layout.split == (("x",),)
-    g = jax.grad(lambda x: darray.sum(x * x).data)(x)
+    g = jax.grad(lambda x: darray.sum(x * x))(x)  # the 0-d result is a jax scalar loss
     assert g.layout == x.layout
     np.testing.assert_allclose(np.asarray(g), 2 * host, rtol=1e-12)
 
@@ -225,4 +230,28 @@ def test_sum_and_argmax_match_numpy_for_any_shape(mesh_shape, shape, data):
     np.testing.assert_array_equal(np.asarray(darray.argmax(x, axis=axis)),
                                   host.argmax(axis=axis))
     expected = () if axis is None else tuple(s for a, s in enumerate(x.layout.split) if a != axis)
-    assert darray.sum(x, axis=axis).layout.split == expected
+    for y in (darray.sum(x, axis=axis), darray.argmax(x, axis=axis)):
+        if expected == ():  # rank 0 result: a replicated jax scalar
+            assert_replicated_scalar(y, mesh)
+        else:
+            assert y.layout.split == expected
+
+
+def test_scalar_results_feed_back_on_their_own_mesh():
+    """A 0-d result (a jax scalar) goes back into darray functions and stays on its mesh."""
+    mesh = make_mesh((2, 4))
+    host = RNG.standard_normal((13, 10))
+    x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
+    s = darray.sum(x)
+    assert_replicated_scalar(darray.sqrt(darray.abs(s)), mesh, np.sqrt(abs(host.sum())),
+                             rtol=1e-12)
+    assert_replicated_scalar(darray.zeros_like(s), mesh, 0.0)
+    y = x + s
+    np.testing.assert_allclose(np.asarray(y), host + host.sum(), rtol=1e-12)
+    assert y.layout == x.layout
+    r = darray.reshape(s, (1,))
+    np.testing.assert_allclose(np.asarray(r), [host.sum()], rtol=1e-12)
+    assert r.mesh == x.mesh and r.layout.split == ((),)
+    f = darray.full((5,), darray.max(x), mesh=mesh)
+    np.testing.assert_array_equal(np.asarray(f), np.full(5, host.max()))
+    assert f.mesh == x.mesh

@@ -174,6 +174,8 @@ def full(shape, fill_value, *, dtype=None, device=None, mesh=None, spec=None) ->
     """An array filled with `fill_value`. Layout: as requested; no communication."""
     if isinstance(fill_value, DistArray):
         fill_value = fill_value.to_jax().item()
+    elif isinstance(fill_value, jax.Array) and fill_value.ndim == 0:  # a darray 0-d result
+        fill_value = fill_value.item()
     if not isinstance(fill_value, _SCALARS):
         raise TypeError(f"fill_value must be a Python scalar, got {type(fill_value).__name__}")
     dtype = _check_dtype(dtype) or _default_dtype(fill_value)
@@ -181,20 +183,22 @@ def full(shape, fill_value, *, dtype=None, device=None, mesh=None, spec=None) ->
 
 
 def _like(x, dtype, device, mesh, spec):
+    if isinstance(x, jax.Array) and x.ndim == 0:  # a darray 0-d result (a jax scalar)
+        x = DistArray._wrap_scalar(x)
     if not isinstance(x, DistArray):
         raise TypeError(f"x must be a DistArray, got {type(x).__name__}")
-    return (_check_dtype(dtype) or x.dtype), device, mesh, spec
+    return x, (_check_dtype(dtype) or x.dtype), device, mesh, spec
 
 
 def zeros_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """Zeros with `x`'s shape, dtype and layout (unless overridden)."""
-    dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
     return _full(x.shape, 0, dtype, device, mesh, spec, like=x)
 
 
 def ones_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """Ones with `x`'s shape, dtype and layout (unless overridden)."""
-    dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
     return _full(x.shape, 1, dtype, device, mesh, spec, like=x)
 
 
@@ -205,7 +209,7 @@ def empty_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistAr
 
 def full_like(x, /, fill_value, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """`fill_value` with `x`'s shape, dtype and layout (unless overridden)."""
-    dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
     return _full(x.shape, fill_value, dtype, device, mesh, spec, like=x)
 
 

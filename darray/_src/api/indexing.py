@@ -80,6 +80,10 @@ def _norm_int(i, n, axis) -> int:
 
 def _norm_slice(s: slice, n: int) -> tuple[int, int | None, int]:
     start, stop, step = s.indices(n)
+    if not len(range(start, stop, step)):
+        # empty: a negative step can leave start = -1 ("before index 0"), which a physical
+        # read would take as the last cell
+        return 0, 0, 1
     if step < 0 and stop < 0:
         stop = None  # "before index 0", which a literal -1 would not mean
     return start, stop, step
