@@ -24,11 +24,17 @@ def default_mesh() -> Mesh:
     return compat.make_auto_mesh((jax.device_count(),), (DEFAULT_AXIS,))
 
 
+SMALL_ARRAY = 1 << 16  # cells; below this, an array too short to split evenly is replicated
+
+
 def default_spec(shape, mesh) -> PartitionSpec:
     """Split one axis over the largest mesh axis: a slab, which needs the fewest all-to-alls.
 
-    Picks the first axis at least as long as the device count (so no device is left empty),
-    else the longest axis; rank-0 arrays and one-device meshes are not split.
+    Picks the first axis at least as long as the device count (so no device is left empty).
+    If no axis is that long, a small array (fewer than SMALL_ARRAY cells) is replicated: split,
+    most devices would hold only padding, and every op on it would communicate for nothing;
+    a larger one is split along its longest axis. Rank-0 arrays and one-device meshes are not
+    split.
     """
     sizes = dict(mesh.shape)
     if not shape or max(sizes.values(), default=1) == 1 or max(shape) <= 1:
@@ -42,7 +48,11 @@ def default_spec(shape, mesh) -> PartitionSpec:
             names = names[: k - 1] + [tuple(names[k - 1:])]
         return PartitionSpec(*names)
     total = sizes[name]
-    axis = next((a for a, n in enumerate(shape) if n >= total), int(np.argmax(shape)))
+    axis = next((a for a, n in enumerate(shape) if n >= total), None)
+    if axis is None:
+        if int(np.prod(shape)) < SMALL_ARRAY:
+            return PartitionSpec()
+        axis = int(np.argmax(shape))
     return PartitionSpec(*([None] * axis + [name]))
 
 

@@ -181,6 +181,11 @@ def test_default_mesh_and_split():
     assert x.layout.split == (("d",), ())
     y = darray.zeros((4, 64))
     assert y.layout.split == ((), ("d",))
+    # too short to split evenly and small: replicated rather than 8 blocks of mostly padding
+    assert darray.zeros((5, 7)).layout.split == ((), ())
+    # too short to split evenly but large: split along the longest axis anyway
+    big = darray.zeros((7, 7, 7, 7, 6, 7))
+    assert big.layout.split == (("d",), (), (), (), (), ())
     # 0-d values are plain replicated jax scalars (nothing to distribute; jax.grad wants them)
     s = darray.asarray(3.0)
     assert isinstance(s, jax.Array) and s.shape == () and float(s) == 3.0
