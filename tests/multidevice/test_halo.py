@@ -229,7 +229,7 @@ def test_errors():
         x.halo(1, boundary="mirror")
     with pytest.raises(TypeError, match=r"boundary=3 must be a string"):
         x.halo(1, boundary=3)
-    with pytest.raises(darray.LayoutError, match=r"axes entry 2 is out of range"):
+    with pytest.raises(darray.LayoutError, match=r"axes=2 is out of range"):
         x.halo(1, axes=(2,))
     with pytest.raises(darray.LayoutError, match=r"names an axis twice"):
         x.halo(1, axes=(0, -2))

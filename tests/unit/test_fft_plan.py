@@ -1,5 +1,4 @@
 """The FFT plan is pure data: checked on AbstractMesh meshes, no devices involved."""
-import itertools
 
 import pytest
 from hypothesis import given, settings, strategies as st

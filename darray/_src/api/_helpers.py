@@ -5,7 +5,6 @@ path whose output layout may differ from its input layouts (common.apply_physica
 from __future__ import annotations
 
 import functools
-import operator
 from typing import Callable, Sequence
 
 import jax
@@ -13,25 +12,11 @@ import numpy as np
 
 from darray._src import compat, physical
 from darray._src.array import DistArray
+from darray._src.axes import AxisError, normalize_axis  # noqa: F401 (re-exported here)
 from darray._src.errors import LayoutError
 from darray._src.layout import Layout
 
 
-class AxisError(ValueError, IndexError):
-    """An axis out of range. Both a ValueError (darray's rule for axes) and an IndexError (what
-    the Array API asks of e.g. expand_dims), as numpy's AxisError is."""
-
-
-def normalize_axis(axis, ndim: int, argname: str = "axis") -> int:
-    """A non-negative axis for rank `ndim` (AxisError names the bad value and the range)."""
-    try:
-        a = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{argname}={axis!r} must be an int") from None
-    if not -ndim <= a < ndim:
-        raise AxisError(f"{argname}={a} is out of range for an array of rank {ndim}; "
-                         f"accepted: {-ndim} <= {argname} < {ndim}")
-    return a % ndim
 
 
 def normalize_axes(axes, ndim: int, argname: str = "axis") -> tuple[int, ...]:

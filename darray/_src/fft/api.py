@@ -13,18 +13,17 @@ and vmap keep the distribution without user annotations.
 from __future__ import annotations
 
 import functools
-import operator
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
+from darray._src.axes import normalize_axis, positive_length
 from darray._src.array import DistArray
 from darray._src.backends import fft_executor
 from darray._src.fft import split_axis
 from darray._src.fft.plan import PlanError, plan_fft
-from darray._src.layout import Layout
 
 NORMS = ("backward", "ortho", "forward")
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -70,24 +69,11 @@ def _real_of(dt) -> np.dtype:
 
 
 def _axis(axis, ndim, fname, argname="axis") -> int:
-    try:
-        a = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{fname}: {argname}={axis!r} must be an int") from None
-    if not -ndim <= a < ndim:
-        raise ValueError(f"{fname}: {argname}={a} is out of range for an array of rank {ndim}; "
-                         f"accepted: -{ndim} <= {argname} < {ndim}")
-    return a % ndim
+    return normalize_axis(axis, ndim, argname, context=f"{fname}: ")
 
 
 def _length(n, fname, argname="n") -> int:
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise TypeError(f"{fname}: {argname}={n!r} must be an int or None") from None
-    if n < 1:
-        raise ValueError(f"{fname}: {argname}={n} must be a positive length")
-    return n
+    return positive_length(n, argname, context=f"{fname}: ")
 
 
 def _axes_and_sizes(x, s, axes, fname):

@@ -10,18 +10,13 @@ import numpy as np
 
 from darray._src import physical
 from darray._src.api.common import apply_logical
+from darray._src.axes import positive_length
 from darray._src.array import DistArray
 from darray._src.placement import make_layout
 
 
 def _freq_length(n, fname) -> int:
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise TypeError(f"{fname}: n={n!r} must be an int") from None
-    if n < 1:
-        raise ValueError(f"{fname}: n={n} must be a positive length")
-    return n
+    return positive_length(n, context=f"{fname}: ")
 
 
 def _freq_dtype(dtype, fname):

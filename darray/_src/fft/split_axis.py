@@ -102,7 +102,6 @@ def _to_natural(c, *, name, parts, n1, n2, out_len, cd):
     """Step 4. C[..., k1 block of this device, k2] -> X[d*cd + t] (t < cd) with
     k = k1 + N1*k2; entries k >= out_len are zeroed (rfft's truncation, layout padding)."""
     n = n1 * n2
-    h = n1 // parts
     if cd * parts == n and out_len == n:  # aligned: device d takes the k2 block d
         w = n2 // parts
         piece = c.reshape(c.shape[:-1] + (parts, w))        # (..., h, parts, w)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import operator
 from typing import Mapping, Sequence
 
+from darray._src.axes import normalize_axis
 from darray._src.errors import LayoutError
 
 # Boundary rules, named as darray spells them, with numpy's np.pad names accepted as aliases.
@@ -19,14 +20,7 @@ Widths = tuple[tuple[int, int], ...]
 
 
 def _axis(axis, ndim: int, argname: str) -> int:
-    try:
-        a = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{argname} entry {axis!r} is not an int axis") from None
-    if not -ndim <= a < ndim:
-        raise LayoutError(f"{argname} entry {a} is out of range for an array of rank {ndim}; "
-                          f"use -{ndim} <= axis < {ndim}")
-    return a % ndim
+    return normalize_axis(axis, ndim, argname)
 
 
 def normalize_axes(axes, ndim: int) -> tuple[int, ...]:
