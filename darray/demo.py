@@ -175,7 +175,7 @@ def main(argv=None):
     # -- stencil step (halo) --
     stencil = stencil_step(phi, rho)
     if stencil is not None:
-        print(f"\n4. stencil check: {stencil}")
+        print(f"  stencil check: {stencil}")
 
     print("\nOK" if ok else "\nFAILED")
     return 0 if ok else 1
