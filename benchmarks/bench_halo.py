@@ -86,6 +86,7 @@ def main(argv=None):
     print(f"  ratio halo / pad   {t_halo / t_pad:5.2f}  (target <= 1.5)")
     print(f"  ratio halo / local pad {t_halo / t_local:5.2f}")
     print(f"  ratio reduce / pad {t_reduce / t_pad:5.2f}")
+    return {"halo": t_halo, "halo_reduce": t_reduce, "pad": t_pad, "local_pad": t_local}
 
 
 if __name__ == "__main__":
