@@ -118,6 +118,14 @@ class DistArray:
             mesh = compat.auto_twin(data.sharding.mesh)
         return cls(data, Layout.create((), mesh if mesh is not None else default_mesh(), ()))
 
+    def _rebind(self, result) -> None:
+        """Become `result` (in-place operators and setitem; jax arrays are immutable). A 0-d
+        result arrives as a jax scalar and keeps this array's 0-d layout."""
+        if isinstance(result, DistArray):
+            self._data, self._layout = result._data, result._layout
+        else:
+            self._data = result
+
     # -- pytree ------------------------------------------------------------------------------
     def tree_flatten(self):
         return (self._data,), self._layout
@@ -215,7 +223,7 @@ class DistArray:
         """Rebinds this DistArray to an updated copy (jax arrays are immutable)."""
         from darray._src.api.indexing import setitem
         updated = setitem(self, key, value)
-        self._data, self._layout = updated._data, updated._layout
+        self._rebind(updated)
 
     # -- halo (darray._src.halo) -------------------------------------------------------------
     def halo(self, width=1, *, boundary="periodic", axes=None, fill_value=0):
@@ -331,7 +339,7 @@ def _binary(name, how):
     def inplace(self, other):
         result = _lookup(name)(self, other)
         _lookup("check_inplace")(self, result, name)
-        self._data, self._layout = result._data, result._layout
+        self._rebind(result)
         return self
     return {"forward": forward, "reflected": reflected, "inplace": inplace}[how]
 

@@ -186,10 +186,14 @@ def test_default_mesh_and_split():
     # too short to split evenly but large: split along the longest axis anyway
     big = darray.zeros((7, 7, 7, 7, 6, 7))
     assert big.layout.split == (("d",), (), (), (), (), ())
-    # 0-d values are plain replicated jax scalars (nothing to distribute; jax.grad wants them)
+    # a created 0-d array is a DistArray (setitem, operators follow the namespace) ...
     s = darray.asarray(3.0)
-    assert isinstance(s, jax.Array) and s.shape == () and float(s) == 3.0
-    assert len(s.sharding.device_set) == 8 and s.sharding.is_fully_replicated
+    assert isinstance(s, darray.DistArray) and s.shape == () and s.layout.split == ()
+    assert float(s) == 3.0
+    # ... while 0-d results of ops are replicated jax scalars (valid jax.grad losses)
+    t = darray.sum(darray.ones((13, 64)))
+    assert isinstance(t, jax.Array) and t.shape == () and float(t) == 13 * 64
+    assert len(t.sharding.device_set) == 8 and t.sharding.is_fully_replicated
 
 
 def test_mesh_shorthand_and_device():

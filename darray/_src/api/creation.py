@@ -22,6 +22,17 @@ from darray._src.placement import make_layout
 _SCALARS = (bool, int, float, complex, np.generic)
 
 
+def _created(data, layout: Layout) -> DistArray:
+    """A new array from a creation function. Unlike op results (DistArray._new gives 0-d results
+    as jax scalars), an array the user creates stays a DistArray even when 0-d, so the
+    namespace's own semantics (setitem, operators, copies) hold for it."""
+    if layout.ndim == 0:
+        if tuple(data.shape) != ():
+            raise ValueError(f"physical data of shape {tuple(data.shape)} is not 0-d")
+        return DistArray(data, layout)
+    return DistArray._new(data, layout)
+
+
 def _canonical(dtype) -> np.dtype:
     """The dtype JAX will actually store (64-bit types shrink unless jax_enable_x64 is on)."""
     return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
@@ -57,7 +68,7 @@ def _redistribute(x: DistArray, layout: Layout, dtype) -> DistArray:
     """Move a DistArray to another layout (and dtype) with one compiled resharding."""
     if x.layout == layout and (dtype is None or dtype == x.dtype):
         return x
-    return DistArray._new(_redistribute_fn(x.layout, layout, dtype)(x.data), layout)
+    return _created(_redistribute_fn(x.layout, layout, dtype)(x.data), layout)
 
 
 @functools.lru_cache(maxsize=256)
@@ -106,10 +117,10 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
                          f"{type(obj).__name__} to a DistArray always copies")
     if isinstance(obj, jax.Array):
         layout = make_layout(obj.shape, mesh, spec, device)
-        return DistArray._new(_from_jax(layout, dtype)(obj), layout)
+        return _created(_from_jax(layout, dtype)(obj), layout)
     host = _to_host(obj, dtype)
     layout = make_layout(host.shape, mesh, spec, device)
-    return DistArray._new(physical.host_to_physical(host, layout), layout)
+    return _created(physical.host_to_physical(host, layout), layout)
 
 
 @functools.lru_cache(maxsize=256)
@@ -140,7 +151,7 @@ def _to_host(obj, dtype) -> np.ndarray:
 def _full(shape, fill_value, dtype, device, mesh, spec, like=None) -> DistArray:
     shape = _shape_tuple(shape)
     layout = make_layout(shape, mesh, spec, device, like=like)
-    return DistArray._new(physical.filled(layout, fill_value, dtype), layout)
+    return _created(physical.filled(layout, fill_value, dtype), layout)
 
 
 def _default_dtype(value):
@@ -219,7 +230,7 @@ def _generated(layout: Layout, dtype, make, *args):
     padded = layout.padded_shape
     fn = jax.jit(lambda *a: make(padded, *a).astype(dtype),
                  out_shardings=physical.sharding_of(layout))
-    return DistArray._new(fn(*args), layout)
+    return _created(fn(*args), layout)
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None, mesh=None,

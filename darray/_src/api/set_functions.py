@@ -81,6 +81,7 @@ def unique_all(x: DistArray, /) -> UniqueAllResult:
       has x's layout. Logical path: XLA sorts the flattened array (it gathers it), then one
       integer (the count) goes to the host.
     """
+    x = common.check_array(x)
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
     outs = common.apply_logical(_unique_all, [x], (flat, flat, x.layout.without_halo(), flat),
@@ -90,6 +91,7 @@ def unique_all(x: DistArray, /) -> UniqueAllResult:
 
 def unique_counts(x: DistArray, /) -> UniqueCountsResult:
     """Unique values of `x` and their counts. Layout: as unique_all."""
+    x = common.check_array(x)
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
     return UniqueCountsResult(*common.apply_logical(_unique_counts, [x], (flat, flat),
@@ -101,6 +103,7 @@ def unique_inverse(x: DistArray, /) -> UniqueInverseResult:
 
     Layout: values as unique_all; inverse_indices in x's layout.
     """
+    x = common.check_array(x)
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
     return UniqueInverseResult(*common.apply_logical(
@@ -109,6 +112,7 @@ def unique_inverse(x: DistArray, /) -> UniqueInverseResult:
 
 def unique_values(x: DistArray, /) -> DistArray:
     """The sorted unique values of `x`. Layout: as unique_all's values."""
+    x = common.check_array(x)
     n = _distinct(x)
     return common.apply_logical(_unique_values, [x], default_layout((n,), x.layout),
                                 static=(n,))
