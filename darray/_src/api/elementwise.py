@@ -36,6 +36,14 @@ def _is_float_result(x1, x2) -> bool:
     return np.dtype(jnp.result_type(x1, x2)).kind == "f"
 
 
+def _sign(x):
+    """jnp.sign, with +0 for both zeros as the standard says (jnp.sign(-0.0) is -0.0)."""
+    out = jnp.sign(x)
+    if np.dtype(out.dtype).kind != "f":
+        return out
+    return jnp.where(x == 0, jnp.zeros((), out.dtype), out)
+
+
 def _floor_divide(x1, x2):
     """jnp.floor_divide (numpy's, exact for finite values) with the standard's special cases:
     signed zeros and infinities follow floor(x1 / x2)."""
@@ -112,7 +120,7 @@ TABLE = (
     ("reciprocal", jnp.reciprocal, 1, "floating-point", "1 / x."),
     ("remainder", _remainder, 2, "real numeric", "x1 mod x2, with the sign of x2."),
     ("round", jnp.round, 1, "numeric", "Round half to even."),
-    ("sign", jnp.sign, 1, "numeric", "Sign (x / |x| for complex)."),
+    ("sign", _sign, 1, "numeric", "Sign (x / |x| for complex)."),
     ("signbit", jnp.signbit, 1, "real floating", "Whether the sign bit is set."),
     ("sin", jnp.sin, 1, "floating-point", "Sine."),
     ("sinh", jnp.sinh, 1, "floating-point", "Hyperbolic sine."),
