@@ -245,7 +245,10 @@ def test_scalar_results_feed_back_on_their_own_mesh():
     s = darray.sum(x)
     assert_replicated_scalar(darray.sqrt(darray.abs(s)), mesh, np.sqrt(abs(host.sum())),
                              rtol=1e-12)
-    assert_replicated_scalar(darray.zeros_like(s), mesh, 0.0)
+    # zeros_like *creates* an array: a 0-d DistArray on the scalar's mesh
+    z = darray.zeros_like(s)
+    assert isinstance(z, darray.DistArray) and z.shape == () and z.mesh == x.mesh
+    assert float(z) == 0.0 and z.dtype == s.dtype
     y = x + s
     np.testing.assert_allclose(np.asarray(y), host + host.sum(), rtol=1e-12)
     assert y.layout == x.layout
