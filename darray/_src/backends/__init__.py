@@ -13,32 +13,44 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-_FFT_EXECUTORS: dict[str, Callable] = {}
+class Registry:
+    """Named implementations of one op family, with a built-in "jax" loaded on first use and
+    a default chosen by an environment variable. FFT executors and halo fills both use one."""
+
+    def __init__(self, kind: str, env_var: str, load_builtin: Callable[[], Callable]):
+        self.kind, self.env_var, self._load_builtin = kind, env_var, load_builtin
+        self._entries: dict[str, Callable] = {}
+
+    def register(self, name: str, impl: Callable) -> None:
+        """Make `impl` available under `name` (replaces an earlier registration)."""
+        self._entries[name] = impl
+
+    def names(self) -> tuple[str, ...]:
+        self._ensure_builtin()
+        return tuple(sorted(self._entries))
+
+    def get(self, name: str | None = None) -> Callable:
+        """The implementation `name` (default: $env_var, else "jax")."""
+        self._ensure_builtin()
+        name = name or os.environ.get(self.env_var) or "jax"
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise ValueError(f"backend={name!r} is not a registered {self.kind} backend; "
+                             f"available: {self.names()}") from None
+
+    def _ensure_builtin(self) -> None:
+        if "jax" not in self._entries:
+            self._entries["jax"] = self._load_builtin()
+
+
+def _jax_fft_executor():
+    from darray._src.backends.jax import fft_exec
+    return fft_exec.execute
+
+
 DEFAULT_BACKEND_ENV = "DARRAY_FFT_BACKEND"
-
-
-def register_fft_executor(name: str, execute: Callable) -> None:
-    """Make `execute` available as FFT backend `name` (replaces an earlier registration)."""
-    _FFT_EXECUTORS[name] = execute
-
-
-def available_fft_backends() -> tuple[str, ...]:
-    _ensure_builtin()
-    return tuple(sorted(_FFT_EXECUTORS))
-
-
-def fft_executor(name: str | None = None) -> Callable:
-    """The executor registered as `name` (default: $DARRAY_FFT_BACKEND, else "jax")."""
-    _ensure_builtin()
-    name = name or os.environ.get(DEFAULT_BACKEND_ENV) or "jax"
-    try:
-        return _FFT_EXECUTORS[name]
-    except KeyError:
-        raise ValueError(f"backend={name!r} is not a registered FFT backend; available: "
-                         f"{available_fft_backends()}") from None
-
-
-def _ensure_builtin() -> None:
-    if "jax" not in _FFT_EXECUTORS:
-        from darray._src.backends.jax import fft_exec
-        register_fft_executor("jax", fft_exec.execute)
+FFT_EXECUTORS = Registry("FFT", DEFAULT_BACKEND_ENV, _jax_fft_executor)
+register_fft_executor = FFT_EXECUTORS.register
+available_fft_backends = FFT_EXECUTORS.names
+fft_executor = FFT_EXECUTORS.get

@@ -7,7 +7,6 @@ lax.ppermute) is built in; a native one (cuDecomp's halo update) plugs in with
 from __future__ import annotations
 
 import functools
-import os
 from typing import Callable
 
 import jax
@@ -15,13 +14,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
+from darray._src.backends import Registry
 from darray._src.array import DistArray
 from darray._src.api.common import check_array
 from darray._src.halo import spec as halo_spec
 from darray._src.layout import Layout
 
+def _jax_halo_fill():
+    from darray._src.backends.jax import halo_exchange
+    return halo_exchange.fill
+
+
 BACKEND_ENV = "DARRAY_HALO_BACKEND"
-_BACKENDS: dict[str, Callable] = {}
+_HALO_BACKENDS = Registry("halo", BACKEND_ENV, _jax_halo_fill)
 
 
 def register_halo_backend(name: str, fill: Callable) -> None:
@@ -31,19 +36,10 @@ def register_halo_backend(name: str, fill: Callable) -> None:
     ``out_layout.halo``) inside jit, and must be linear in `data` when ``fill_value is None``
     (halo_reduce transposes it).
     """
-    _BACKENDS[name] = fill
+    _HALO_BACKENDS.register(name, fill)
 
 
-def _backend(name: str | None) -> Callable:
-    if "jax" not in _BACKENDS:
-        from darray._src.backends.jax import halo_exchange
-        register_halo_backend("jax", halo_exchange.fill)
-    name = name or os.environ.get(BACKEND_ENV) or "jax"
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        raise ValueError(f"backend={name!r} is not a registered halo backend; available: "
-                         f"{tuple(sorted(_BACKENDS))}") from None
+_backend = _HALO_BACKENDS.get
 
 
 def _check_fill_value(fill_value, dtype):
