@@ -1,0 +1,35 @@
+"""Hypothesis profiles for the differential suite.
+
+fast (default): few examples per case, reproducible (derandomize), no shrinking, so the whole
+suite fits the default run's budget; every new (shape, layout, dtype) compiles, which dominates.
+large: 10x the examples, with shrinking; selected by DARRAY_DIFF_PROFILE=large or run as the
+slow tier (`-m slow`, test_differential_large in test_differential.py).
+"""
+import os
+
+from hypothesis import HealthCheck, Phase, settings
+
+FAST_EXAMPLES = 3
+LARGE_EXAMPLES = 10 * FAST_EXAMPLES
+_COMMON = dict(derandomize=True, deadline=None, database=None, print_blob=False,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                      HealthCheck.filter_too_much])
+settings.register_profile("darray-fast", max_examples=FAST_EXAMPLES,
+                          phases=[Phase.explicit, Phase.generate], **_COMMON)
+settings.register_profile("darray-large", max_examples=LARGE_EXAMPLES, **_COMMON)
+
+PROFILE = os.environ.get("DARRAY_DIFF_PROFILE", "fast")
+if PROFILE not in ("fast", "large"):
+    raise ValueError(f"DARRAY_DIFF_PROFILE={PROFILE!r}; use 'fast' or 'large'")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """State the fft refusals (NotImplementedError on a drawn layout) the suite recorded."""
+    try:
+        import runner
+    except ImportError:
+        return
+    if runner.REFUSALS:
+        terminalreporter.section("darray differential: NotImplementedError refusals")
+        for line in sorted(set(runner.REFUSALS)):
+            terminalreporter.write_line(line)

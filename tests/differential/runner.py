@@ -1,0 +1,58 @@
+"""Run one drawn Example of a Case against numpy and compare every leaf of the result."""
+from __future__ import annotations
+
+import numpy as np
+
+import diff_support as ds
+from diff_support import Operand
+
+REFUSALS: list[str] = []
+
+
+def _dist(arg):
+    if isinstance(arg, Operand):
+        return arg.dist()
+    if isinstance(arg, (list, tuple)) and arg and all(isinstance(a, Operand) for a in arg):
+        return type(arg)(a.dist() for a in arg)
+    return arg
+
+
+def _host(arg, wide: bool):
+    if isinstance(arg, Operand):
+        return ds.widen(arg.host) if wide else arg.host.copy()
+    if isinstance(arg, (list, tuple)) and arg and all(isinstance(a, Operand) for a in arg):
+        return type(arg)(_host(a, wide) for a in arg)
+    return arg
+
+
+def run_case(case, example):
+    what = f"{case.name} on {example!r}"
+    dist_args = [_dist(a) for a in example.args]
+    try:
+        result = case.fn(*dist_args, **example.params)
+    except NotImplementedError as err:
+        if case.refusal_ok:
+            first = example.args[0]
+            REFUSALS.append(f"{case.name}: {first!r} {example.params}: {str(err)[:160]}")
+            return
+        raise
+    native = case.ref(*[_host(a, False) for a in example.args], **example.params)
+    wide = case.ref(*[_host(a, True) for a in example.args], **example.params)
+    if case.mutates:
+        result, native, wide = dist_args[0], native, wide
+    got, exp_n, exp_w = ds.structure(result), ds.structure(native), ds.structure(wide)
+    if case.post is not None:
+        got = case.post([np.asarray(g) for g in got])
+        exp_n, exp_w = case.post(exp_n), case.post(exp_w)
+    assert len(got) == len(exp_n), f"{what}: {len(got)} results, numpy gives {len(exp_n)}"
+    scale = example.scale * ds.magnitude(example.args) if case.tol is not None else 1.0
+    for i, (g, n, w) in enumerate(zip(got, exp_n, exp_w)):
+        if case.post is None:
+            ds.check_layout(g, example.mesh, f"{what} [result {i}]")
+        ds.compare(g, n, w, mesh=example.mesh, tol=case.tol, scale=scale,
+                   what=f"{what} [result {i}]", check_dtype=case.check_dtype)
+    if not case.mutates:
+        # inputs are never modified
+        for d, a in zip(dist_args, example.args):
+            if isinstance(a, Operand):
+                np.testing.assert_array_equal(np.asarray(d), a.host, err_msg=f"{what}: input changed")
