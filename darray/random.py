@@ -1,0 +1,7 @@
+"""darray.random: random fields identical on any mesh and any process count.
+
+This module only re-exports; the implementation lives in darray._src.random.
+"""
+from darray._src.random import integers as integers
+from darray._src.random import normal as normal
+from darray._src.random import uniform as uniform
