@@ -5,6 +5,7 @@ Supported: jax 0.10.x (Python 3.11) and the newest jax (0.12 on Python 3.12).
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 
 import jax
@@ -94,3 +95,41 @@ def bound_in_flight(data):
     while len(_IN_FLIGHT) > _IN_FLIGHT_LIMIT:
         _IN_FLIGHT.popleft().block_until_ready()
     return data
+
+
+# -- compilation counting (tests and benchmarks assert that warm calls do not recompile) -------
+# jax reports every XLA compilation as a duration event under this name on both supported
+# versions (0.10 and 0.12); the listener cannot be unregistered on 0.10, so one is installed
+# once and feeds whichever counters are active.
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_ACTIVE_COUNTERS: list = []
+_LISTENING = False
+
+
+class CompileCounter:
+    """Counts XLA compilations while active (see `count_compilations`)."""
+
+    def __init__(self):
+        self.count = 0
+
+
+def _on_event(name, *args, **kwargs):
+    if name == _COMPILE_EVENT:
+        for counter in _ACTIVE_COUNTERS:
+            counter.count += 1
+
+
+@contextlib.contextmanager
+def count_compilations():
+    """``with count_compilations() as c: ...`` then ``c.count`` is the number of XLA
+    compilations (jit cache misses) that happened inside the block."""
+    global _LISTENING
+    if not _LISTENING:
+        jax.monitoring.register_event_duration_secs_listener(_on_event)
+        _LISTENING = True
+    counter = CompileCounter()
+    _ACTIVE_COUNTERS.append(counter)
+    try:
+        yield counter
+    finally:
+        _ACTIVE_COUNTERS.remove(counter)

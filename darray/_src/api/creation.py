@@ -151,7 +151,20 @@ def _to_host(obj, dtype) -> np.ndarray:
 def _full(shape, fill_value, dtype, device, mesh, spec, like=None) -> DistArray:
     shape = _shape_tuple(shape)
     layout = make_layout(shape, mesh, spec, device, like=like)
-    return _created(physical.filled(layout, fill_value, dtype), layout)
+    try:
+        # The value is a runtime input: one compilation per (layout, dtype, value type), not
+        # one per fill value (clients call full with data-dependent values).
+        data = _fill_fn(layout, np.dtype(dtype))(fill_value)
+    except (OverflowError, TypeError):  # e.g. a Python int beyond int64: bake it in instead
+        data = physical.filled(layout, fill_value, dtype)
+    return _created(data, layout)
+
+
+@functools.lru_cache(maxsize=256)
+def _fill_fn(layout: Layout, dtype):
+    shape = layout.physical_shape
+    return jax.jit(lambda value: jnp.full(shape, value, dtype),
+                   out_shardings=physical.sharding_of(layout))
 
 
 def _default_dtype(value):
@@ -224,13 +237,30 @@ def full_like(x, /, fill_value, *, dtype=None, device=None, mesh=None, spec=None
     return _full(x.shape, fill_value, dtype, device, mesh, spec, like=x)
 
 
-def _generated(layout: Layout, dtype, make, *args):
-    """Run `make(padded_shape, *args)` (an iota-style generator) compiled straight into the
-    sharding. Values passed in `args` are runtime inputs, so XLA cannot fold them."""
+def _generated(layout: Layout, dtype, make, static=(), *args):
+    """Run `make(padded_shape, *static, *args)` (an iota-style generator, a module-level function)
+    compiled straight into the sharding. Values passed in `args` are runtime inputs: XLA cannot
+    fold them, and new values reuse the compilation for (make, layout, dtype, static)."""
+    return _created(_generator_fn(make, layout, np.dtype(dtype), static)(*args), layout)
+
+
+@functools.lru_cache(maxsize=256)
+def _generator_fn(make, layout: Layout, dtype, static):
     padded = layout.padded_shape
-    fn = jax.jit(lambda *a: make(padded, *a).astype(dtype),
-                 out_shardings=physical.sharding_of(layout))
-    return _created(fn(*args), layout)
+    return jax.jit(lambda *a: make(padded, *static, *a).astype(dtype),
+                   out_shardings=physical.sharding_of(layout))
+
+
+def _runtime_scalar(value, dtype):
+    """A scalar argument for a compiled generator: Python scalars go in as they are (jit keeps
+    them weakly typed and caches by type); anything else becomes a jax scalar of `dtype`."""
+    if isinstance(value, (bool, int, float, complex)):
+        return value
+    return jnp.asarray(value, dtype)
+
+
+def _arange_make(padded, wide, start, step):
+    return start + step * jnp.arange(padded[0], dtype=wide)
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None, mesh=None,
@@ -246,8 +276,9 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, mesh=None,
             isinstance(v, (int, np.integer)) for v in (start, stop, step)) else 0.0)
     dtype = _check_dtype(dtype)
     layout = make_layout((n,), mesh, spec, device)
-    return _generated(layout, dtype,
-                      lambda p: start + step * jnp.arange(p[0], dtype=_wide(dtype)))
+    wide = _wide(dtype)
+    return _generated(layout, dtype, _arange_make, (wide,), _runtime_scalar(start, wide),
+                      _runtime_scalar(step, wide))
 
 
 def _wide(dtype):
@@ -258,6 +289,20 @@ def _wide(dtype):
     if dtype.kind == "f":
         return _canonical(np.float64)
     return _canonical(np.int64) if dtype.kind in "iu" else dtype
+
+
+def _linspace_make(padded, wide, num, div, endpoint, start, stop):
+    start, stop = jnp.asarray(start, wide), jnp.asarray(stop, wide)
+    i = jnp.arange(padded[0], dtype=wide)
+    if div <= 0:
+        return start + 0 * i
+    # numpy's formula, then `stop` written into the last cell. start/stop are runtime
+    # inputs: as constants, XLA CPU's fast-math folds the partitioned write of `stop` into
+    # start + i*step (measured: linspace(1, 0, 4)[-1] came out 5.6e-17, not 0).
+    vals = start + i * ((stop - start) / div)
+    if endpoint and num > 1:
+        vals = jax.lax.dynamic_update_slice(vals, jnp.full((1,), stop, wide), (num - 1,))
+    return vals
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, mesh=None,
@@ -271,19 +316,14 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, mes
     layout = make_layout((num,), mesh, spec, device)
     div = (num - 1) if endpoint else num
     wide = _wide(dtype)
+    return _generated(layout, dtype, _linspace_make, (wide, num, div, bool(endpoint)),
+                      _runtime_scalar(start, wide), _runtime_scalar(stop, wide))
 
-    def make(p, start, stop):
-        i = jnp.arange(p[0], dtype=wide)
-        if div <= 0:
-            return start + 0 * i
-        # numpy's formula, then `stop` written into the last cell. start/stop are runtime
-        # inputs: as constants, XLA CPU's fast-math folds the partitioned write of `stop` into
-        # start + i*step (measured: linspace(1, 0, 4)[-1] came out 5.6e-17, not 0).
-        vals = start + i * ((stop - start) / div)
-        if endpoint and num > 1:
-            vals = jax.lax.dynamic_update_slice(vals, jnp.full((1,), stop, wide), (num - 1,))
-        return vals
-    return _generated(layout, dtype, make, jnp.asarray(start, wide), jnp.asarray(stop, wide))
+
+def _eye_make(padded, k):
+    rows = jax.lax.broadcasted_iota(np.int32, padded, 0)
+    cols = jax.lax.broadcasted_iota(np.int32, padded, 1)
+    return cols - rows == k
 
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, mesh=None,
@@ -292,9 +332,6 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, mesh=None,
     n_cols = n_rows if n_cols is None else n_cols
     dtype = _check_dtype(dtype) or _default_dtype(0.0)
     layout = make_layout(_shape_tuple((n_rows, n_cols)), mesh, spec, device)
-
-    def make(p):
-        rows = jax.lax.broadcasted_iota(np.int32, p, 0)
-        cols = jax.lax.broadcasted_iota(np.int32, p, 1)
-        return cols - rows == k
-    return _generated(layout, dtype, make)
+    # k is a runtime input (an out-of-range k simply matches no cell); int32 like the iotas
+    return _generated(layout, dtype, _eye_make, (), np.int32(np.clip(operator.index(k),
+                                                                      -2**31, 2**31 - 1)))

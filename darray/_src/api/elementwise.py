@@ -153,13 +153,19 @@ def _operand(a, argname: str, fname: str):
                     f"array, got {type(a).__name__}")
 
 
+@functools.lru_cache(maxsize=None)
+def _in_category(dtype, category: str) -> bool:
+    # cached: a tuple scan of np.dtype comparisons costs microseconds on every eager op
+    return np.dtype(dtype) in _dt.CATEGORIES[category]
+
+
 def _check_category(fname, category, ops, argnames):
     if category == "any":
         return
     for a, n in zip(ops, argnames):
         if isinstance(a, _PY_SCALARS):
             continue
-        if np.dtype(a.dtype) not in _dt.CATEGORIES[category]:
+        if not _in_category(a.dtype, category):
             raise TypeError(f"{fname}: {n} has dtype {a.dtype}, but {fname} accepts "
                             f"{category} dtypes only")
 
@@ -202,6 +208,25 @@ def _layout_fits(lay: Layout, out: Layout) -> bool:
                for i, (n, s) in enumerate(zip(lay.shape, lay.split)))
 
 
+def _shared_layout(ops) -> Layout | None:
+    """The layout of the DistArray operands when they all have one halo-free layout and every
+    other operand is a Python scalar (then the general rule gives that layout and runs on the
+    physical arrays as they are); None otherwise."""
+    shared = None
+    for a in ops:
+        if isinstance(a, DistArray):
+            lay = a.layout
+            if shared is None:
+                shared = lay
+            elif lay is not shared and lay != shared:
+                return None
+        elif not isinstance(a, _PY_SCALARS):
+            return None
+    if shared is None or shared.has_halo:
+        return None
+    return shared
+
+
 def _describe(ops, argnames) -> str:
     return "; ".join(f"{n}: {a.layout!r}" for a, n in zip(ops, argnames) if is_dist(a))
 
@@ -224,6 +249,9 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
         raise TypeError(f"{fname}: at least one of {tuple(argnames)} must be a DistArray "
                         "(convert with darray.asarray)")
     _check_category(fname, category, ops, argnames)
+    shared = _shared_layout(ops)
+    if shared is not None:  # the common eager case, with no shape or layout arithmetic
+        return apply_physical(fn, ops, shared)
     try:
         shape = tuple(np.broadcast_shapes(*[a.shape if is_dist(a) else np.shape(a) for a in ops]))
     except ValueError:
