@@ -188,5 +188,13 @@ from darray._src.halo import unhalo as unhalo
 # -- fft extension (darray.fft) -----------------------------------------------------------
 from darray import fft as fft
 
+# -- beyond one process: creation without a host array, random fields, checkpoints -------
+from darray._src.api.blockwise import from_callback as from_callback
+from darray._src.api.blockwise import fromfunction as fromfunction
+from darray._src.io import load as load
+from darray._src.io import save as save
+from darray import random as random
+from darray import distributed as distributed
+
 # -- native part --------------------------------------------------------------------------
 from darray._src.native import build_info as build_info
