@@ -146,6 +146,46 @@ def fft_plan(x: DistArray, *, axes=None, kind="c2c", inverse=False, s=None):
     return plan_fft(x.layout, axes, kind, inverse, sizes)
 
 
+# -- real-to-real transforms (the kernels live in darray._src.fft.r2r_local) ----------------
+def run_r2r(x: DistArray, axes: tuple[int, ...], kernels: tuple, inverse_of=None, *,
+            backend=None) -> DistArray:
+    """Distributed real-to-real transform: ``kernels[k]`` runs along ``axes[k]``.
+
+    Args:
+      x: DistArray without halo.
+      axes: distinct non-negative transform axes.
+      kernels: one hashable kernel per axis (``r2r_local.R2RKernel``, or a callable
+        ``kernel(block, axis)``); ``kernel.n`` (if not None) is the output length.
+      inverse_of: None for a forward transform. Anything else (True, or the forward kernels)
+        marks an inverse call (idct, idst...): given the output layout of a forward call it
+        retraces that call's transposes back to the forward input's layout, as ifftn does.
+
+    Returns:
+      DistArray with the kernels' output lengths along `axes`.
+
+    Layout:
+      Exactly as `fftn`'s plan: each kernel runs on a local axis; split transform axes move by
+      all-to-all (never a gather), k-space may stay transposed (recorded in the layout).
+
+    Raises:
+      PlanError (a NotImplementedError) when every array axis is split and no plan of local
+      kernels exists (a split 1-D array): the caller then needs a distributed algorithm.
+    """
+    x = _as_dist(x, "r2r")
+    axes, kernels = tuple(int(a) for a in axes), tuple(kernels)
+    if len(axes) != len(kernels):
+        raise ValueError(f"r2r: axes={axes} and kernels (len {len(kernels)}) must have the "
+                         f"same length")
+    sizes = []
+    for a, k in zip(axes, kernels):
+        n = getattr(k, "n", None)
+        sizes.append(x.shape[a] if n is None else _length(n, "r2r", "kernel.n"))
+    plan = plan_fft(x.layout, axes, "r2r", inverse_of is not None and inverse_of is not False,
+                    tuple(sizes), kernels)
+    out = _compiled(plan, "backward", None, False, False, backend)(x.data)
+    return DistArray._new(out, plan.out_layout)
+
+
 # -- complex transforms -----------------------------------------------------------------------
 def _c2c(x, s, axes, norm, inverse, fname):
     x = _as_dist(x, fname)
@@ -287,5 +327,5 @@ def ihfft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
     return _transform(x, (a,), (size,), "r2c", False, _SWAP[norm], conj_out=True)
 
 
-__all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
+__all__ = ["run_r2r", "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fft_plan"]

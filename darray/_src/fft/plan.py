@@ -4,7 +4,9 @@ A plan turns an input Layout into an output Layout by two kinds of stage:
 
 * `LocalFFT`: a 1D or nD FFT over array axes that are *not* split, done by each device on its
   own block (``kind`` c2c, r2c or c2r; ``sizes`` is the transform length along each axis, so a
-  c2c stage also pads or truncates like numpy's ``s``).
+  c2c stage also pads or truncates like numpy's ``s``). Kind r2r carries one real-to-real
+  kernel per axis (``kernels``, see darray._src.fft.r2r_local) and ``sizes`` is its output
+  length; the planner treats it like c2c, so DCTs/DSTs move by the very same transposes.
 * `Transpose`: an all-to-all over the mesh axes ``mesh_axes`` that moves their split from array
   axis ``src`` (which becomes local) to array axis ``dst`` (which becomes split). Uneven sizes
   are handled inside the stage: ``dst`` is padded to a multiple of the parts before the
@@ -37,7 +39,7 @@ from typing import Union
 
 from darray._src.layout import Layout
 
-KINDS = ("c2c", "r2c", "c2r")
+KINDS = ("c2c", "r2c", "c2r", "r2r")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +50,7 @@ class LocalFFT:
     kind: str
     inverse: bool
     sizes: tuple[int, ...]
+    kernels: tuple = ()  # r2r only: kernels[k] transforms axes[k]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +87,7 @@ class Plan:
         lines = [f"in:  {self.in_layout!r}"]
         for s in self.stages:
             if isinstance(s, LocalFFT):
-                tag = s.kind + ("-inv" if s.inverse and s.kind == "c2c" else "")
+                tag = s.kind + ("-inv" if s.inverse and s.kind in ("c2c", "r2r") else "")
                 lines.append(f"  local {tag} axes={s.axes} sizes={s.sizes}")
             else:
                 lines.append(f"  all-to-all {s.mesh_axes}: split moves axis {s.src} -> {s.dst}")
@@ -104,8 +107,9 @@ def _out_lengths(shape, axes, kind, sizes):
     return out
 
 
-def _greedy(layout: Layout, axes, kind, inverse, sizes) -> Plan:
+def _greedy(layout: Layout, axes, kind, inverse, sizes, kernels=()) -> Plan:
     """The forward rule (module docstring, rules 1-2) applied to any kind."""
+    kernel_of = dict(zip(axes, kernels))
     ndim = layout.ndim
     shape = list(layout.shape)
     split = [tuple(s) for s in layout.split]
@@ -146,7 +150,7 @@ def _greedy(layout: Layout, axes, kind, inverse, sizes) -> Plan:
     # transform axes rotate by one place (axes[i] -> axes[i+1], cyclically). Each split axis moves
     # exactly once (the fewest all-to-alls possible) and distinct layouts never share a k-space
     # layout, so the inverse can always retrace its way back (rule 3).
-    rotation = rotation_targets(layout, axes) if kind in ("c2c", "r2c") else None
+    rotation = rotation_targets(layout, axes) if kind in ("c2c", "r2c", "r2r") else None
     if kind == "r2c" and split[last]:
         rotation = None
     while pending:
@@ -160,8 +164,9 @@ def _greedy(layout: Layout, axes, kind, inverse, sizes) -> Plan:
                 ready = [last]
             else:
                 ready = [a for a in axes if a in ready]
-                stages.append(LocalFFT(tuple(ready), "c2c", inverse,
-                                       tuple(size_of[a] for a in ready)))
+                stages.append(LocalFFT(tuple(ready), "r2r" if kind == "r2r" else "c2c",
+                                       inverse, tuple(size_of[a] for a in ready),
+                                       tuple(kernel_of[a] for a in ready) if kernels else ()))
             for a in ready:
                 pending.remove(a)
                 done.append(a)
@@ -226,12 +231,17 @@ def _spec(split):
     return tuple(None if not s else (s[0] if len(s) == 1 else s) for s in split)
 
 
-def _reverse(plan: Plan, kind: str) -> Plan:
-    """The inverse of a forward plan: stages in reverse order, each undone."""
+def _reverse(plan: Plan, kind: str, sizes=None, kernels=None) -> Plan:
+    """The inverse of a forward plan: stages in reverse order, each undone. For r2r the local
+    stages run the inverse call's own kernels and output lengths (`kernels`, `sizes` keyed
+    by axis)."""
     stages = []
     for s in reversed(plan.stages):
         if isinstance(s, Transpose):
             stages.append(s.reversed())
+        elif s.kind == "r2r":
+            stages.append(LocalFFT(s.axes, "r2r", True, tuple(sizes[a] for a in s.axes),
+                                   tuple(kernels[a] for a in s.axes)))
         elif s.kind == "r2c":
             stages.append(LocalFFT(s.axes, "c2r", True, s.sizes))
         else:
@@ -257,15 +267,18 @@ def _preimages(layout: Layout, axes, out_shape):
 
 @functools.lru_cache(maxsize=512)
 def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
-             sizes: tuple[int, ...]) -> Plan:
+             sizes: tuple[int, ...], kernels: tuple = ()) -> Plan:
     """Plan a transform of `layout` over `axes` (distinct, non-negative, in the caller's order).
 
     Args:
       layout: input layout (no halo, natural axis order).
       axes: the transform axes; for r2c/c2r the last entry is the halved axis.
-      kind: "c2c", "r2c" or "c2r".
-      inverse: direction for c2c (r2c is always forward, c2r always inverse).
-      sizes: transform length per axis (numpy's ``s``; for c2r the real output length).
+      kind: "c2c", "r2c", "c2r" or "r2r".
+      inverse: direction for c2c; for r2r, True asks to retrace a forward r2r plan (idct of
+        a dct's output returns to the dct's input layout); r2c is always forward, c2r inverse.
+      sizes: transform length per axis (numpy's ``s``; for c2r the real output length; for
+        r2r the output length of each kernel).
+      kernels: r2r only, one hashable kernel per axis of `axes`.
 
     Returns:
       A `Plan`; ``plan.out_layout`` is the layout of the result.
@@ -277,30 +290,38 @@ def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
         raise ValueError(f"kind={kind!r}; expected one of {KINDS}")
     if layout.has_halo or layout.order != tuple(range(layout.ndim)):
         raise PlanError(f"plan_fft needs a layout without halo in natural order, got {layout!r}")
-    axes, sizes = tuple(axes), tuple(sizes)
-    if kind == "c2r" or (kind == "c2c" and inverse):
-        reverse = _plan_as_reverse(layout, axes, kind, sizes)
+    axes, sizes, kernels = tuple(axes), tuple(sizes), tuple(kernels)
+    if (kind == "r2r") != bool(kernels) or (kernels and len(kernels) != len(axes)):
+        raise ValueError(f"kernels={kernels!r}: r2r needs one kernel per axis of {axes}, "
+                         f"other kinds none")
+    if kind == "c2r" or (kind in ("c2c", "r2r") and inverse):
+        reverse = _plan_as_reverse(layout, axes, kind, sizes, kernels)
         if reverse is not None:
             return reverse
-    return _greedy(layout, axes, kind, inverse, sizes)
+    return _greedy(layout, axes, kind, inverse, sizes, kernels)
 
 
-def _plan_as_reverse(layout, axes, kind, sizes):
+def _plan_as_reverse(layout, axes, kind, sizes, kernels=()):
     """Rule 3: reverse the forward plan of the layout this one came from, if there is one."""
     out_shape = list(layout.shape)
     for a, n in zip(axes, sizes):
         out_shape[a] = n
-    forward_kind = "r2c" if kind == "c2r" else "c2c"
+    forward_kind = {"c2r": "r2c", "c2c": "c2c", "r2r": "r2r"}[kind]
+    # An r2r forward call may have changed lengths (kernel.n): its output lengths are this
+    # layout's, its input lengths this call's output lengths.
+    forward_sizes = tuple(layout.shape[a] for a in axes) if kind == "r2r" else sizes
     best = None
     candidates = itertools.chain([_rotate_back(layout, axes, tuple(out_shape))],
                                  _preimages(layout, axes, tuple(out_shape)))
     for candidate in candidates:
         try:
-            forward = _greedy(candidate, axes, forward_kind, False, sizes)
+            forward = _greedy(candidate, axes, forward_kind, False, forward_sizes, kernels)
         except PlanError:
             continue
         if forward.out_layout != layout:
             continue
         if best is None or forward.n_transposes < best.n_transposes:
             best = forward
-    return None if best is None else _reverse(best, kind)
+    if best is None:
+        return None
+    return _reverse(best, kind, dict(zip(axes, sizes)), dict(zip(axes, kernels)))

@@ -51,6 +51,15 @@ def _reorder(block, order: list, new: list):
     return jnp.transpose(block, [order.index(a) for a in new])
 
 
+def apply_r2r(block, axis: int, kernel):
+    """One real-to-real kernel along local `axis`: darray._src.fft.r2r_local's kernels, or a
+    callable ``kernel(block, axis)`` (test stand-ins, user extensions)."""
+    if callable(kernel):
+        return kernel(block, axis)
+    from darray._src.fft import r2r_local  # the r2r module imports the fft api: import late
+    return r2r_local.apply_kernel(block, axis, kernel)
+
+
 def run_stages(block, plan: Plan, norm: str):
     """The per-device body: apply every stage of `plan` to one local block."""
     ndim = block.ndim
@@ -67,7 +76,10 @@ def run_stages(block, plan: Plan, norm: str):
         block, order = _reorder(block, order, new), new
         k = len(stage.axes)
         size_of = dict(zip(stage.axes, stage.sizes))
-        if stage.kind == "r2c":
+        if stage.kind == "r2r":
+            for a, kernel in zip(stage.axes, stage.kernels):
+                block = apply_r2r(block, order.index(a), kernel)
+        elif stage.kind == "r2c":
             block = jnp.fft.rfft(block, n=stage.sizes[0], axis=-1, norm=norm)
         elif stage.kind == "c2r":
             block = jnp.fft.irfft(block, n=stage.sizes[0], axis=-1, norm=norm)
@@ -87,4 +99,4 @@ def execute(plan: Plan, data, norm: str):
     return body(data)
 
 
-__all__ = ["execute", "run_stages"]
+__all__ = ["apply_r2r", "execute", "run_stages"]
