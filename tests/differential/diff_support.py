@@ -90,12 +90,13 @@ def specs(draw, mesh, ndim: int):
 
 def values(rng: np.random.Generator, shape, dtype: str, kind: str) -> np.ndarray:
     """Host values of `dtype`. kind: 'int' (small integers, exact in every dtype), 'real'
-    (normal floats), 'pos' (in [0.25, 4]), 'unit' (in (-0.9, 0.9)), 'ge1' (in [1, 4])."""
+    (normal floats), 'pos' (in [0.25, 4]), 'unit' (in (-0.9, 0.9)), 'ge1' (in [1, 4]), 'pm1'
+    (products stay in range: ints in {-1, 0, 1}, floats in [0.8, 1.2])."""
     dt = np.dtype(dtype)
     if dt == np.bool_:
         return rng.random(shape) < 0.5
     if dt.kind in "iu":
-        lo, hi = {"pos": (1, 5), "ge1": (1, 5)}.get(kind, (-5, 6))
+        lo, hi = {"pos": (1, 5), "ge1": (1, 5), "pm1": (-1, 2)}.get(kind, (-5, 6))
         return rng.integers(lo, hi, shape).astype(dt)
 
     def part():
@@ -105,6 +106,8 @@ def values(rng: np.random.Generator, shape, dtype: str, kind: str) -> np.ndarray
             return rng.uniform(0.25, 4.0, shape)
         if kind == "unit":
             return rng.uniform(-0.9, 0.9, shape)
+        if kind == "pm1":
+            return rng.uniform(0.8, 1.2, shape)
         if kind == "ge1":
             return rng.uniform(1.0, 4.0, shape)
         return rng.standard_normal(shape)
@@ -179,7 +182,6 @@ def compare(result, expected_native, expected_wide, *, mesh, tol: float, scale: 
     the dtype); expected_wide: numpy's output on the widened inputs (gives the values).
     tol: None for exact comparison, else a multiple of the result dtype's eps times `scale`
     (the size of the quantity: magnitude times reduction length)."""
-    check_layout(result, mesh, what)
     got = np.asarray(result)
     exp = np.asarray(expected_native)
     assert got.shape == exp.shape, f"{what}: shape {got.shape}, numpy {exp.shape}"

@@ -41,14 +41,14 @@ def run_case(case, example):
     if case.mutates:
         result, native, wide = dist_args[0], native, wide
     got, exp_n, exp_w = ds.structure(result), ds.structure(native), ds.structure(wide)
+    for i, g in enumerate(got):
+        ds.check_layout(g, example.mesh, f"{what} [result {i}]")
     if case.post is not None:
         got = case.post([np.asarray(g) for g in got])
         exp_n, exp_w = case.post(exp_n), case.post(exp_w)
     assert len(got) == len(exp_n), f"{what}: {len(got)} results, numpy gives {len(exp_n)}"
     scale = example.scale * ds.magnitude(example.args) if case.tol is not None else 1.0
     for i, (g, n, w) in enumerate(zip(got, exp_n, exp_w)):
-        if case.post is None:
-            ds.check_layout(g, example.mesh, f"{what} [result {i}]")
         ds.compare(g, n, w, mesh=example.mesh, tol=case.tol, scale=scale,
                    what=f"{what} [result {i}]", check_dtype=case.check_dtype)
     if not case.mutates:

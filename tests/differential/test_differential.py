@@ -2,6 +2,8 @@
 
 The fast profile runs in the default test run; test_matches_numpy_large (10x the examples)
 is the slow tier. DARRAY_DIFF_PROFILE=large makes the default test use the large profile too.
+A Case's `weight` multiplies its examples (the functions whose output shape depends on the data,
+where partly replicated layouts have broken before).
 """
 import pytest
 from hypothesis import given, settings
@@ -21,16 +23,22 @@ def _params():
     return out
 
 
+def _run(case, profile):
+    base = settings.get_profile(profile)
+
+    @settings(base, max_examples=base.max_examples * case.weight)
+    @given(data=st.data())
+    def check(data):
+        run_case(case, data.draw(case.draw, label="example"))
+    check()
+
+
 @pytest.mark.parametrize("case", _params())
-@settings(settings.get_profile(f"darray-{PROFILE}"))
-@given(data=st.data())
-def test_matches_numpy(case, data):
-    run_case(case, data.draw(case.draw, label="example"))
+def test_matches_numpy(case):
+    _run(case, f"darray-{PROFILE}")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", _params())
-@settings(settings.get_profile("darray-large"))
-@given(data=st.data())
-def test_matches_numpy_large(case, data):
-    run_case(case, data.draw(case.draw, label="example"))
+def test_matches_numpy_large(case):
+    _run(case, "darray-large")
