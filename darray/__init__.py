@@ -8,6 +8,8 @@ from darray._src.layout import Layout as Layout
 from darray._src.errors import LayoutError as LayoutError
 from darray._src.placement import default_mesh as default_mesh
 from darray._src.transforms import vmap as vmap
+from darray._src.transforms import grad as grad
+from darray._src.transforms import value_and_grad as value_and_grad
 
 # -- creation -----------------------------------------------------------------------------
 from darray._src.api.creation import arange as arange

@@ -93,16 +93,14 @@ class DistArray:
     def _new(cls, data, layout: Layout) -> "DistArray":
         """Checked construction: the physical array must have the layout's physical shape.
 
-        A 0-d result is returned as the plain (replicated) jax scalar it already is: a scalar has
-        nothing to distribute, and `jax.grad` accepts only jax scalars as a loss, so
-        ``jax.grad(lambda x: darray.sum(f(x)))`` works with no conversion. darray functions take
-        such scalars back wherever they take arrays.
+        A 0-d result is a 0-d DistArray too (not a bare jax scalar), so array-API code can mix
+        reduction results with arrays (`array_namespace(x, darray.sum(x))` is darray). `jax.grad`
+        accepts only jax scalars as a loss: use `darray.grad` / `darray.value_and_grad`, or
+        `loss.to_jax()`.
         """
         if tuple(data.shape) != layout.physical_shape:
             raise ValueError(f"physical data of shape {tuple(data.shape)} does not match "
                              f"{layout!r}, whose physical shape is {layout.physical_shape}")
-        if layout.ndim == 0:
-            return settle(data)
         return cls(settle(data), layout)
 
     @classmethod

@@ -1,4 +1,5 @@
-"""darray.vmap: jax.vmap that keeps a split batch axis split.
+"""darray.vmap (jax.vmap that keeps a split batch axis split) and darray.grad /
+darray.value_and_grad (jax.grad for losses that are 0-d DistArrays).
 
 `jax.vmap` of a function that runs `shard_map` (every distributed darray op does) treats the
 mapped axis as replicated inside the region unless it is told which mesh axis splits it
@@ -93,4 +94,87 @@ def vmap(fun, in_axes=0, out_axes=0, *, spmd_axis_name=None):
                           spmd_axis_name=(names[0] if len(names) == 1 else names) if names
                           else None)
         return _with_batch_axis(mapped(*args), names, out_axes)
+    return wrapped
+
+
+# -- grad / value_and_grad ---------------------------------------------------------------------
+# darray's reductions return 0-d DistArrays (so array-API code can mix them with arrays), but
+# jax.grad accepts only a jax scalar as the loss: it refuses pytrees ("Gradient only defined for
+# scalar-output functions") and `__jax_array__` during abstractification, on jax 0.10 and 0.12.
+# These wrappers unwrap the loss to its jax scalar and hand everything else to JAX unchanged.
+
+
+def _loss_to_jax(out, fname):
+    if isinstance(out, DistArray):
+        if out.ndim != 0:
+            raise TypeError(f"darray.{fname}: the function must return a 0-d (scalar) loss, "
+                            f"got a DistArray of shape {out.shape}; reduce it first, e.g. "
+                            "with darray.sum")
+        return out.to_jax(), out.layout
+    return out, None
+
+
+def _unwrapping(fun, has_aux, fname, seen_layout):
+    """fun with its loss unwrapped; the loss's 0-d Layout (static) is stored in seen_layout."""
+    @functools.wraps(fun)
+    def unwrapped(*args, **kwargs):
+        out = fun(*args, **kwargs)
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"darray.{fname} with has_aux=True needs the function to return "
+                                f"a pair (loss, aux), got {type(out).__name__}")
+            loss, layout = _loss_to_jax(out[0], fname)
+            seen_layout[:] = [layout]
+            return loss, out[1]
+        loss, layout = _loss_to_jax(out, fname)
+        seen_layout[:] = [layout]
+        return loss
+    return unwrapped
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """`jax.grad` for a loss that is a 0-d DistArray (what darray's reductions return).
+
+    Args, Returns: as for `jax.grad` (argnums, has_aux, holomorphic, allow_int). The loss may
+    also be a plain jax scalar. Gradients of DistArray arguments are DistArrays in the
+    arguments' layouts; an aux output is returned as the function gave it (DistArrays stay
+    DistArrays).
+
+    Layout:
+      The gradient of each DistArray argument has that argument's layout; the communication is
+      that of the ops' transposes (JAX's reverse mode through darray's pinned ops).
+
+    Example:
+      >>> g = darray.grad(lambda a: darray.sum(a * a))(x)   # 2 * x, laid out like x
+    """
+    return jax.grad(_unwrapping(fun, has_aux, "grad", []), argnums=argnums, has_aux=has_aux,
+                    holomorphic=holomorphic, allow_int=allow_int)
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """`jax.value_and_grad` for a loss that is a 0-d DistArray.
+
+    Args: as for `jax.value_and_grad`.
+
+    Returns:
+      A function returning ``(value, grad)`` or ``((value, aux), grad)`` as JAX does; the value
+      is a 0-d DistArray on the loss's mesh when the loss was one (else the jax scalar).
+
+    Layout: as for `darray.grad`.
+    """
+    seen_layout: list = []
+    inner = jax.value_and_grad(_unwrapping(fun, has_aux, "value_and_grad", seen_layout),
+                               argnums=argnums, has_aux=has_aux, holomorphic=holomorphic,
+                               allow_int=allow_int)
+
+    def rewrap(value):
+        layout = seen_layout[0] if seen_layout else None
+        return value if layout is None else DistArray(value, layout)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        out, grads = inner(*args, **kwargs)
+        if has_aux:
+            return (rewrap(out[0]), out[1]), grads
+        return rewrap(out), grads
     return wrapped

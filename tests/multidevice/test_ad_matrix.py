@@ -134,11 +134,13 @@ def test_ad_keeps_distribution(op, transform, mode, mesh_kind, partitioner):
             loss = lambda a: darray.sum(f(a) * f(a))  # noqa: E731
             loss_ref = lambda a: jnp.sum(ref(a) ** 2)  # noqa: E731
         if transform == "value_and_grad":
-            value, g = wrap(jax.value_and_grad(loss))(x)
+            # darray's losses are 0-d DistArrays: darray.value_and_grad unwraps them
+            value, g = wrap(darray.value_and_grad(loss))(x)
             value_ref, g_ref = jax.value_and_grad(loss_ref)(xr)
+            assert isinstance(value, darray.DistArray) and value.shape == ()
             np.testing.assert_allclose(np.asarray(value), np.asarray(value_ref), **tol)
         else:
-            g = wrap(jax.grad(loss))(x)
+            g = wrap(darray.grad(loss))(x)
             g_ref = jax.grad(loss_ref)(xr)
         assert_dist_like(g, x.layout)
         np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), **tol)

@@ -190,10 +190,10 @@ def test_default_mesh_and_split():
     s = darray.asarray(3.0)
     assert isinstance(s, darray.DistArray) and s.shape == () and s.layout.split == ()
     assert float(s) == 3.0
-    # ... while 0-d results of ops are replicated jax scalars (valid jax.grad losses)
+    # ... and so are 0-d results of ops, their data replicated over the mesh
     t = darray.sum(darray.ones((13, 64)))
-    assert isinstance(t, jax.Array) and t.shape == () and float(t) == 13 * 64
-    assert len(t.sharding.device_set) == 8 and t.sharding.is_fully_replicated
+    assert isinstance(t, darray.DistArray) and t.shape == () and float(t) == 13 * 64
+    assert len(t.to_jax().sharding.device_set) == 8 and t.to_jax().sharding.is_fully_replicated
 
 
 def test_mesh_shorthand_and_device():

@@ -28,7 +28,7 @@ def setup(mesh, shape=(7, 13, 3)):
 
 
 def check(y, ref, split=None, mesh=None):
-    if np.ndim(ref) == 0:  # a scalar read returns a replicated jax scalar, not a DistArray
+    if np.ndim(ref) == 0:  # a scalar read returns a 0-d DistArray, data replicated
         assert (split is None or tuple(split) == ()) and mesh is not None
         assert_replicated_scalar(y, mesh, ref)
         return

@@ -29,7 +29,7 @@ def batch(mesh, shape=(7, 5, 5), seed=0, spd=False):
 
 
 def check(y, ref, split, tol=1e-9, mesh=None):
-    if np.ndim(ref) == 0:  # 0-d results are replicated jax scalars, not DistArrays
+    if np.ndim(ref) == 0:  # 0-d results are 0-d DistArrays, data replicated
         assert split == () and mesh is not None
         assert_replicated_scalar(y, mesh, ref, rtol=tol, atol=tol)
         return
@@ -96,7 +96,7 @@ def test_matmul_family(mesh):
     check(darray.matmul(xm, xm[0]), m @ m[0], (s0,))
     check(darray.tensordot(xm, xm, axes=([0], [0])), m.T @ m, (s1, ()))
     check(darray.tensordot(xm, xm, axes=2), np.tensordot(m, m, 2), (), mesh=mesh)
-    # 1-D . 1-D contracts to a 0-d result: a replicated jax scalar
+    # 1-D . 1-D contracts to a 0-d result: a 0-d DistArray
     check(darray.vecdot(xm[0], xm[1]), m[0] @ m[1], (), mesh=mesh)
     check(darray.matmul(xm[:, 2], xm[:, 3]), m[:, 2] @ m[:, 3], (), mesh=mesh)
     check(darray.tensordot(xm[0], xm[1], axes=1), m[0] @ m[1], (), mesh=mesh)

@@ -78,17 +78,17 @@ def test_python_scalar_conversions():
         [1][darray.asarray(np.array([0.0]), mesh=mesh)]
     with pytest.raises(TypeError, match="float.. is not defined for dtype complex128"):
         float(darray.asarray(np.array([1j]), mesh=mesh))
-    # a created 0-d array is a DistArray with darray's conversions; 0-d op results are
-    # replicated jax scalars (darray's rule for results): jax's conversions
+    # a created 0-d array and a 0-d op result are both 0-d DistArrays with darray's conversions
     z = darray.asarray(np.array(0.0), mesh=mesh)
     assert isinstance(z, DistArray) and float(z) == 0.0
     with pytest.raises(TypeError, match="index.. is not defined for dtype float64"):
         [1][z]
     r = darray.sum(z)
     assert_replicated_scalar(r, mesh, 0.0)
-    with pytest.raises(TypeError, match="integer scalar arrays"):
+    with pytest.raises(TypeError, match="index.. is not defined for dtype float64"):
         [1][r]
-    # a 0-d DistArray (internal: how functions take a jax scalar back) converts like size 1
+    assert [5, 6][darray.sum(darray.ones(1, mesh=mesh, dtype=darray.int64))] == 6
+    # a 0-d DistArray built from a jax scalar converts like size 1
     w = DistArray._wrap_scalar(np.float64(2.5), mesh)
     assert (float(w), int(w), bool(w), complex(w)) == (2.5, 2, True, 2.5 + 0j)
     assert int(DistArray._wrap_scalar(np.int64(3), mesh).__index__()) == 3

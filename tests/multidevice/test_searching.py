@@ -33,7 +33,7 @@ def poisoned(host, mesh, spec, value):
 
 
 def assert_sharded(y, mesh, split):
-    if split == ():  # rank 0: a replicated jax scalar, not a DistArray
+    if split == ():  # rank 0: a 0-d DistArray, data replicated over the mesh
         assert_replicated_scalar(y, mesh)
         return
     assert y.layout.split == split

@@ -37,7 +37,7 @@ def poisoned(host, mesh, spec, value):
 
 def assert_layout(y, shape, split, mesh):
     assert y.shape == shape
-    if shape == ():  # a full reduction is a replicated jax scalar, not a DistArray
+    if shape == ():  # a full reduction is a 0-d DistArray, data replicated over the mesh
         assert split == ()
         assert_replicated_scalar(y, mesh)
         return
@@ -188,7 +188,7 @@ def test_reductions_under_jit_and_grad():
     y = jax.jit(lambda x: darray.mean(x, axis=1))(x)
     np.testing.assert_allclose(np.asarray(y), host.mean(axis=1), rtol=1e-12)
     assert y.layout.split == (("x",),)
-    g = jax.grad(lambda x: darray.sum(x * x))(x)  # the 0-d result is a jax scalar loss
+    g = darray.grad(lambda x: darray.sum(x * x))(x)  # the 0-d DistArray result is the loss
     assert g.layout == x.layout
     np.testing.assert_allclose(np.asarray(g), 2 * host, rtol=1e-12)
 
@@ -231,14 +231,14 @@ def test_sum_and_argmax_match_numpy_for_any_shape(mesh_shape, shape, data):
                                   host.argmax(axis=axis))
     expected = () if axis is None else tuple(s for a, s in enumerate(x.layout.split) if a != axis)
     for y in (darray.sum(x, axis=axis), darray.argmax(x, axis=axis)):
-        if expected == ():  # rank 0 result: a replicated jax scalar
+        if expected == ():  # rank 0 result: a 0-d DistArray, data replicated
             assert_replicated_scalar(y, mesh)
         else:
             assert y.layout.split == expected
 
 
 def test_scalar_results_feed_back_on_their_own_mesh():
-    """A 0-d result (a jax scalar) goes back into darray functions and stays on its mesh."""
+    """A 0-d result (a 0-d DistArray) goes back into darray functions and stays on its mesh."""
     mesh = make_mesh((2, 4))
     host = RNG.standard_normal((13, 10))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
