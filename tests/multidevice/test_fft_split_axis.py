@@ -220,7 +220,7 @@ def test_grad_matches_single_device():
         return jnp.sum(jnp.abs(k - w) ** 2) + jnp.sum(jnp.real(v) ** 2)
 
     x = darray.asarray(a, mesh=mesh, spec=(spec,))
-    g = jax.grad(loss_d)(x)
+    g = darray.grad(loss_d)(x)
     assert isinstance(g, darray.DistArray) and g.layout == x.layout
     want = np.asarray(jax.grad(loss_j)(jnp.asarray(a)))
     np.testing.assert_allclose(np.asarray(g), want, atol=1e-10)
