@@ -178,8 +178,39 @@ class DistArray:
         return self._layout.mesh
 
     def to_device(self, device, /, *, stream=None) -> "DistArray":
+        """This array on `device`: a Mesh (what ``x.device`` returns), a single jax Device, or a
+        NamedSharding (its mesh and spec). A Mesh keeps the split where the target has the
+        mesh axes it uses (same sizes); otherwise the default split for the target is used.
+
+        Layout: as requested. On the same devices, one compiled resharding; onto other devices,
+        the blocks are padded for the target layout and moved by `jax.device_put` (each target
+        device receives its block only).
+        """
+        if stream is not None:
+            raise ValueError(f"to_device(stream={stream!r}): darray has no streams; pass None")
         from darray._src.api.creation import asarray
-        return asarray(self, device=device)
+        import jax.numpy  # noqa: F401 (jax.numpy.pad below)
+        from darray._src.placement import make_layout, resolve_mesh
+        spec = None
+        if isinstance(device, jax.sharding.NamedSharding):
+            device, spec = device.mesh, tuple(device.spec)
+            spec = spec + (None,) * (self.ndim - len(spec))
+        mesh = resolve_mesh(device=device)
+        if mesh == self.mesh and spec is None:
+            return self
+        if spec is None:
+            keep = all(self.mesh.shape[name] == mesh.shape.get(name)
+                       for name in self._layout.used_mesh_axes)
+            spec = self.layout.spec if keep else None
+        if set(mesh.devices.flat) == set(self.mesh.devices.flat) or isinstance(
+                self._data, jax.core.Tracer):
+            return asarray(self, mesh=mesh, spec=spec)
+        layout = make_layout(self.shape, mesh, spec)
+        # padding sits at the end of each split axis: pad here, then every block moves as is
+        logical = self.to_jax()
+        padded = jax.numpy.pad(logical, [(0, p - n) for p, n in
+                                         zip(layout.physical_shape, self.shape)])
+        return DistArray._new(jax.device_put(padded, physical.sharding_of(layout)), layout)
 
     def to_jax(self) -> jax.Array:
         """The logical global array as a plain jax.Array (padding and ghosts removed)."""
@@ -208,9 +239,6 @@ class DistArray:
     @property
     def imag(self):
         return _lookup("imag")(self)
-
-    def conj(self):
-        return _lookup("conj")(self)
 
     # -- indexing (darray._src.api.indexing) -------------------------------------------------
     def __getitem__(self, key):
@@ -357,3 +385,8 @@ for _dunder, _name in COMPARISONS:
 for _dunder, _name in UNARY:
     setattr(DistArray, _dunder, _unary(_name))
 DistArray.__hash__ = None  # arrays are unhashable, as in numpy (we define __eq__)
+
+# numpy/jax.Array methods (x.sum(), x.reshape(...), x.at[...]): one table, each entry a
+# namespace function (darray._src.methods.METHODS)
+from darray._src import methods as _methods  # noqa: E402
+_methods.install(DistArray)
