@@ -26,7 +26,7 @@ from darray._src.api.creation import zeros as zeros
 from darray._src.api.creation import zeros_like as zeros_like
 
 # -- Array API namespace, part A: constants, dtypes, data type functions, info ----------
-__array_api_version__ = "2024.12"
+__array_api_version__ = "2025.12"
 from darray._src.api.info import __array_namespace_info__ as __array_namespace_info__
 from math import e as e
 from math import inf as inf

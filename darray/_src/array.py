@@ -269,12 +269,10 @@ class DistArray:
 
     # -- Array API protocol (darray._src.api: elementwise, manipulation) ---------------------
     def __array_namespace__(self, /, *, api_version=None):
-        """The `darray` module; api_version may be None, "2023.12" or "2024.12"."""
-        if api_version not in (None, "2023.12", "2024.12"):
-            raise ValueError(f"api_version={api_version!r} is not supported; darray implements "
-                             "the Array API 2024.12 (also accepts \"2023.12\" or None)")
-        import darray
-        return darray
+        """The `darray` module (Array API 2025.12, also for api_version=None or "2025.12");
+        "2023.12" and "2024.12" give darray as those revisions (see api/versions.py)."""
+        from darray._src.api.versions import namespace
+        return namespace(api_version)
 
     def _scalar(self, kinds: str, what: str):
         """The single element as a Python scalar (reads one cell, no gather)."""
@@ -304,6 +302,24 @@ class DistArray:
         if not self.ndim:
             raise TypeError("len() of a 0-d DistArray")
         return self.shape[0]
+
+    def __iter__(self):
+        """Iterate over axis 0: ``x[0], x[1], ...`` (DistArrays; 0-d ones for a 1-D x). Each
+        item is one compiled read (the index is a runtime argument, so it compiles once)."""
+        if not self.ndim:
+            raise TypeError("iteration over a 0-d DistArray")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __format__(self, format_spec: str) -> str:
+        """A 0-d array formats as its Python scalar (``f"{loss:.3f}"``); others as repr with
+        an empty spec, as numpy does."""
+        if self.ndim == 0:
+            return format(self._scalar("biufc", "format"), format_spec)
+        if format_spec:
+            raise TypeError(f"unsupported format string {format_spec!r} passed to a "
+                            f"{self.ndim}-d DistArray; format its elements or x.tolist()")
+        return repr(self)
 
     def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
         """DLPack export of the logical array, gathered on the host (one array, one device)."""

@@ -13,9 +13,16 @@ _KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floati
 
 
 class Info:
-    """The namespace inspection object returned by `darray.__array_namespace_info__()`."""
+    """The namespace inspection object returned by `darray.__array_namespace_info__()`.
+
+    `devices()` is a tuple (Array API 2025.12); the 2023.12/2024.12 namespaces
+    (``x.__array_namespace__(api_version="2024.12")``) build it with ``devices_as=list``.
+    """
 
     __module__ = "darray"
+
+    def __init__(self, *, devices_as=tuple):
+        self._devices_as = devices_as
 
     def capabilities(self) -> dict:
         # Boolean masks and nonzero/unique give data-dependent shapes (computed eagerly);
@@ -25,8 +32,8 @@ class Info:
     def default_device(self):
         return default_mesh()
 
-    def devices(self) -> list:
-        return [default_mesh()]
+    def devices(self):
+        return self._devices_as([default_mesh()])
 
     def default_dtypes(self, *, device=None) -> dict:
         return {"real floating": _dt.default_float(), "complex floating": _dt.default_complex(),
