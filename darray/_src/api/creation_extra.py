@@ -32,7 +32,7 @@ def _meshgrid_fn(*args):
     return tuple(jnp.meshgrid(*arrays, indexing=indexing))
 
 
-def meshgrid(*arrays, indexing="xy") -> list[DistArray]:
+def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
     """Coordinate grids from 1-D arrays.
 
     Args:
@@ -46,8 +46,8 @@ def meshgrid(*arrays, indexing="xy") -> list[DistArray]:
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing={indexing!r}; use 'xy' or 'ij'")
     arrays = [check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
-    if not arrays:
-        return []
+    if not arrays:  # a tuple since Array API 2025.12 (a list before: see api/versions.py)
+        return ()
     for i, a in enumerate(arrays):
         if a.ndim != 1:
             raise ValueError(f"meshgrid: arrays[{i}] must be 1-D, got shape {a.shape}")
@@ -58,7 +58,7 @@ def meshgrid(*arrays, indexing="xy") -> list[DistArray]:
     if indexing == "xy" and len(shape) > 1:
         shape[0], shape[1] = shape[1], shape[0]
     layout = make_layout(tuple(shape), mesh=arrays[0].mesh)
-    return list(apply_logical(_meshgrid_fn, arrays, (layout,) * len(arrays),
+    return tuple(apply_logical(_meshgrid_fn, arrays, (layout,) * len(arrays),
                               static=(indexing,)))
 
 

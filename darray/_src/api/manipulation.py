@@ -457,12 +457,12 @@ def broadcast_to(x: DistArray, /, shape) -> DistArray:
     return common.apply_logical(_broadcast, [x], out, static=(shape,))
 
 
-def broadcast_arrays(*arrays) -> list[DistArray]:
+def broadcast_arrays(*arrays) -> tuple[DistArray, ...]:
     """Broadcast arrays against each other. Layout: as broadcast_to, per array."""
     arrays = [common.check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
     shape = broadcast_shapes(*[a.shape for a in arrays])
-    # A list until 2025.12, where the Array API made it a tuple.
-    return [broadcast_to(a, shape) for a in arrays]
+    # A tuple since Array API 2025.12 (a list before: see api/versions.py).
+    return tuple(broadcast_to(a, shape) for a in arrays)
 
 
 # -- tile and repeat --------------------------------------------------------------------------

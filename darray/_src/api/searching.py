@@ -135,7 +135,8 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
 
     Args:
       x1: 1-D DistArray, sorted ascending unless `sorter` is given.
-      x2: DistArray of values to place.
+      x2: DistArray of values to place, or a Python scalar (Array API 2025.12; it takes
+        x1's dtype and gives a 0-d result).
       side: "left" (first suitable index) or "right" (last).
       sorter: indices that sort x1 (1-D DistArray of integers) or None.
 
@@ -144,6 +145,9 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
       never moved.
     """
     x1 = check_array(x1, "x1")
+    if isinstance(x2, (bool, int, float, complex)):  # a scalar x2 (2025.12): x1's dtype
+        from darray._src.api.creation import asarray
+        x2 = asarray(x2, dtype=x1.dtype, device=x1.mesh)
     x2 = check_array(x2, "x2")
     if x1.ndim != 1:
         raise ValueError(f"searchsorted: x1 must be 1-D, got shape {x1.shape}")
