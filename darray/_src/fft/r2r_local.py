@@ -1,0 +1,307 @@
+"""Local real-to-real transforms (DCT/DST types 1-4) on one block, along one unsplit axis.
+
+The distributed driver (darray._src.fft.api.run_r2r) moves splits so that the transform axis is
+local, then calls `apply_kernel` on each block. Everything here is plain jax.numpy built on
+jnp.fft (O(n log n)), so jit, vmap and every AD transform follow without custom rules: the
+transpose of a DCT-II is then automatically a scaled DCT-III, and so on.
+
+Numbers and normalisations are scipy.fft's (unnormalised definitions as in scipy's docs):
+
+  DCT-I   y[k] = x[0] + (-1)^k x[N-1] + 2 sum_{n=1}^{N-2} x[n] cos(pi k n / (N-1))
+  DCT-II  y[k] = 2 sum_n x[n] cos(pi k (2n+1) / (2N))
+  DCT-III y[k] = x[0] + 2 sum_{n>=1} x[n] cos(pi (2k+1) n / (2N))
+  DCT-IV  y[k] = 2 sum_n x[n] cos(pi (2k+1)(2n+1) / (4N))
+  DST-I   y[k] = 2 sum_n x[n] sin(pi (k+1)(n+1) / (N+1))
+  DST-II  y[k] = 2 sum_n x[n] sin(pi (k+1)(2n+1) / (2N))
+  DST-III y[k] = (-1)^k x[N-1] + 2 sum_{n<=N-2} x[n] sin(pi (2k+1)(n+1) / (2N))
+  DST-IV  y[k] = 2 sum_n x[n] sin(pi (2k+1)(2n+1) / (4N))
+
+`norm` scales by the logical length F (2(N-1) for DCT-I, 2(N+1) for DST-I, 2N otherwise):
+"backward" 1 forward / 1/F inverse, "ortho" 1/sqrt(F) both ways, "forward" the reverse of
+backward. `orthogonalize` rescales the boundary entries that make types 1-3 orthogonal.
+The inverse of type t is the transform of the "inverse type" (II <-> III, I and IV are their own)
+with the same orthogonalisation and the norm direction swapped.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import operator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+FAMILIES = ("dct", "dst")
+TYPES = (1, 2, 3, 4)
+NORMS = (None, "backward", "ortho", "forward")
+_INVERSE_TYPE = {1: 1, 2: 3, 3: 2, 4: 4}
+_SQRT2 = np.sqrt(2.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class R2RKernel:
+    """One real-to-real transform along one axis (hashable: it keys compilation caches).
+
+    Attributes:
+      family: "dct" or "dst".
+      type: 1, 2, 3 or 4 (scipy's numbering).
+      n: output length along the axis (the input is truncated or zero-padded to it first);
+        None keeps the input length.
+      norm: None (= "backward"), "backward", "ortho" or "forward".
+      orthogonalize: scipy's flag; None means ``norm == "ortho"``.
+      inverse: True for idct/idst (scipy's inverse of `type` with this norm).
+    """
+
+    family: str
+    type: int
+    n: int | None = None
+    norm: str | None = None
+    orthogonalize: bool | None = None
+    inverse: bool = False
+
+    def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"R2RKernel: family={self.family!r} is not accepted; use one of "
+                             f"{FAMILIES}")
+        if isinstance(self.type, bool) or self.type not in TYPES:
+            raise ValueError(f"R2RKernel: type={self.type!r} is not accepted; use one of {TYPES}")
+        if self.n is not None:
+            if isinstance(self.n, bool) or operator.index(self.n) < 1:
+                raise ValueError(f"R2RKernel: n={self.n!r} must be None or a positive int")
+        if self.norm not in NORMS:
+            raise ValueError(f"R2RKernel: norm={self.norm!r} is not accepted; use one of {NORMS}")
+        if self.orthogonalize not in (None, True, False):
+            raise ValueError(f"R2RKernel: orthogonalize={self.orthogonalize!r} must be None, "
+                             f"True or False")
+
+    @property
+    def name(self) -> str:
+        return ("i" if self.inverse else "") + self.family
+
+    @property
+    def executed_type(self) -> int:
+        """The forward type actually computed (the inverse of DCT-II is a DCT-III, ...)."""
+        return _INVERSE_TYPE[self.type] if self.inverse else self.type
+
+    @property
+    def orthogonal(self) -> bool:
+        return (self.norm == "ortho") if self.orthogonalize is None else bool(self.orthogonalize)
+
+    def out_length(self, in_length: int) -> int:
+        return in_length if self.n is None else int(self.n)
+
+    def check_length(self, length: int, axis=None) -> None:
+        """Raise ValueError if the transform is undefined at this length (scipy refuses too)."""
+        where = "" if axis is None else f" along axis {axis}"
+        if length < 1:
+            raise ValueError(f"{self.name}: invalid number of data points ({length}){where}; "
+                             f"the transform length must be >= 1")
+        if self.family == "dct" and self.type == 1 and length < 2:
+            raise ValueError(f"{self.name}: type=1 is undefined for a transform length of "
+                             f"{length}{where} (DCT-I divides by N-1); use a length >= 2 or "
+                             f"another type")
+
+
+# -- constants (built once per length in float64, cast to the data's precision) ---------------
+@functools.lru_cache(maxsize=256)
+def _twiddle(num: int, scale: float, shift: float = 0.0) -> np.ndarray:
+    """exp(-i pi (scale k + shift)) for k < num, in complex128."""
+    k = np.arange(num, dtype=np.float64)
+    return np.exp(-1j * np.pi * (scale * k + shift))
+
+
+@functools.lru_cache(maxsize=256)
+def _alternating(num: int) -> np.ndarray:
+    return np.where(np.arange(num) % 2 == 0, 1.0, -1.0)
+
+
+def _const(values: np.ndarray, like) -> jax.Array:
+    """A numpy constant in the precision of `like` (real or complex to match `values`)."""
+    real = jnp.finfo(like.dtype).dtype
+    dtype = real if np.isrealobj(values) else jnp.result_type(real, jnp.complex64)
+    return jnp.asarray(values.astype(np.dtype(dtype)))
+
+
+def _scale_entry(x, index: int, factor: float):
+    """Multiply one entry of the last axis by `factor` (a constant weight vector: AD-clean)."""
+    w = np.ones(x.shape[-1])
+    w[index] = factor
+    return x * _const(w, x)
+
+
+# -- unnormalised forward transforms along the last axis of a real array ----------------------
+def _dct1(x):
+    n = x.shape[-1]
+    # the even extension [x0 .. x_{N-1}, x_{N-2} .. x1] has a real DFT equal to DCT-I
+    ext = jnp.concatenate([x, jnp.flip(x[..., 1:n - 1], axis=-1)], axis=-1)
+    return jnp.fft.rfft(ext, axis=-1).real.astype(x.dtype)
+
+
+def _dst1(x):
+    n = x.shape[-1]
+    zero = jnp.zeros(x.shape[:-1] + (1,), x.dtype)
+    # the odd extension [0, x, 0, -reversed(x)] has a DFT of -i * DST-I
+    ext = jnp.concatenate([zero, x, zero, -jnp.flip(x, axis=-1)], axis=-1)
+    return -jnp.fft.rfft(ext, axis=-1)[..., 1:n + 1].imag.astype(x.dtype)
+
+
+def _dct2(x):
+    n = x.shape[-1]
+    # Makhoul: even entries forward then odd entries backward; one real FFT of length N
+    v = jnp.concatenate([x[..., ::2], jnp.flip(x[..., 1::2], axis=-1)], axis=-1)
+    z = jnp.fft.rfft(v, axis=-1) * _const(_twiddle(n // 2 + 1, 0.5 / n), x)
+    # y[k] = 2 Re z[k] for k <= N/2, and y[N-k] = -2 Im z[k] (Hermitian symmetry of the FFT)
+    upper = jnp.flip(z[..., 1:(n + 1) // 2].imag, axis=-1)
+    return (2 * jnp.concatenate([z.real, -upper], axis=-1)).astype(x.dtype)
+
+
+def _interleave(even, odd):
+    """[e0, o0, e1, o1, ...]; `even` may be one longer than `odd`."""
+    total = even.shape[-1] + odd.shape[-1]
+    if odd.shape[-1] < even.shape[-1]:
+        odd = jnp.concatenate([odd, jnp.zeros(odd.shape[:-1] + (1,), odd.dtype)], axis=-1)
+    both = jnp.stack([even, odd], axis=-1).reshape(even.shape[:-1] + (2 * even.shape[-1],))
+    return both[..., :total]
+
+
+def _dct3(x):
+    n = x.shape[-1]
+    half = n // 2
+    # inverse of Makhoul's DCT-II: V[k] = N e^{i pi k/2N} (X[k] - i X[N-k]), X[N] = 0
+    mirrored = jnp.concatenate([jnp.zeros_like(x[..., :1]), jnp.flip(x[..., n - half:], axis=-1)],
+                               axis=-1)
+    spec = jax.lax.complex(x[..., :half + 1], -mirrored)
+    spec = spec * _const(n * np.conj(_twiddle(half + 1, 0.5 / n)), x)
+    v = jnp.fft.irfft(spec, n=n, axis=-1).astype(x.dtype)
+    return _interleave(v[..., :(n + 1) // 2], jnp.flip(v[..., (n + 1) // 2:], axis=-1))
+
+
+def _dct4(x):
+    n = x.shape[-1]
+    if n % 2 == 0:
+        # N/2-point complex FFT of (x[2p] + i x[N-1-2p]) with pre- and post-twiddles
+        m = n // 2
+        t = jax.lax.complex(x[..., ::2], jnp.flip(x[..., 1::2], axis=-1))
+        t = t * _const(_twiddle(m, 1.0 / n, 0.25 / n), x)
+        u = jnp.fft.fft(t, axis=-1) * _const(_twiddle(m, 1.0 / n), x)
+        return (2 * _interleave(u.real, -jnp.flip(u.imag, axis=-1))).astype(x.dtype)
+    # odd N: y[k] = 2 Re(e^{-i pi (2k+1)/4N} DFT_2N(x[n] e^{-i pi n/2N})[k])
+    t = x * _const(_twiddle(n, 0.5 / n), x)
+    u = jnp.fft.fft(t, n=2 * n, axis=-1)[..., :n] * _const(_twiddle(n, 0.5 / n, 0.25 / n), x)
+    return (2 * u.real).astype(x.dtype)
+
+
+def _dst2(x):
+    # DST-II(x)[k] = DCT-II((-1)^n x)[N-1-k]
+    return jnp.flip(_dct2(x * _const(_alternating(x.shape[-1]), x)), axis=-1)
+
+
+def _dst3(x):
+    # DST-III(x)[k] = (-1)^k DCT-III(reversed x)[k]
+    return _dct3(jnp.flip(x, axis=-1)) * _const(_alternating(x.shape[-1]), x)
+
+
+def _dst4(x):
+    return _dct4(jnp.flip(x, axis=-1)) * _const(_alternating(x.shape[-1]), x)
+
+
+_FORWARD = {("dct", 1): _dct1, ("dct", 2): _dct2, ("dct", 3): _dct3, ("dct", 4): _dct4,
+            ("dst", 1): _dst1, ("dst", 2): _dst2, ("dst", 3): _dst3, ("dst", 4): _dst4}
+
+
+def _orthogonal_weights(family: str, typ: int, n: int):
+    """(input entry scalings, output entry scalings) that make types 1-3 orthogonal."""
+    if family == "dct" and typ == 1:
+        return ((0, _SQRT2), (n - 1, _SQRT2)), ((0, 1 / _SQRT2), (n - 1, 1 / _SQRT2))
+    if typ == 2:
+        return (), (((0 if family == "dct" else n - 1), 1 / _SQRT2),)
+    if typ == 3:
+        return (((0 if family == "dct" else n - 1), _SQRT2),), ()
+    return (), ()
+
+
+def _logical_length(family: str, typ: int, n: int) -> int:
+    if typ == 1:
+        return 2 * (n - 1) if family == "dct" else 2 * (n + 1)
+    return 2 * n
+
+
+def _scale(kernel: R2RKernel, n: int) -> float:
+    norm = "backward" if kernel.norm is None else kernel.norm
+    f = float(_logical_length(kernel.family, kernel.type, n))
+    if norm == "ortho":
+        return 1.0 / np.sqrt(f)
+    # "backward" scales the inverse transform by 1/F, "forward" the forward one
+    scaled = kernel.inverse if norm == "backward" else not kernel.inverse
+    return 1.0 / f if scaled else 1.0
+
+
+def _real_transform(x, kernel: R2RKernel):
+    n = x.shape[-1]
+    typ = kernel.executed_type
+    pre, post = _orthogonal_weights(kernel.family, typ, n) if kernel.orthogonal else ((), ())
+    for index, factor in pre:
+        x = _scale_entry(x, index, factor)
+    y = _FORWARD[(kernel.family, typ)](x)
+    for index, factor in post:
+        y = _scale_entry(y, index, factor)
+    scale = _scale(kernel, n)
+    return y if scale == 1.0 else y * jnp.asarray(scale, y.dtype)
+
+
+def _resize_last(x, length: int):
+    """Truncate or zero-pad the last axis to `length` (scipy's `n`)."""
+    have = x.shape[-1]
+    if length < have:
+        return x[..., :length]
+    if length > have:
+        pad = [(0, 0)] * (x.ndim - 1) + [(0, length - have)]
+        return jnp.pad(x, pad)
+    return x
+
+
+def working_dtype(dtype) -> np.dtype:
+    """scipy's dtype rule: float32/float64 (and complex) kept, smaller floats to float32,
+    integers and bools to float64 (float32 when JAX runs without x64)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "c":
+        return np.dtype(jax.dtypes.canonicalize_dtype(np.complex128 if dt.itemsize > 8
+                                                      else np.complex64))
+    if dt.kind == "f" and dt.itemsize >= 4:
+        return np.dtype(jax.dtypes.canonicalize_dtype(dt))
+    if dt.kind == "f" or dt.name == "bfloat16":
+        return np.dtype(np.float32)
+    if dt.kind in "biu":
+        return np.dtype(jax.dtypes.canonicalize_dtype(np.float64))
+    raise TypeError(f"real-to-real transform: dtype {dt} is not accepted; use a real or complex "
+                    f"floating-point (or integer/bool) array")
+
+
+def apply_kernel(block, axis: int, kernel: R2RKernel):
+    """Apply `kernel` along `axis` of `block` (that axis must hold the whole logical length).
+
+    Real input keeps its precision; complex input has its real and imaginary parts transformed
+    (scipy's rule); integers become float. The output has `kernel.out_length` entries on `axis`.
+    """
+    block = jnp.asarray(block)
+    axis = operator.index(axis)
+    if not -block.ndim <= axis < block.ndim:
+        raise ValueError(f"apply_kernel: axis={axis} is out of range for a block of rank "
+                         f"{block.ndim}")
+    axis %= block.ndim
+    length = kernel.out_length(block.shape[axis])
+    kernel.check_length(length, axis)
+    dt = working_dtype(block.dtype)
+    block = block.astype(dt)
+    moved = jnp.moveaxis(block, axis, -1)
+    moved = _resize_last(moved, length)
+    if dt.kind == "c":
+        out = jax.lax.complex(_real_transform(moved.real, kernel),
+                              _real_transform(moved.imag, kernel))
+    else:
+        out = _real_transform(moved, kernel)
+    return jnp.moveaxis(out, -1, axis)
+
+
+__all__ = ["R2RKernel", "apply_kernel", "working_dtype", "FAMILIES", "TYPES", "NORMS"]
