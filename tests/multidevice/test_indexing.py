@@ -112,7 +112,7 @@ def test_getitem_errors(mesh):
         x["a"]
     with pytest.raises(IndexError, match="out of bounds for axis 1"):
         x[:, np.array([13])]
-    with pytest.raises(NotImplementedError, match="concrete mask"):
+    with pytest.raises(jax.errors.ConcretizationTypeError, match="depends on the values"):
         jax.jit(lambda v: v[v > 0])(x)
 
 

@@ -17,8 +17,6 @@ from darray._src.errors import LayoutError
 from darray._src.layout import Layout
 
 
-
-
 def normalize_axes(axes, ndim: int, argname: str = "axis") -> tuple[int, ...]:
     """Non-negative, distinct axes from an int or a sequence of ints."""
     if isinstance(axes, (int, np.integer)):
@@ -62,11 +60,18 @@ def default_layout(shape, like: Layout) -> Layout:
     return make_out_layout(like.mesh, shape, split)
 
 
-def check_same_mesh(arrays: Sequence[DistArray], argname: str = "arrays"):
-    meshes = {a.mesh for a in arrays}
-    if len(meshes) > 1:
-        raise LayoutError(f"{argname} live on different meshes {sorted(map(repr, meshes))}; "
-                          "move them to one mesh first with darray.asarray(x, mesh=...)")
+def check_same_mesh(arrays: Sequence[DistArray], argname: str = "arrays", fname=None):
+    """The mesh rule (operands.check_operand_meshes) for a sequence argument."""
+    from darray._src.api.operands import caller_name, check_operand_meshes
+    # call sites in other modules predate the rule and pass no function name: take the nearest
+    # public function up the stack (for the message only)
+    fname = fname or caller_name(2)
+    names = [n.strip() for n in argname.split(",")]
+    if len(names) == len(arrays):
+        named = list(zip(arrays, names))
+    else:
+        named = [(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
+    check_operand_meshes(fname, *named)
 
 
 def run_physical(fn: Callable, arrays: Sequence[DistArray], out_layouts, static=()):

@@ -17,9 +17,10 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
-from darray._src.api import common
+from darray._src.api import common, compaction
 from darray._src.api._helpers import (default_layout, is_plain, make_out_layout, normalize_axis,
                                       settle)
+from darray._src.api.operands import check_operand_meshes
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 
@@ -243,27 +244,20 @@ def _logical_read_fn(a, values, plan):
 
 
 # -- advanced keys ----------------------------------------------------------------------------
-def _mask_count(mask) -> int:
+# Boolean masks never reach jnp.nonzero under the SPMD partitioner (XLA miscompiles it on partly
+# replicated operands, see compaction.py): a mask becomes its nonzero index arrays, computed by
+# compaction.compact (DistArray masks) or by numpy (host masks), before any gather or scatter.
+def _mask_indices(mask) -> list:
+    """The index arrays (one per mask axis) of a boolean mask, C order."""
     if isinstance(mask, DistArray):
-        if isinstance(mask.data, jax.core.Tracer):
-            raise NotImplementedError(
-                "boolean-mask indexing needs a concrete mask under jit (the result's shape is "
-                "the number of True cells); use darray.where(mask, x, fill) instead")
-        (count,) = common.apply_logical(_count_true, [mask], (None,))
-        return int(count)
-    return int(np.count_nonzero(np.asarray(mask)))
+        return list(compaction.compact(mask, with_indices=True))
+    return [np.asarray(i, np.int64) for i in np.nonzero(np.asarray(mask))]
 
 
 def _concrete_bool(flag) -> bool:
     """A 0-d boolean index acts like True/False (adds a unit or an empty axis): needs a value."""
-    if isinstance(flag, DistArray) and isinstance(flag.data, jax.core.Tracer):
-        raise NotImplementedError("a 0-d boolean index needs a concrete value under jit (it "
-                                  "decides the result's shape); use darray.where instead")
+    compaction.concrete_count(flag, "a 0-d boolean index")
     return bool(np.asarray(flag))
-
-
-def _count_true(m):
-    return (jnp.count_nonzero(m),)
 
 
 def _advanced_parts(x: DistArray, key: tuple):
@@ -276,8 +270,11 @@ def _advanced_parts(x: DistArray, key: tuple):
                 template.append(("lit", _concrete_bool(arr)))
                 continue
             if arr.dtype == bool:
-                template.append(("mask", len(operands), _mask_count(arr)))
-            elif arr.dtype.kind in "iu" or (arr.dtype == bool and arr.ndim == 0):
+                for index in _mask_indices(arr):
+                    template.append(("array", len(operands)))
+                    operands.append(index)
+                continue
+            if arr.dtype.kind in "iu" or (arr.dtype == bool and arr.ndim == 0):
                 template.append(("array", len(operands)))
             else:
                 raise IndexError(f"index arrays must be of integer or boolean dtype, got "
@@ -295,9 +292,7 @@ def _advanced_parts(x: DistArray, key: tuple):
 def _build_key(template, operands):
     key = []
     for t in template:
-        if t[0] == "mask":
-            key.extend(jnp.nonzero(operands[t[1]], size=t[2]))
-        elif t[0] == "array":
+        if t[0] == "array":
             key.append(operands[t[1]])
         elif t[0] == "slice":
             key.append(slice(*t[1:]))
@@ -319,6 +314,12 @@ def _check_advanced_bounds(x, key):
     for k in expanded:
         if k is None or isinstance(k, (bool, np.bool_)):
             continue
+        if isinstance(k, DistArray) and k.dtype == bool:
+            if k.shape != x.shape[axis:axis + k.ndim]:
+                raise IndexError(f"boolean index of shape {k.shape} does not match the "
+                                 f"indexed axes {x.shape[axis:axis + k.ndim]}")
+            axis += k.ndim
+            continue
         if _is_array_like(k) and not isinstance(k, DistArray):
             arr = np.asarray(k)
             if arr.dtype == bool:
@@ -336,8 +337,34 @@ def _check_advanced_bounds(x, key):
         axis += 1
 
 
+def _leading_mask(x: DistArray, key: tuple):
+    """The mask of a key that is one boolean array over x's leading axes (``x[m]``,
+    ``x[m, ...]``, ``x[m, :]``), as a DistArray on x's mesh; else None."""
+    rest = key[1:]
+    mask = key[0] if key else None
+    if mask is None or not _is_array_like(mask) or any(
+            k is not Ellipsis and k != slice(None) for k in rest if not _is_array_like(k)) \
+            or any(_is_array_like(k) for k in rest) or sum(k is Ellipsis for k in rest) > 1:
+        return None
+    if not isinstance(mask, DistArray):
+        mask = np.asarray(mask)
+        if mask.dtype != bool or mask.ndim == 0 or mask.shape != x.shape[:mask.ndim]:
+            return None
+        from darray._src.api.creation import asarray
+        return asarray(mask, mesh=x.mesh, spec=x.layout.split[:mask.ndim])
+    if mask.dtype != bool or mask.ndim == 0 or mask.shape != x.shape[:mask.ndim]:
+        return None
+    check_operand_meshes("x[mask]", (x, "x"), (mask, "mask"))
+    return mask
+
+
 def _advanced_get(x: DistArray, key: tuple) -> DistArray:
     _check_advanced_bounds(x, key)
+    mask = _leading_mask(x, key)
+    if mask is not None:
+        # values and their positions compacted in one pass over the blocks
+        (out,) = compaction.compact(mask, [x], with_indices=False)
+        return out
     template, operands = _advanced_parts(x, key)
     shapes = [jax.ShapeDtypeStruct(x.shape, x.dtype)] + [
         jax.ShapeDtypeStruct(o.shape, o.dtype) for o in operands]
@@ -397,10 +424,12 @@ def setitem(x: DistArray, key, value) -> DistArray:
         _check_item(k, pos)
     val = _value_operand(value, x.dtype)
     if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
-        mask = key[0] if len(key) == 1 else None
-        if (mask is not None and getattr(mask, "dtype", None) == bool
-                and tuple(mask.shape) == x.shape[:mask.ndim] and np.ndim(val) == 0):
+        mask = _leading_mask(x, key)
+        if mask is not None and np.ndim(val) == 0:
+            # an elementwise select: local, no data-dependent shape (works under jit)
             return common.apply_logical(_mask_write, [x, mask, val], x.layout.without_halo())
+        if mask is not None:
+            return compaction.expand(x, mask, val)
         _check_advanced_bounds(x, key)
         template, operands = _advanced_parts(x, key)
         return common.apply_logical(_advanced_write, [x, val, *operands],

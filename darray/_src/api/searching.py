@@ -7,12 +7,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jax.sharding import PartitionSpec
+
+from darray._src import compat, physical
+from darray._src.api import compaction
 from darray._src.api import dtypes as _dt
-from darray._src.api.common import apply_logical, check_array, masked_physical, valid_mask
+from darray._src.api.operands import check_operand_meshes
+from darray._src.api.common import check_array, masked_physical, valid_mask
 from darray._src.api.elementwise import elementwise
 from darray._src.api.statistical import highest, lowest, reduce
 from darray._src.array import DistArray
-from darray._src.placement import make_layout
 
 
 # -- argmax / argmin ---------------------------------------------------------------------------
@@ -97,37 +101,46 @@ def count_nonzero(x, /, *, axis=None, keepdims=False) -> DistArray:
 
 
 # -- data-dependent shapes ---------------------------------------------------------------------
-def _nonzero_fn(logical, size):
-    return jnp.nonzero(logical, size=size)
-
-
 def nonzero(x, /) -> tuple[DistArray, ...]:
     """Indices of the nonzero elements, one 1-D array per axis (C order).
 
     Layout:
-      Each output is a fresh 1-D array on x's mesh (default split). The count is found first
-      (one all-reduce, read on the host, since the shape depends on it); XLA then compacts the
-      indices, which moves data between devices.
+      Each output is 1-D, split over the mesh axes x uses. The count is found first (one
+      all-reduce, read on the host, since the shape depends on it; so x must be concrete, not
+      traced under jit). The compaction runs on the physical blocks (compaction.compact): each
+      device ranks its own nonzeros and one reduce-scatter delivers them, never
+      jnp.nonzero under the SPMD partitioner, which XLA miscompiles on partly replicated
+      layouts.
     """
     x = check_array(x)
     if x.ndim == 0:
         raise ValueError("nonzero needs an array of rank >= 1, got a 0-d array")
-    size = int(count_nonzero(x))
-    layouts = tuple(make_layout((size,), mesh=x.mesh) for _ in range(x.ndim))
-    outs = apply_logical(_nonzero_fn, [x], layouts, static=(size,))
-    return tuple(o if o.dtype == _dt.default_int() else _cast_index(o) for o in outs)
+    return compaction.compact(x, with_indices=True)
 
 
-def _cast_index(a: DistArray) -> DistArray:
-    from darray._src.api.data_types import astype
-    return astype(a, _dt.default_int())
+@functools.lru_cache(maxsize=256)
+def _searchsorted_fn(x1_lay, x2_lay, sorter_lay, side):
+    """x1 (and sorter) whole on every device, x2 on its own blocks, inside shard_map: the
+    search is local, and no data-dependent search is handed to the partitioner."""
+    whole = PartitionSpec()
+    out_lay = x2_lay.without_halo()
+    extra = () if sorter_lay is None else (whole,)
 
+    def body(x1, x2_block, *sorter):
+        x2_block = compaction._strip_ghosts(x2_block, x2_lay)
+        if sorter:
+            x1 = x1[sorter[0]]
+        return jnp.searchsorted(x1, x2_block, side=side).astype(_dt.default_int())
 
-def _searchsorted_fn(x1, x2, *rest):
-    *sorter, side = rest
-    if sorter:
-        x1 = x1[sorter[0]]
-    return jnp.searchsorted(x1, x2, side=side).astype(_dt.default_int())
+    fn = compat.shard_map(body, mesh=x2_lay.mesh, in_specs=(whole, x2_lay.spec) + extra,
+                          out_specs=out_lay.spec, check_vma=False)
+
+    def run(d1, d2, *ds):
+        x1 = compat.constrain(physical.to_logical(d1, x1_lay), x2_lay.mesh, whole)
+        rest = [compat.constrain(physical.to_logical(d, sorter_lay), x2_lay.mesh, whole)
+                for d in ds]
+        return physical.constrain(fn(x1, physical.constrain(d2, x2_lay), *rest), out_lay)
+    return jax.jit(run), out_lay
 
 
 def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
@@ -141,8 +154,8 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
       sorter: indices that sort x1 (1-D DistArray of integers) or None.
 
     Layout:
-      x2's layout. Every device needs all of x1 (and sorter), which XLA replicates; x2 is
-      never moved.
+      x2's layout. Every device needs all of x1 (and sorter), which is replicated; x2 is
+      never moved, each device searches for its own block (inside shard_map).
     """
     x1 = check_array(x1, "x1")
     if isinstance(x2, (bool, int, float, complex)):  # a scalar x2 (2025.12): x1's dtype
@@ -154,7 +167,15 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side={side!r}; use 'left' or 'right'")
     args = [x1, x2] + ([check_array(sorter, "sorter")] if sorter is not None else [])
-    return apply_logical(_searchsorted_fn, args, x2.layout.without_halo(), static=(side,))
+    check_operand_meshes("searchsorted", *zip(args, ("x1", "x2", "sorter")))
+    if len(args) == 3 and (args[2].ndim != 1 or args[2].shape != x1.shape):
+        raise ValueError(f"searchsorted: sorter must have x1's shape {x1.shape}, got "
+                         f"{args[2].shape}")
+    if x2.layout.order != tuple(range(x2.ndim)):
+        x2 = compaction.plain_like(x2, x2.layout.split)
+    fn, out = _searchsorted_fn(x1.layout, x2.layout,
+                               args[2].layout if len(args) == 3 else None, side)
+    return DistArray._new(fn(x1.data, x2.data, *[a.data for a in args[2:]]), out)
 
 
 def where(condition, x1, x2, /) -> DistArray:

@@ -3,18 +3,24 @@
 The number of unique values sets the output shape, so it is computed first (one compiled
 sort-and-count whose only host transfer is one integer), then the results are computed with
 that static size. NaNs are all distinct, as the Array API asks. The unique_* functions
-therefore need concrete inputs (not traced under jit).
+therefore need concrete inputs: under jit they raise jax's ConcretizationTypeError (a shape
+cannot depend on values there); eagerly they accept everything numpy does.
+
+Every kernel here runs on replicated operands inside shard_map (compaction.run_replicated):
+unique values need the whole sorted array on one device anyway, and XLA's partitioner
+miscompiles the data-dependent compaction inside jnp.unique on partly replicated layouts (see
+compaction.py).
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api import common
+from darray._src.api import common, compaction
 from darray._src.api._helpers import default_layout
+from darray._src.api.operands import check_operand_meshes, same_mesh
 from darray._src.array import DistArray
 
 
@@ -44,11 +50,8 @@ def _count_distinct(a):
 
 
 def _distinct(x: DistArray) -> int:
-    x = common.check_array(x)
-    if isinstance(x.data, jax.core.Tracer):
-        raise NotImplementedError("unique_* need a concrete array: the number of unique values "
-                                  "sets the output shape, which jit cannot trace")
-    (count,) = common.apply_logical(_count_distinct, [x], (None,))
+    compaction.concrete_count(x, "unique_*")
+    (count,) = compaction.run_replicated(_count_distinct, [x], (None,))
     return int(count)
 
 
@@ -67,7 +70,7 @@ def _unique_inverse(a, size):
 
 
 def _unique_values(a, size):
-    return jnp.unique_values(a, size=size)
+    return (jnp.unique_values(a, size=size),)
 
 
 def unique_all(x: DistArray, /) -> UniqueAllResult:
@@ -78,14 +81,14 @@ def unique_all(x: DistArray, /) -> UniqueAllResult:
 
     Layout:
       values, indices and counts are 1-D, split over the mesh axes x used; inverse_indices
-      has x's layout. Logical path: XLA sorts the flattened array (it gathers it), then one
-      integer (the count) goes to the host.
+      has x's layout. Every device sorts the whole array (gathered once), then one integer (the
+      count) goes to the host.
     """
     x = common.check_array(x)
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
-    outs = common.apply_logical(_unique_all, [x], (flat, flat, x.layout.without_halo(), flat),
-                                static=(n,))
+    outs = compaction.run_replicated(_unique_all, [x],
+                                     (flat, flat, x.layout.without_halo(), flat), static=(n,))
     return UniqueAllResult(*outs)
 
 
@@ -94,8 +97,8 @@ def unique_counts(x: DistArray, /) -> UniqueCountsResult:
     x = common.check_array(x)
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
-    return UniqueCountsResult(*common.apply_logical(_unique_counts, [x], (flat, flat),
-                                                    static=(n,)))
+    return UniqueCountsResult(*compaction.run_replicated(_unique_counts, [x], (flat, flat),
+                                                         static=(n,)))
 
 
 def unique_inverse(x: DistArray, /) -> UniqueInverseResult:
@@ -106,7 +109,7 @@ def unique_inverse(x: DistArray, /) -> UniqueInverseResult:
     x = common.check_array(x)
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
-    return UniqueInverseResult(*common.apply_logical(
+    return UniqueInverseResult(*compaction.run_replicated(
         _unique_inverse, [x], (flat, x.layout.without_halo()), static=(n,)))
 
 
@@ -114,30 +117,42 @@ def unique_values(x: DistArray, /) -> DistArray:
     """The sorted unique values of `x`. Layout: as unique_all's values."""
     x = common.check_array(x)
     n = _distinct(x)
-    return common.apply_logical(_unique_values, [x], default_layout((n,), x.layout),
-                                static=(n,))
+    (out,) = compaction.run_replicated(_unique_values, [x], (default_layout((n,), x.layout),),
+                                       static=(n,))
+    return out
 
 
-def _isin(a, b, invert):
-    return jnp.isin(a, b, invert=invert)
+def _isin(block, b, invert):
+    return jnp.isin(block, b, invert=invert)
 
 
 def isin(x1, x2, /, *, invert=False) -> DistArray:
     """For each element of x1, whether it occurs in x2 (negated with invert=True).
 
-    Layout: x1's layout. Logical path: x2 is made available to every device (replicated),
-    x1 stays where it is.
+    Layout: x1's layout. x2 is made available to every device (replicated), x1 stays where it
+    is; each device tests its own block (inside shard_map: no communication beyond x2).
     """
-    if not isinstance(x1, DistArray):
-        if not isinstance(x2, DistArray):
-            raise TypeError("isin needs at least one DistArray argument")
-        x1 = common.apply_logical(_identity, [np.asarray(x1)],
-                                  default_layout(np.shape(x1), x2.layout))
+    if not isinstance(x1, DistArray) and not isinstance(x2, DistArray):
+        raise TypeError("isin needs at least one DistArray argument")
+    check_operand_meshes("isin", (x1, "x1"), (x2, "x2"))
+    # where the call runs: the DistArray of rank >= 1 if any, else the DistArray given
+    dists = [a for a in (x1, x2) if isinstance(a, DistArray)]
+    like = next((a for a in dists if a.ndim), dists[0])
+    if not isinstance(x1, DistArray) or not same_mesh(x1.mesh, like.mesh):
+        from darray._src.api.creation import asarray
+        x1 = asarray(np.asarray(x1), mesh=like.mesh, spec=default_layout(
+            np.shape(x1), like.layout).split)
     x1 = common.check_array(x1, "x1")
-    b = x2 if isinstance(x2, DistArray) else np.asarray(x2)
-    return common.apply_logical(_isin, [x1, b], x1.layout.without_halo(),
-                                static=(bool(invert),))
+    if isinstance(x2, DistArray) and x2.ndim and same_mesh(x2.mesh, x1.mesh):
+        b = x2
+    else:
+        b = _on(x2, x1.mesh)
+    return compaction.blockwise_with_whole(_isin, x1, [b], static=(bool(invert),))
 
 
-def _identity(a):
-    return a
+def _on(value, mesh) -> DistArray:
+    """A non-distributed operand (or 0-d array) placed on `mesh`, replicated."""
+    from darray._src.api.creation import asarray
+    if isinstance(value, DistArray):
+        value = value.to_jax() if value.ndim else np.asarray(value)
+    return asarray(value, mesh=mesh, spec=())
