@@ -253,7 +253,11 @@ def _generator_fn(make, layout: Layout, dtype, static):
 
 def _runtime_scalar(value, dtype):
     """A scalar argument for a compiled generator: Python scalars go in as they are (jit keeps
-    them weakly typed and caches by type); anything else becomes a jax scalar of `dtype`."""
+    them weakly typed and caches by type), ints as floats for a floating `dtype` so that
+    linspace(0, 1, n) and linspace(0.5, 2.5, n) share one compilation; anything else becomes a
+    jax scalar of `dtype`."""
+    if isinstance(value, (bool, int)) and np.dtype(dtype).kind in "fc":
+        return float(value)
     if isinstance(value, (bool, int, float, complex)):
         return value
     return jnp.asarray(value, dtype)

@@ -1,5 +1,7 @@
 """Every elementwise function of the Array API 2024.12, built from one table.
 
+Complex kernels with inf/NaN special cases the standard states come from complex_special.
+
 Each row of `TABLE` names a function, the jax.numpy function that computes it, its arity and
 the dtype category the standard accepts. `elementwise` is the one engine behind all of them
 (and behind `where` and the DistArray operators, which look the functions up by name).
@@ -23,8 +25,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
+from darray._src.api import complex_special as _cs
 from darray._src.api import dtypes as _dt
 from darray._src.api.common import apply_logical, apply_physical, first_dist, is_dist
+from darray._src.api.operands import check_operand_meshes
 from darray._src.array import DistArray
 from darray._src.config import get_config
 from darray._src.errors import LayoutError
@@ -38,6 +42,8 @@ def _is_float_result(x1, x2) -> bool:
 
 def _sign(x):
     """jnp.sign, with +0 for both zeros as the standard says (jnp.sign(-0.0) is -0.0)."""
+    if np.dtype(x.dtype).kind == "c":
+        return _cs.sign_complex(x)
     out = jnp.sign(x)
     if np.dtype(out.dtype).kind != "f":
         return out
@@ -65,14 +71,14 @@ def _remainder(x1, x2):
 # (name, jax.numpy function, arity, accepted dtype category, one-line summary)
 TABLE = (
     ("abs", jnp.abs, 1, "numeric", "Absolute value (modulus for complex; real result)."),
-    ("acos", jnp.arccos, 1, "floating-point", "Inverse cosine."),
-    ("acosh", jnp.arccosh, 1, "floating-point", "Inverse hyperbolic cosine."),
+    ("acos", _cs.acos, 1, "floating-point", "Inverse cosine."),
+    ("acosh", _cs.acosh, 1, "floating-point", "Inverse hyperbolic cosine."),
     ("add", jnp.add, 2, "numeric", "Sum x1 + x2."),
     ("asin", jnp.arcsin, 1, "floating-point", "Inverse sine."),
-    ("asinh", jnp.arcsinh, 1, "floating-point", "Inverse hyperbolic sine."),
+    ("asinh", _cs.asinh, 1, "floating-point", "Inverse hyperbolic sine."),
     ("atan", jnp.arctan, 1, "floating-point", "Inverse tangent."),
     ("atan2", jnp.arctan2, 2, "real floating", "Quadrant-aware inverse tangent of x1 / x2."),
-    ("atanh", jnp.arctanh, 1, "floating-point", "Inverse hyperbolic tangent."),
+    ("atanh", _cs.atanh, 1, "floating-point", "Inverse hyperbolic tangent."),
     ("bitwise_and", jnp.bitwise_and, 2, "integer or boolean", "Bitwise AND."),
     ("bitwise_left_shift", jnp.left_shift, 2, "integral", "Shift x1 left by x2 bits."),
     ("bitwise_invert", jnp.invert, 1, "integer or boolean", "Bitwise NOT."),
@@ -82,12 +88,12 @@ TABLE = (
     ("ceil", jnp.ceil, 1, "real numeric", "Round toward +infinity."),
     ("conj", jnp.conj, 1, "numeric", "Complex conjugate."),
     ("copysign", jnp.copysign, 2, "real floating", "Magnitude of x1 with the sign of x2."),
-    ("cos", jnp.cos, 1, "floating-point", "Cosine."),
-    ("cosh", jnp.cosh, 1, "floating-point", "Hyperbolic cosine."),
+    ("cos", _cs.cos, 1, "floating-point", "Cosine."),
+    ("cosh", _cs.cosh, 1, "floating-point", "Hyperbolic cosine."),
     ("divide", jnp.true_divide, 2, "numeric", "True division x1 / x2."),
     ("equal", jnp.equal, 2, "any", "x1 == x2."),
-    ("exp", jnp.exp, 1, "floating-point", "Exponential."),
-    ("expm1", jnp.expm1, 1, "floating-point", "exp(x) - 1, accurate near 0."),
+    ("exp", _cs.exp, 1, "floating-point", "Exponential."),
+    ("expm1", _cs.expm1, 1, "floating-point", "exp(x) - 1, accurate near 0."),
     ("floor", jnp.floor, 1, "real numeric", "Round toward -infinity."),
     ("floor_divide", _floor_divide, 2, "real numeric", "Floor of x1 / x2."),
     ("greater", jnp.greater, 2, "real numeric", "x1 > x2."),
@@ -99,8 +105,8 @@ TABLE = (
     ("isnan", jnp.isnan, 1, "numeric", "Whether NaN."),
     ("less", jnp.less, 2, "real numeric", "x1 < x2."),
     ("less_equal", jnp.less_equal, 2, "real numeric", "x1 <= x2."),
-    ("log", jnp.log, 1, "floating-point", "Natural logarithm."),
-    ("log1p", jnp.log1p, 1, "floating-point", "log(1 + x), accurate near 0."),
+    ("log", _cs.log, 1, "floating-point", "Natural logarithm."),
+    ("log1p", _cs.log1p, 1, "floating-point", "log(1 + x), accurate near 0."),
     ("log2", jnp.log2, 1, "floating-point", "Base-2 logarithm."),
     ("log10", jnp.log10, 1, "floating-point", "Base-10 logarithm."),
     ("logaddexp", jnp.logaddexp, 2, "real floating", "log(exp(x1) + exp(x2))."),
@@ -122,13 +128,13 @@ TABLE = (
     ("round", jnp.round, 1, "numeric", "Round half to even."),
     ("sign", _sign, 1, "numeric", "Sign (x / |x| for complex)."),
     ("signbit", jnp.signbit, 1, "real floating", "Whether the sign bit is set."),
-    ("sin", jnp.sin, 1, "floating-point", "Sine."),
-    ("sinh", jnp.sinh, 1, "floating-point", "Hyperbolic sine."),
+    ("sin", _cs.sin, 1, "floating-point", "Sine."),
+    ("sinh", _cs.sinh, 1, "floating-point", "Hyperbolic sine."),
     ("square", jnp.square, 1, "numeric", "x * x."),
-    ("sqrt", jnp.sqrt, 1, "floating-point", "Square root."),
+    ("sqrt", _cs.sqrt, 1, "floating-point", "Square root."),
     ("subtract", jnp.subtract, 2, "numeric", "Difference x1 - x2."),
-    ("tan", jnp.tan, 1, "floating-point", "Tangent."),
-    ("tanh", jnp.tanh, 1, "floating-point", "Hyperbolic tangent."),
+    ("tan", _cs.tan, 1, "floating-point", "Tangent."),
+    ("tanh", _cs.tanh, 1, "floating-point", "Hyperbolic tangent."),
     ("trunc", jnp.trunc, 1, "real numeric", "Round toward zero."),
 )
 
@@ -268,6 +274,7 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
             raise LayoutError(f"{fname}: operand layouts differ ({_describe(ops, argnames)}) and "
                               "darray config mismatch='raise' forbids redistributing; move "
                               "operands with darray.asarray(x, mesh=..., spec=...) first")
+    check_operand_meshes(fname, *zip(ops, argnames))  # the mesh rule (api/operands.py)
     ops = [_moved(a, out) for a in ops]
     return apply_logical(fn, [_placed(a, out) for a in ops], out)
 
@@ -280,7 +287,8 @@ def _placed(a, out: Layout):
 
 
 def _moved(a, out: Layout):
-    """DistArrays on another mesh come over to the output mesh first (default split there)."""
+    """0-d DistArrays on another mesh come over to the output mesh (the mesh rule lets only
+    0-d arrays move; check_operand_meshes has refused the others)."""
     if is_dist(a) and a.layout.mesh != out.mesh:
         from darray._src.api.creation import asarray
         return asarray(a, mesh=out.mesh)
