@@ -460,6 +460,7 @@ def broadcast_to(x: DistArray, /, shape) -> DistArray:
 def broadcast_arrays(*arrays) -> tuple[DistArray, ...]:
     """Broadcast arrays against each other. Layout: as broadcast_to, per array."""
     arrays = [common.check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
+    check_same_mesh(arrays, fname="broadcast_arrays")  # the mesh rule (api/operands.py)
     shape = broadcast_shapes(*[a.shape for a in arrays])
     # A tuple since Array API 2025.12 (a list before: see api/versions.py).
     return tuple(broadcast_to(a, shape) for a in arrays)
