@@ -174,8 +174,11 @@ class DistArray:
 
     @property
     def device(self):
-        """The Array API device of a DistArray is its mesh: pass it as `device=` to co-locate."""
-        return self._layout.mesh
+        """The Array API device of a DistArray is its mesh: pass it as `device=` to co-locate.
+        It is the mesh the user gave (``x.device == mesh``), also where darray stores the Auto
+        twin of an Explicit mesh (see api/operands.py)."""
+        from darray._src.api.operands import user_mesh
+        return user_mesh(self._layout.mesh)
 
     def to_device(self, device, /, *, stream=None) -> "DistArray":
         """This array on `device`: a Mesh (what ``x.device`` returns), a single jax Device, or a
