@@ -9,6 +9,14 @@ from darray._src.fft.api import rfftn as rfftn
 from darray._src.fft.api import irfftn as irfftn
 from darray._src.fft.api import hfft as hfft
 from darray._src.fft.api import ihfft as ihfft
+from darray._src.fft.r2r import dct as dct
+from darray._src.fft.r2r import idct as idct
+from darray._src.fft.r2r import dst as dst
+from darray._src.fft.r2r import idst as idst
+from darray._src.fft.r2r import dctn as dctn
+from darray._src.fft.r2r import idctn as idctn
+from darray._src.fft.r2r import dstn as dstn
+from darray._src.fft.r2r import idstn as idstn
 from darray._src.fft.freq import fftfreq as fftfreq
 from darray._src.fft.freq import rfftfreq as rfftfreq
 from darray._src.fft.freq import fftshift as fftshift
