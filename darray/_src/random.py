@@ -96,6 +96,8 @@ def _unit_float(hi, lo, dtype):
 
 
 def _generate(layout: Layout, key, transform, out_dtype):
+    """Run `transform` (a name in _TRANSFORMS and its static arguments, hashable so that the
+    compiled generator is cached) on the random words of every cell, block by block."""
     keypair = _keypair(key, layout.shape)
     fn = _generator(layout, transform, np.dtype(out_dtype))
     return _created(fn(keypair), layout)
@@ -103,9 +105,11 @@ def _generate(layout: Layout, key, transform, out_dtype):
 
 @functools.lru_cache(maxsize=128)
 def _generator(layout: Layout, transform, out_dtype):
+    name, *static = transform
+
     def body(keypair):
         hi, lo = _block_bits(layout, keypair)
-        return transform(hi, lo).astype(out_dtype)
+        return _TRANSFORMS[name](*static, hi, lo).astype(out_dtype)
 
     mapped = compat.shard_map(body, mesh=layout.mesh, in_specs=(jax.sharding.PartitionSpec(),),
                               out_specs=layout.spec, check_vma=False)
@@ -156,7 +160,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0, *, mesh=None,
     shape = _shape_tuple(shape)
     _check_counters(shape)
     return _generate(make_layout(shape, mesh, spec), key,
-                     functools.partial(_uniform_transform, dt, lo, hi), dt)
+                     ("uniform", dt, lo, hi), dt)
 
 
 def _uniform_transform(dt, lo, hi, w0, w1):
@@ -182,12 +186,12 @@ def normal(key, shape=(), dtype=None, *, mesh=None, spec=None) -> DistArray:
     if dt.kind == "c":
         real = _canonical(np.float64 if dt.itemsize == 16 else np.float32)
         k_re, k_im = _split_key(key)
-        re = _generate(layout, k_re, functools.partial(_normal_transform, real), real)
-        im = _generate(layout, k_im, functools.partial(_normal_transform, real), real)
+        re = _generate(layout, k_re, ("normal", real), real)
+        im = _generate(layout, k_im, ("normal", real), real)
         scale = real.type(np.sqrt(0.5))
         data = _combine_complex(layout, dt)(re.data, im.data, scale)
         return _created(data, layout)
-    return _generate(layout, key, functools.partial(_normal_transform, dt), dt)
+    return _generate(layout, key, ("normal", dt), dt)
 
 
 def _split_key(key):
@@ -244,7 +248,7 @@ def integers(key, low, high=None, shape=(), dtype=None, *, mesh=None, spec=None)
     shape = _shape_tuple(shape)
     _check_counters(shape)
     return _generate(make_layout(shape, mesh, spec), key,
-                     functools.partial(_integers_transform, dt, low, high - low), dt)
+                     ("integers", dt, low, high - low), dt)
 
 
 def _integers_transform(dt, low, span, w0, w1):
@@ -266,6 +270,10 @@ def _integers_transform(dt, low, span, w0, w1):
     if dt.kind == "i":
         value = jax.lax.bitcast_convert_type(value, np.int32)
     return value.astype(dt)
+
+
+_TRANSFORMS = {"uniform": _uniform_transform, "normal": _normal_transform,
+               "integers": _integers_transform}
 
 
 def _mulmod32(a, b, m):

@@ -99,7 +99,7 @@ def _one_block(callback, region, dtype) -> np.ndarray:
     if arr.dtype.kind not in "biufc":
         raise TypeError(f"callback returned a block of dtype {arr.dtype} for index {region}; "
                         "return numbers (bool, integer, real or complex)")
-    return np.ascontiguousarray(arr, dtype=dtype)
+    return np.asarray(arr, dtype=dtype, order="C")  # (ascontiguousarray makes 0-d 1-d)
 
 
 def block_coordinates(layout: Layout, dtype):
