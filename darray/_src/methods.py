@@ -11,6 +11,7 @@ result is a new DistArray in x's layout; `x` is unchanged.
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
@@ -302,15 +303,18 @@ class _AtRef:
         return self._x[self._key]
 
     def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        _check_mode(mode, None)
-        from darray._src.api.indexing import setitem
-        return setitem(self._x, self._key, values)
+        return self._update("set", values, mode)
 
     def _update(self, how, values, mode):
         _check_mode(mode, None)
         from darray._src.api import indexing
         x, key = self._x, self._key
         keys = key if isinstance(key, tuple) else (key,)
+        selection = _basic_selection(x, keys)
+        if selection is not None and _is_scalar_value(values):
+            return _masked_update(x, selection, values, how)
+        if how == "set":
+            return indexing.setitem(x, key, values)
         if not any(indexing._is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in keys):
             # basic keys select each cell once: read, combine, write back
             combined = _ns(_COMBINE[how])(x[key], values)
@@ -329,6 +333,71 @@ def _update_method(how):
 
 for _how in _COMBINE:
     setattr(_AtRef, _how, _update_method(_how))
+
+
+def _is_scalar_value(values) -> bool:
+    from darray._src.array import DistArray
+    if isinstance(values, DistArray):
+        return values.ndim == 0
+    return isinstance(values, (bool, int, float, complex, np.generic)) or (
+        isinstance(values, np.ndarray) and values.ndim == 0)
+
+
+def _basic_selection(x, keys):
+    """For a key of ints, slices, ... and None on a plain layout: one boolean vector per axis
+    over the *physical* length, True at the selected logical cells (padding never selected);
+    else None. Host work only, sized by the axes, never by the array."""
+    from darray._src.api import indexing
+    from darray._src.api._helpers import is_plain
+    if not is_plain(x.layout) or any(
+            indexing._is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in keys):
+        return None
+    for pos, k in enumerate(keys):
+        indexing._check_item(k, pos)
+    keys = indexing._expand_ellipsis(tuple(keys), x.ndim)
+    keys = tuple(k for k in keys if k is not None)  # new axes only shape the value
+    keys = keys + (slice(None),) * (x.ndim - len(keys))
+    vectors = []
+    for axis, (k, n, physical_n) in enumerate(zip(keys, x.shape, x.layout.physical_shape)):
+        chosen = np.zeros(physical_n, bool)
+        if isinstance(k, slice):
+            chosen[np.arange(n)[k]] = True
+        else:
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            chosen[i % n] = True
+        shape = [1] * x.ndim
+        shape[axis] = physical_n
+        vectors.append(chosen.reshape(shape))
+    return vectors
+
+
+def _masked_update(x, vectors, value, how):
+    """x with the selected cells combined with a scalar value: one elementwise select on the
+    physical blocks (the selection vectors are runtime arguments, so new indices reuse the
+    compiled program). No communication."""
+    from darray._src.api import common
+    from darray._src.array import DistArray
+    if not isinstance(value, DistArray):
+        value = np.asarray(value)
+    return common.apply_physical(_select_fn(how), [x, value, *vectors], x.layout)
+
+
+_JNP_COMBINE = {"set": None, "add": "add", "multiply": "multiply", "divide": "divide",
+                "power": "power", "min": "minimum", "max": "maximum"}
+
+
+@functools.lru_cache(maxsize=None)
+def _select_fn(how):
+    def select(data, value, *vectors):
+        import jax.numpy as jnp
+        chosen = functools.reduce(jnp.logical_and, vectors)
+        name = _JNP_COMBINE[how]
+        value = jnp.asarray(value).astype(data.dtype)  # as JAX's .at: updates take x's dtype
+        new = value if name is None else getattr(jnp, name)(data, value)
+        return jnp.where(chosen, new.astype(data.dtype), data)
+    return select
 
 
 def _check_mode(mode, fill_value):
