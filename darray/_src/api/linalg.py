@@ -11,6 +11,7 @@ element). That is the accepted first version; distributed factorizations are fut
 """
 from __future__ import annotations
 
+import functools
 import operator
 from typing import NamedTuple
 
@@ -65,8 +66,18 @@ def _invoke(*args):
 
 
 def _shapes(fn, arrays, static):
-    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) if isinstance(a, DistArray) else a
-             for a in arrays]
+    specs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) if isinstance(a, DistArray) else a
+                  for a in arrays)
+    try:
+        # eval_shape traces (~0.5 ms per eager call); x64 changes result dtypes
+        return _cached_shapes(fn, specs, static, bool(jax.config.jax_enable_x64))
+    except TypeError:  # an unhashable operand
+        return jax.eval_shape(lambda *xs: fn(*xs, *static), *specs)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_shapes(fn, specs, static, x64):
+    del x64  # part of the cache key only
     return jax.eval_shape(lambda *xs: fn(*xs, *static), *specs)
 
 
