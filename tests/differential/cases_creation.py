@@ -252,6 +252,10 @@ def _dist_isdtype(a, kind):
     return darray.isdtype(getattr(darray, a), kind)
 
 
+def _np_isdtype(a, kind):
+    return np.isdtype(np.dtype(a), kind)
+
+
 def _finfo_fields(info):
     return [np.asarray([info.bits, info.eps, info.max, info.min, info.smallest_normal]),
             np.dtype(info.dtype).name]
@@ -287,9 +291,14 @@ def _as_str(leaves):
 
 
 register(
-    Case("result_type", _dtype_pair(), _guard_result_type, _np_result_type, None, post=_as_str),
-    Case("can_cast", _dtype_pair(), _dist_can_cast, _np_can_cast, None, post=_as_str),
-    Case("isdtype", _isdtype_example(), _dist_isdtype, np.isdtype, None, post=_as_str),
-    Case("finfo", _one_dtype(F + ds.COMPLEX), _dist_finfo, _np_finfo, None, post=_as_str),
-    Case("iinfo", _one_dtype(DTYPES[1:9]), _dist_iinfo, _np_iinfo, None, post=_as_str),
+    Case("result_type", _dtype_pair(), _guard_result_type, _np_result_type, None, post=_as_str,
+         layout=False),
+    Case("can_cast", _dtype_pair(), _dist_can_cast, _np_can_cast, None, post=_as_str,
+         layout=False),
+    Case("isdtype", _isdtype_example(), _dist_isdtype, _np_isdtype, None, post=_as_str,
+         layout=False),
+    Case("finfo", _one_dtype(F + ds.COMPLEX), _dist_finfo, _np_finfo, None, post=_as_str,
+         layout=False),
+    Case("iinfo", _one_dtype(DTYPES[1:9]), _dist_iinfo, _np_iinfo, None, post=_as_str,
+         layout=False),
 )

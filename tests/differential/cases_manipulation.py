@@ -165,7 +165,7 @@ register(
     Case("broadcast_arrays", _broadcast_arrays_example(), darray.broadcast_arrays,
          np.broadcast_arrays, None),
     Case("broadcast_shapes", _shapes_example(), darray.broadcast_shapes, np.broadcast_shapes,
-         None),
+         None, layout=False),
 )
 
 

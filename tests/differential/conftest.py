@@ -16,7 +16,11 @@ _COMMON = dict(derandomize=True, deadline=None, database=None, print_blob=False,
                                       HealthCheck.filter_too_much])
 settings.register_profile("darray-fast", max_examples=FAST_EXAMPLES,
                           phases=[Phase.explicit, Phase.generate], **_COMMON)
-settings.register_profile("darray-large", max_examples=LARGE_EXAMPLES, **_COMMON)
+# DARRAY_DIFF_SHRINK=0 skips shrinking in the large profile (a quicker survey of failures)
+_LARGE_PHASES = ([Phase.explicit, Phase.generate] if os.environ.get("DARRAY_DIFF_SHRINK") == "0"
+                 else list(Phase))
+settings.register_profile("darray-large", max_examples=LARGE_EXAMPLES, phases=_LARGE_PHASES,
+                          **_COMMON)
 
 PROFILE = os.environ.get("DARRAY_DIFF_PROFILE", "fast")
 if PROFILE not in ("fast", "large"):

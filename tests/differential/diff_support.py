@@ -176,12 +176,13 @@ def check_layout(result, mesh, what: str):
                          f" not a DistArray")
 
 
-def compare(result, expected_native, expected_wide, *, mesh, tol: float, scale: float,
-            what: str, check_dtype: bool = True):
+def compare(result, expected_native, expected_wide, *, tol: float, scale: float,
+            what: str, check_dtype: bool = True, eps_dtype=None):
     """result: darray output. expected_native: numpy's output on the inputs' own dtypes (gives
     the dtype); expected_wide: numpy's output on the widened inputs (gives the values).
     tol: None for exact comparison, else a multiple of the result dtype's eps times `scale`
-    (the size of the quantity: magnitude times reduction length)."""
+    (the size of the quantity: magnitude times reduction length); eps_dtype: the dtype whose
+    eps sets the tolerance (default: the result's)."""
     got = np.asarray(result)
     exp = np.asarray(expected_native)
     assert got.shape == exp.shape, f"{what}: shape {got.shape}, numpy {exp.shape}"
@@ -193,9 +194,9 @@ def compare(result, expected_native, expected_wide, *, mesh, tol: float, scale: 
         np.testing.assert_array_equal(got, wide.astype(got.dtype) if got.dtype.kind in "biu"
                                       else wide, err_msg=what)
         return
-    bound = tol * eps_of(got.dtype) * scale
+    eps = eps_of(got.dtype if eps_dtype is None else eps_dtype)
     np.testing.assert_allclose(got.astype(np.complex128 if got.dtype.kind == "c" else np.float64),
-                               wide, rtol=tol * eps_of(got.dtype), atol=bound, equal_nan=True,
+                               wide, rtol=tol * eps, atol=tol * eps * scale, equal_nan=True,
                                err_msg=what)
 
 
