@@ -29,9 +29,12 @@ def host_to_physical(host: np.ndarray, layout: Layout) -> jax.Array:
     """Place host data so that each device receives only its own block (no full copy per device).
 
     Works in multi-process runs too: each process supplies the blocks of its own devices.
+    With ghosts in the layout, each block is ``[lo ghosts | owned | hi ghosts | padding]`` and
+    the ghosts hold what ``x.halo(boundary="periodic")`` would put there (the host has every
+    cell, so no communication is needed to fill them).
     """
     if layout.has_halo:
-        raise NotImplementedError("host_to_physical builds arrays without halo; call .halo() after")
+        return _host_to_haloed(host, layout)
     physical = layout.physical_shape
 
     def block(index):
@@ -47,6 +50,35 @@ def host_to_physical(host: np.ndarray, layout: Layout) -> jax.Array:
         out = np.zeros(out_shape, host.dtype)
         out[tuple(slice(0, n) for n in piece.shape)] = piece
         return out
+
+    return jax.make_array_from_callback(physical, sharding_of(layout), block)
+
+
+def _haloed_sources(layout: Layout, axis: int, start: int, stop: int):
+    """For physical positions [start, stop) of `axis`: the index into the periodically padded
+    host array (np.pad(host, halo, "wrap")) holding that cell, or -1 for padding."""
+    lo, hi = layout.halo[axis]
+    width = lo + layout.chunk(axis) + hi
+    pos = np.arange(start, stop)
+    block, local = pos // width, pos % width
+    extent = np.array([layout.block_extent(axis, int(b)) for b in block], np.int64)
+    begin = np.array([layout.block_start(axis, int(b)) for b in block], np.int64)
+    return np.where(local < lo + extent + hi, begin + local, -1)
+
+
+def _host_to_haloed(host: np.ndarray, layout: Layout) -> jax.Array:
+    wrapped = np.pad(host, layout.halo, mode="wrap") if host.size else host
+    physical = layout.physical_shape
+
+    def block(index):
+        sources = [_haloed_sources(layout, axis, *sl.indices(physical[axis])[:2])
+                   for axis, sl in enumerate(index)]
+        piece = wrapped[np.ix_(*[np.maximum(s, 0) for s in sources])] if wrapped.size else \
+            np.zeros([len(s) for s in sources], host.dtype)
+        valid = np.ones(piece.shape, bool)
+        for axis, s in enumerate(sources):
+            valid &= (s >= 0).reshape((-1,) + (1,) * (len(sources) - axis - 1))
+        return np.where(valid, piece, np.zeros((), host.dtype)).astype(host.dtype)
 
     return jax.make_array_from_callback(physical, sharding_of(layout), block)
 

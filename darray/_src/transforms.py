@@ -38,7 +38,18 @@ def _batch_mesh_axes(args, in_axes):
 
 
 def _with_batch_axis(out, names, out_axes):
-    """Give DistArray outputs the mapped axis in their Layout, split over `names`."""
+    """Give DistArray outputs the mapped axis in their Layout, split over `names`. `out_axes`
+    is an int, None, or a pytree prefix of the outputs (as for jax.vmap)."""
+    def fix_subtree(out_axis, sub):
+        if out_axis is None:  # not mapped: the output is what one batch member gave
+            return sub
+        return jax.tree_util.tree_map(lambda leaf: _with_batch_axis_leaf(leaf, names, out_axis),
+                                      sub, is_leaf=_is_dist)
+    return jax.tree_util.tree_map(fix_subtree, out_axes, out, is_leaf=lambda v: v is None)
+
+
+def _with_batch_axis_leaf(leaf, names, out_axes):
+    """One output leaf with the mapped axis (out_axes: an int) in its Layout."""
     def fix(leaf):
         if not _is_dist(leaf):
             return leaf
@@ -55,14 +66,15 @@ def _with_batch_axis(out, names, out_axes):
         layout = Layout(insert(raw.shape, data.shape[axis]), raw.mesh, insert(raw.split, split_names),
                         insert(raw.halo, (0, 0)), tuple(range(data.ndim)))
         return DistArray(data, layout)
-    return jax.tree_util.tree_map(fix, out, is_leaf=_is_dist)
+    return fix(leaf)
 
 
 def vmap(fun, in_axes=0, out_axes=0, *, spmd_axis_name=None):
     """`jax.vmap` for functions of DistArrays that keeps a split batch axis distributed.
 
     Args:
-      fun, in_axes, out_axes: as for `jax.vmap` (out_axes: one int for every output).
+      fun, in_axes, out_axes: as for `jax.vmap` (out_axes: an int, None, or a pytree prefix
+        of the outputs).
       spmd_axis_name: mesh axis (or tuple) splitting the batch axis; default: read from the
         Layouts of the DistArray arguments.
 
@@ -79,8 +91,6 @@ def vmap(fun, in_axes=0, out_axes=0, *, spmd_axis_name=None):
       >>> x = darray.zeros((2, 16, 16, 16), mesh=mesh, spec=("c", "x", "y"))
       >>> k = darray.vmap(darray.fft.fftn)(x)      # like darray.fft.fftn(x, axes=(1, 2, 3))
     """
-    if not isinstance(out_axes, int):
-        raise NotImplementedError(f"darray.vmap supports one int out_axes, got {out_axes!r}")
 
     @functools.wraps(fun)
     def wrapped(*args):

@@ -20,7 +20,7 @@ from darray._src import compat, physical
 from darray._src.api import common, compaction
 from darray._src.api._helpers import (default_layout, is_plain, make_out_layout, normalize_axis,
                                       settle)
-from darray._src.api.operands import check_operand_meshes
+from darray._src.api.operands import check_operand_meshes, placed
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 
@@ -207,6 +207,16 @@ def _basic_read_fn(lay: Layout, plan, out: Layout):
     return jax.jit(run)
 
 
+def _key_on_mesh(x: DistArray, key: tuple, fname: str, value=None) -> tuple:
+    """The mesh rule for index arrays (and a written value): DistArrays of rank >= 1 must live
+    on x's mesh; 0-d ones are brought there."""
+    named = [(x, "x")] + [(k, f"key[{i}]") for i, k in enumerate(key)]
+    if value is not None:
+        named.append((value, "value"))
+    check_operand_meshes(fname, *named)
+    return tuple(placed(k, x.mesh) for k in key)
+
+
 def getitem(x: DistArray, key) -> DistArray:
     """``x[key]`` for basic keys (ints, slices with any step, Ellipsis, None), integer arrays
     and boolean masks.
@@ -224,7 +234,7 @@ def getitem(x: DistArray, key) -> DistArray:
     for pos, k in enumerate(key):
         _check_item(k, pos)
     if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
-        return _advanced_get(x, key)
+        return _advanced_get(x, _key_on_mesh(x, key, "x[key]"))
     key = _expand_ellipsis(key, x.ndim)
     plan, ints, shape, split = _basic_plan(x, key)
     out = make_out_layout(x.mesh, shape, split)
@@ -354,7 +364,6 @@ def _leading_mask(x: DistArray, key: tuple):
         return asarray(mask, mesh=x.mesh, spec=x.layout.split[:mask.ndim])
     if mask.dtype != bool or mask.ndim == 0 or mask.shape != x.shape[:mask.ndim]:
         return None
-    check_operand_meshes("x[mask]", (x, "x"), (mask, "mask"))
     return mask
 
 
@@ -422,7 +431,8 @@ def setitem(x: DistArray, key, value) -> DistArray:
     key = _as_tuple(key)
     for pos, k in enumerate(key):
         _check_item(k, pos)
-    val = _value_operand(value, x.dtype)
+    key = _key_on_mesh(x, key, "x[key] = value", value)
+    val = placed(_value_operand(value, x.dtype), x.mesh)
     if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
         mask = _leading_mask(x, key)
         if mask is not None and np.ndim(val) == 0:
@@ -484,6 +494,7 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
         raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
     if idx.ndim != 1:
         raise ValueError(f"indices must be 1-D, got shape {idx.shape}")
+    check_operand_meshes("take", (x, "x"), (idx, "indices"))
     shape = list(x.shape)
     shape[axis] = idx.shape[0]
     out = make_out_layout(x.mesh, shape, x.layout.split)
@@ -506,6 +517,7 @@ def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
         raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
     if idx.ndim != x.ndim:
         raise ValueError(f"indices must have x's rank {x.ndim}, got shape {idx.shape}")
+    check_operand_meshes("take_along_axis", (x, "x"), (idx, "indices"))
     shape = list(np.broadcast_shapes(tuple(n for i, n in enumerate(x.shape) if i != axis),
                                      tuple(n for i, n in enumerate(idx.shape) if i != axis)))
     shape.insert(axis, idx.shape[axis])

@@ -495,17 +495,26 @@ def tile(x: DistArray, repetitions, /) -> DistArray:
 def _repeat(a, repeats, axis, total):
     if axis is None:
         a, axis = a.reshape(-1), 0
-    return jnp.repeat(a, jnp.asarray(repeats) if isinstance(repeats, tuple) else repeats,
-                      axis=axis, total_repeat_length=total)
+    return jnp.repeat(a, repeats, axis=axis, total_repeat_length=total)
+
+
+def _repeat_each(a, counts, axis, total):
+    return (_repeat(a, counts, axis, total),)
 
 
 def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
     """Repeat each element `repeats` times (an int, or one count per element along `axis`).
 
     Layout: with `axis`, x's split; with axis=None the 1-D result is split over all of x's mesh
-    axes. Logical path. Per-element counts given as an array are read to the host first (the
-    output shape depends on them), so they must be concrete (not traced under jit).
+    axes. One count for all: logical path (a broadcast). Per-element counts: read to the host
+    first (the output shape depends on them, so under jit they must be concrete: jax's
+    ConcretizationTypeError otherwise), then every device builds the result whole from the
+    replicated input inside shard_map (compaction.run_replicated): jnp.repeat with
+    per-element counts is a cumulative sum plus a scatter, the family XLA's partitioner
+    miscompiles on partly replicated layouts.
     """
+    from darray._src.api import compaction
+    from darray._src.api.operands import check_operand_meshes
     x = common.check_array(x)
     if axis is not None:
         axis = normalize_axis(axis, x.ndim)
@@ -514,18 +523,23 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
         counts = int(repeats)
         if counts < 0:
             raise ValueError(f"repeats={counts} must be >= 0")
-        total = n * counts
+        host = None
     else:
-        if isinstance(repeats, DistArray) and isinstance(repeats.data, jax.core.Tracer):
-            raise NotImplementedError("repeat with per-element counts needs concrete counts "
-                                      "(the output shape depends on them); call it outside jit")
-        host = np.asarray(repeats).astype(np.int64).reshape(-1)
+        check_operand_meshes("repeat", (x, "x"), (repeats, "repeats"))
+        compaction.concrete_count(repeats, "repeat with per-element counts")
+        if isinstance(repeats, jax.core.Tracer):
+            raise jax.errors.ConcretizationTypeError(
+                repeats, "repeat with per-element counts: the output shape depends on them")
+        host = np.asarray(repeats)
+        if host.dtype.kind not in "iub":
+            raise TypeError(f"repeats must hold integers, got dtype {host.dtype}")
+        host = host.astype(np.int64).reshape(-1)
         if host.size not in (1, n):
             raise ValueError(f"repeats has {host.size} entries; need 1 or {n}")
         if (host < 0).any():
             raise ValueError("repeats must be >= 0")
-        counts = int(host[0]) if host.size == 1 else tuple(int(c) for c in host)
-        total = n * counts if host.size == 1 else int(host.sum())
+        counts = int(host[0]) if host.size == 1 else None
+    total = n * counts if counts is not None else int(host.sum())
     if axis is None:
         names = tuple(nm for s in x.layout.split for nm in s)
         out = make_out_layout(x.mesh, (total,), (names,))
@@ -533,4 +547,9 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
         shape = list(x.shape)
         shape[axis] = total
         out = make_out_layout(x.mesh, shape, x.layout.split)
-    return common.apply_logical(_repeat, [x], out, static=(counts, axis, total))
+    if counts is not None:
+        return common.apply_logical(_repeat, [x], out, static=(counts, axis, total))
+    from darray._src.api.creation import asarray
+    each = asarray(host, mesh=x.mesh, spec=())
+    (result,) = compaction.run_replicated(_repeat_each, [x, each], (out,), static=(axis, total))
+    return result

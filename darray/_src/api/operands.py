@@ -91,3 +91,12 @@ def caller_name(depth: int = 2) -> str:
     while frame is not None and frame.f_code.co_name.startswith("_"):
         frame = frame.f_back
     return frame.f_code.co_name if frame is not None else "darray"
+
+
+def placed(a, mesh):
+    """`a` ready to combine with arrays on `mesh`: a 0-d DistArray on another mesh is moved
+    there (it carries no distribution); everything else is returned as it is."""
+    if isinstance(a, DistArray) and a.ndim == 0 and not same_mesh(a.mesh, mesh):
+        from darray._src.api.creation import asarray
+        return asarray(a, mesh=mesh)
+    return a
