@@ -311,8 +311,7 @@ class DistArray:
         item is one compiled read (the index is a runtime argument, so it compiles once)."""
         if not self.ndim:
             raise TypeError("iteration over a 0-d DistArray")
-        for i in range(self.shape[0]):
-            yield self[i]
+        return (self[i] for i in range(self.shape[0]))
 
     def __format__(self, format_spec: str) -> str:
         """A 0-d array formats as its Python scalar (``f"{loss:.3f}"``); others as repr with
@@ -374,11 +373,20 @@ def _lookup(name):
     return getattr(elementwise, name)
 
 
+_OPERAND_TYPES = (bool, int, float, complex, np.ndarray, np.generic, jax.Array)
+
+
 def _binary(name, how):
+    # Unknown operand types give NotImplemented, so Python asks the other operand (numpy's
+    # rule; e.g. pytest.approx, or a library's own array type)
     def forward(self, other):
+        if not isinstance(other, (DistArray,) + _OPERAND_TYPES):
+            return NotImplemented
         return _lookup(name)(self, other)
 
     def reflected(self, other):
+        if not isinstance(other, (DistArray,) + _OPERAND_TYPES):
+            return NotImplemented
         return _lookup(name)(other, self)
 
     def inplace(self, other):

@@ -1,0 +1,153 @@
+"""0-d results are 0-d DistArrays: array-API code mixes them with arrays, Python and numpy
+convert them, jit/vmap return them, and darray.grad / value_and_grad take them as losses."""
+import array_api_compat
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import darray
+from darray._src import compat
+from darray._src.array import DistArray
+from scalar_check import assert_replicated_scalar
+
+RNG = np.random.default_rng(3)
+MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+A = RNG.standard_normal((13, 7))
+X = darray.asarray(A, mesh=MESH, spec=("x", "y"))
+
+
+def test_namespace_of_arrays_and_reduction_results():
+    s = darray.sum(X)
+    assert_replicated_scalar(s, MESH, A.sum(), rtol=1e-12)
+    assert array_api_compat.array_namespace(X, s) is darray
+    assert array_api_compat.array_namespace(s) is darray
+    assert array_api_compat.array_namespace(X[0, 0], darray.max(X, axis=0)) is darray
+
+
+def test_functions_take_reduction_results_where_arrays_go():
+    s, m = darray.sum(X), darray.max(X)
+    both = darray.stack([s, m])
+    np.testing.assert_allclose(np.asarray(both), [A.sum(), A.max()], rtol=1e-12)
+    assert both.mesh == X.mesh and both.layout.split == ((),)
+    cat = darray.concat([darray.reshape(s, (1,)), X[0]])
+    np.testing.assert_allclose(np.asarray(cat), np.concatenate([[A.sum()], A[0]]), rtol=1e-12)
+    assert cat.layout.split == ((),) or cat.layout.split == (("y",),), cat.layout
+    assert_replicated_scalar(darray.matmul(X[0], X[1]) * s, MESH, (A[0] @ A[1]) * A.sum(),
+                             rtol=1e-12)
+    i = darray.argmax(X[:, 2])
+    t = darray.take(X[:, 2], darray.reshape(i, (1,)))
+    np.testing.assert_allclose(np.asarray(t), [A[:, 2].max()])
+    ss = darray.sort(X[:, 0])
+    k = darray.searchsorted(ss, darray.mean(X[:, 0]))
+    assert_replicated_scalar(k, MESH, np.searchsorted(np.sort(A[:, 0]), A[:, 0].mean()))
+    y = darray.where(X > darray.mean(X), X, darray.min(X))
+    np.testing.assert_allclose(np.asarray(y), np.where(A > A.mean(), A, A.min()), rtol=1e-12)
+    assert y.layout == X.layout
+    # zscore over everything, as scipy.stats writes it
+    z = (X - darray.mean(X)) / darray.std(X)
+    np.testing.assert_allclose(np.asarray(z), (A - A.mean()) / A.std(), rtol=1e-10)
+    assert z.layout == X.layout
+
+
+def test_python_and_numpy_conversions():
+    s = darray.sum(X)
+    i = darray.argmax(X)
+    b = darray.any(X > 2)
+    assert float(s) == pytest.approx(A.sum(), rel=1e-12)
+    assert int(i) == A.argmax() and [0] * 100 != [] and list(range(100))[i] == A.argmax()
+    assert bool(b) == bool((A > 2).any()) and (not b) == (not (A > 2).any())
+    assert complex(s) == pytest.approx(complex(A.sum()))
+    assert s.item() == pytest.approx(A.sum()) and isinstance(s.item(), float)
+    assert i.item() == A.argmax() and isinstance(i.item(), int)
+    assert f"{s:.4f}" == f"{A.sum():.4f}" and f"{i}" == str(A.argmax())
+    assert np.asarray(s).shape == () and np.asarray(s) == pytest.approx(A.sum())
+    assert np.float64(2.0) * s == pytest.approx(2 * A.sum())
+    j = s.to_jax()
+    assert isinstance(j, jax.Array) and not isinstance(j, DistArray) and j.shape == ()
+    with pytest.raises(TypeError, match="iteration over a 0-d DistArray"):
+        iter(s)
+    with pytest.raises(TypeError, match=r"len\(\) of a 0-d DistArray"):
+        len(s)
+    with pytest.raises(TypeError, match="index.. is not defined for dtype float64"):
+        [1, 2][s]
+
+
+def test_comparisons_and_arithmetic_with_python_scalars():
+    s = darray.sum(X)
+    t = A.sum()
+    for got, want in ((s + 1, t + 1), (1 - s, 1 - t), (s * 2.5, t * 2.5), (3 / s, 3 / t),
+                      (s ** 2, t ** 2), (-s, -t), (abs(s), abs(t))):
+        assert_replicated_scalar(got, MESH, want, rtol=1e-12)
+    for got, want in ((s > 0, t > 0), (s == s, True), (s != 1.0, t != 1.0), (s <= float(s), True)):
+        assert_replicated_scalar(got, MESH, want)
+        assert bool(got) == bool(want)
+    u = s.copy()
+    u += 1.0  # in-place on a 0-d result rebinds it; s is unchanged
+    assert float(u) == pytest.approx(t + 1) and float(s) == pytest.approx(t)
+
+
+def test_jit_and_vmap_return_zero_d_distarrays():
+    r = jax.jit(lambda x: darray.sum(x * x))(X)
+    assert_replicated_scalar(r, MESH, (A * A).sum(), rtol=1e-12)
+    batch = darray.asarray(RNG.standard_normal((4, 13, 7)), mesh=MESH, spec=(None, "x", "y"))
+    v = jax.vmap(lambda a: darray.sum(a))(batch)
+    np.testing.assert_allclose(np.asarray(v), np.asarray(batch).sum(axis=(1, 2)), rtol=1e-12)
+    assert isinstance(v, DistArray) and v.shape == (4,)
+    w = darray.vmap(lambda a: darray.max(a))(batch)
+    np.testing.assert_allclose(np.asarray(w), np.asarray(batch).max(axis=(1, 2)))
+    assert isinstance(w, DistArray) and w.shape == (4,)
+
+
+# -- grad ----------------------------------------------------------------------------------
+def test_plain_jax_grad_refuses_a_zero_d_distarray_loss():
+    """The measurement behind darray.grad: JAX takes only jax scalars as a loss."""
+    with pytest.raises(TypeError, match="Gradient only defined for scalar-output functions"):
+        jax.grad(lambda x: darray.sum(x * x))(X)
+    g = jax.grad(lambda x: darray.sum(x * x).to_jax())(X)  # the documented manual unwrap
+    np.testing.assert_allclose(np.asarray(g), 2 * A, rtol=1e-12)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_grad_and_value_and_grad(jit):
+    wrap = jax.jit if jit else (lambda f: f)
+    w = darray.asarray(RNG.standard_normal((13, 7)), mesh=MESH, spec=("x", "y"))
+    wa = np.asarray(w)
+
+    def loss(x, w):
+        return darray.sum(darray.sin(x) * w)
+    g = wrap(darray.grad(loss))(X, w)
+    np.testing.assert_allclose(np.asarray(g), np.cos(A) * wa, rtol=1e-12)
+    assert g.layout == X.layout and g.data.sharding.spec == X.layout.spec
+    gx, gw = wrap(darray.grad(loss, argnums=(0, 1)))(X, w)
+    np.testing.assert_allclose(np.asarray(gw), np.sin(A), rtol=1e-12)
+    assert gx.layout == X.layout and gw.layout == w.layout
+    value, g = wrap(darray.value_and_grad(loss))(X, w)
+    assert_replicated_scalar(value, MESH, (np.sin(A) * wa).sum(), rtol=1e-12)
+
+    def with_aux(x):
+        y = darray.sin(x)
+        return darray.sum(y * y), (y, darray.max(y))
+    g, (aux_y, aux_max) = wrap(darray.grad(with_aux, has_aux=True))(X)
+    np.testing.assert_allclose(np.asarray(g), 2 * np.sin(A) * np.cos(A), rtol=1e-12)
+    assert aux_y.layout == X.layout
+    assert_replicated_scalar(aux_max, MESH, np.sin(A).max(), rtol=1e-12)
+    (value, (aux_y, _)), g = wrap(darray.value_and_grad(with_aux, has_aux=True))(X)
+    assert_replicated_scalar(value, MESH, (np.sin(A) ** 2).sum(), rtol=1e-12)
+
+
+def test_grad_options_and_errors():
+    z = darray.asarray(A + 1j * A[::-1], mesh=MESH, spec=("x", "y"))
+    g = darray.grad(lambda c: darray.sum(c * c), holomorphic=True)(z)
+    np.testing.assert_allclose(np.asarray(g), 2 * np.asarray(z), rtol=1e-12)
+    assert g.layout == z.layout
+    n = darray.asarray(np.arange(8), mesh=MESH)
+    gi = darray.grad(lambda x, k: darray.sum(x) * 2.0, argnums=(0, 1), allow_int=True)(X, n)
+    assert gi[1].dtype == jax.dtypes.float0
+    g = darray.grad(lambda x: jnp.sum(x.to_jax() ** 2))(X)  # a plain jax scalar loss works too
+    np.testing.assert_allclose(np.asarray(g), 2 * A, rtol=1e-12)
+    with pytest.raises(TypeError, match=r"darray.grad: the function must return a 0-d "
+                                        r"\(scalar\) loss, got a DistArray of shape \(13, 7\)"):
+        darray.grad(lambda x: x * 2)(X)
+    with pytest.raises(TypeError, match="has_aux=True needs the function to return a pair"):
+        darray.value_and_grad(lambda x: darray.sum(x), has_aux=True)(X)
