@@ -97,7 +97,7 @@ def _op_cases():
 
 def _check(result, expected):
     got = _to_numpy(result)
-    if isinstance(got, list):
+    if isinstance(got, (list, tuple)):
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e, rtol=1e-6)
     else:
@@ -114,7 +114,7 @@ def test_creation_compiles_once_per_signature(name):
     assert compiled.count == 0, f"{name}: a warm call with new values compiled {compiled.count}x"
     if reference is not None:
         _check(result, reference())
-    outs = result if isinstance(result, list) else [result]
+    outs = result if isinstance(result, (list, tuple)) else [result]
     for out in outs:  # created arrays stay distributed on their mesh
         assert isinstance(out, darray.DistArray)
         assert out.data.sharding.spec == out.layout.spec
