@@ -3,6 +3,7 @@
 Every rank runs worker_beyond.py; the test kills every rank if any runs past its timeout.
 """
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -24,16 +25,27 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _run(nproc, mode, outdir, timeout=TIMEOUT_S, wait_for=None):
-    """Run every rank; wait (polling) until the ranks in `wait_for` (default: all) exit."""
+def _run(nproc, mode, outdir, timeout=TIMEOUT_S, wait_for=None, mpiexec=False):
+    """Run every rank (or one mpiexec); wait (polling) until the ranks in `wait_for` (default:
+    all) exit. Output goes to files, not pipes: polling must never block on a full pipe."""
     wait_for = range(nproc) if wait_for is None else wait_for
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS",)}
-    logs = [open(os.path.join(outdir, f"{mode}-rank{rank}.log"), "w+") for rank in range(nproc)]
-    procs = [subprocess.Popen([sys.executable, WORKER, str(port), str(nproc), str(rank), mode,
-                               str(outdir)], stdout=log, stderr=subprocess.STDOUT, env=env)
-             for rank, log in enumerate(logs)]  # files, not pipes: polling must never block
-    ended = [None] * nproc  # when each rank exited, seen by polling
+    if mpiexec:
+        log = open(os.path.join(outdir, f"{mode}-mpiexec.log"), "w+")
+        logs = [log]
+        procs = [subprocess.Popen([shutil.which("mpiexec"), "-n", str(nproc), sys.executable,
+                                   WORKER, "0", "0", "0", mode, str(outdir)],
+                                  stdout=log, stderr=subprocess.STDOUT, env=env)]
+        wait_for = [0]
+    else:
+        logs = [open(os.path.join(outdir, f"{mode}-rank{rank}.log"), "w+")
+                for rank in range(nproc)]
+        procs = [subprocess.Popen([sys.executable, WORKER, str(port), str(nproc), str(rank),
+                                   mode, str(outdir)], stdout=log, stderr=subprocess.STDOUT,
+                                  env=env)
+                 for rank, log in enumerate(logs)]
+    ended = [None] * len(procs)
     deadline = time.monotonic() + timeout
     try:
         while any(ended[r] is None for r in wait_for):
@@ -57,15 +69,36 @@ def _run(nproc, mode, outdir, timeout=TIMEOUT_S, wait_for=None):
     return procs, outputs, ended
 
 
+def _has_mpiexec():
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return shutil.which("mpiexec") is not None
+
+
 @pytest.mark.multiprocess
 def test_two_processes_create_draw_save_load_like_one(tmp_path):
+    _features_like_one_process(tmp_path, 2, mpiexec=False)
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+@pytest.mark.skipif(not _has_mpiexec(), reason="needs mpiexec and mpi4py (darray[mpi])")
+@pytest.mark.parametrize("nproc", [2, 3, 4])
+def test_under_mpiexec_create_draw_save_load_like_one(tmp_path, nproc):
+    _features_like_one_process(tmp_path, nproc, mpiexec=True)
+
+
+def _features_like_one_process(tmp_path, nproc, mpiexec):
     mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
     parent_host = np.random.default_rng(3).standard_normal((11, 9, 5))
     darray.save(tmp_path / "saved_by_parent",
                 darray.asarray(parent_host, mesh=mesh, spec=("x", "y")))
-    procs, outputs, _ = _run(2, "features", tmp_path)
+    procs, outputs, _ = _run(nproc, "features", tmp_path, mpiexec=mpiexec)
     for rank, (p, out) in enumerate(zip(procs, outputs)):
-        assert p.returncode == 0 and "RESULT ok" in out, f"rank {rank} failed:\n{out[-3000:]}"
+        assert p.returncode == 0 and out.count("RESULT ok") == (nproc if mpiexec else 1), \
+            f"rank {rank} failed:\n{out[-3000:]}"
     # random: the 2-process draw equals this single process's draw on another mesh
     one = darray.random.normal(jax.random.key(7), (13, 10, 7), mesh=(8,))
     np.testing.assert_array_equal(np.load(tmp_path / "random_normal.npy"), np.asarray(one))
@@ -76,7 +109,7 @@ def test_two_processes_create_draw_save_load_like_one(tmp_path):
     assert loaded.layout.split == ((), (), ("x",))
     np.testing.assert_array_equal(np.asarray(loaded), np.asarray(one))
     assert darray._src.io.read_metadata(tmp_path / "saved_by_procs")[
-        "attributes"]["darray"]["process_count"] == 2
+        "attributes"]["darray"]["process_count"] == nproc
     np.testing.assert_array_equal(np.load(tmp_path / "loaded.npy"), parent_host)
 
 

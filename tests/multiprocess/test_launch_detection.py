@@ -1,0 +1,72 @@
+"""darray.distributed.detect_launch: which launcher started this process (no processes run)."""
+import os
+
+import pytest
+
+import darray
+from darray._src import distributed
+
+
+def test_explicit_arguments_win():
+    launch = darray.distributed.detect_launch("10.0.0.1:1234", 4, 3,
+                                              environ={"PMI_RANK": "0", "PMI_SIZE": "2"})
+    assert (launch.launcher, launch.coordinator_address, launch.num_processes,
+            launch.process_id) == ("explicit", "10.0.0.1:1234", 4, 3)
+
+
+def test_darray_environment_variables():
+    env = {"DARRAY_COORDINATOR_ADDRESS": "node1:5000", "DARRAY_NUM_PROCESSES": "8",
+           "DARRAY_PROCESS_ID": "5", "SLURM_PROCID": "1", "SLURM_NTASKS": "2"}
+    launch = darray.distributed.detect_launch(environ=env)
+    assert (launch.launcher, launch.coordinator_address, launch.num_processes,
+            launch.process_id) == ("env", "node1:5000", 8, 5)
+
+
+def test_slurm_is_delegated_to_jax():
+    launch = darray.distributed.detect_launch(environ={"SLURM_PROCID": "1", "SLURM_NTASKS": "4"})
+    assert launch == distributed.Launch("slurm", None, None, None)
+
+
+@pytest.mark.parametrize("env,launcher", [
+    ({"PMI_RANK": "1", "PMI_SIZE": "3", "MPI_LOCALNRANKS": "3"}, "mpich"),
+    ({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3",
+      "OMPI_COMM_WORLD_LOCAL_SIZE": "3"}, "openmpi"),
+])
+def test_mpiexec_on_one_node_agrees_on_a_port_without_mpi4py(env, launcher, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "mpi4py", None)  # as if not installed
+    launch = darray.distributed.detect_launch(environ=env)
+    assert (launch.launcher, launch.num_processes, launch.process_id) == (launcher, 3, 1)
+    host, port = launch.coordinator_address.split(":")
+    assert host == "127.0.0.1" and 20000 <= int(port) < 50000
+    # every rank of the job (same launcher parent) derives the same address
+    assert darray.distributed.detect_launch(environ=dict(env, PMI_RANK="0",
+                                                         OMPI_COMM_WORLD_RANK="0")
+                                            ).coordinator_address == launch.coordinator_address
+
+
+def test_mpiexec_across_nodes_without_mpi4py_asks_for_an_address(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "mpi4py", None)
+    with pytest.raises(ValueError, match="incomplete launch description from mpich.*"
+                                         "DARRAY_COORDINATOR_ADDRESS"):
+        darray.distributed.detect_launch(environ={"PMI_RANK": "0", "PMI_SIZE": "4",
+                                                  "MPI_LOCALNRANKS": "2"})
+
+
+def test_single_process_and_bad_arguments():
+    assert darray.distributed.detect_launch(environ={}).launcher == "single"
+    with pytest.raises(ValueError, match="give all of coordinator_address, num_processes and "
+                                         "process_id"):
+        darray.distributed.detect_launch("h:1", 2, None, environ={})
+    with pytest.raises(ValueError, match=r"process_id=2 must be in \[0, num_processes=2\)"):
+        darray.distributed.detect_launch("h:1", 2, 2, environ={})
+    with pytest.raises(ValueError, match="coordinator_address='h' must be 'host:port'"):
+        darray.distributed.detect_launch("h", 2, 0, environ={})
+    with pytest.raises(ValueError, match="heartbeat_timeout=0 must be a number of seconds"):
+        darray.distributed.initialize(heartbeat_timeout=0)
+
+
+def test_report_in_a_single_process():
+    info = darray.distributed.report()
+    assert info["process_index"] == 0 and info["process_count"] == 1
+    assert info["device_count"] == len(info["local_devices"]) == 8
+    assert os.environ.get("DARRAY_NUM_PROCESSES") is None
