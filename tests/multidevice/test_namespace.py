@@ -49,11 +49,13 @@ def test_generic_array_api_code_keeps_layout(mesh_shape, shape, spec):
 
 def test_array_namespace_versions():
     x = darray.asarray(np.ones(3))
-    assert darray.__array_api_version__ == "2024.12"
-    for version in (None, "2023.12", "2024.12"):
+    assert darray.__array_api_version__ == "2025.12"
+    for version in (None, "2025.12"):
         assert x.__array_namespace__(api_version=version) is darray
+    for version in ("2023.12", "2024.12"):  # darray as that revision (test_api_2025.py)
+        assert x.__array_namespace__(api_version=version).__array_api_version__ == version
     with pytest.raises(ValueError, match=r"api_version='2021.12' is not supported; darray "
-                                         r"implements the Array API 2024.12"):
+                                         r"implements the Array API 2025.12"):
         x.__array_namespace__(api_version="2021.12")
     assert array_api_compat.is_array_api_obj(x)
 
