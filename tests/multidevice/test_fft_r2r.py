@@ -211,3 +211,89 @@ def test_scipy_argument_forms_and_input_untouched():
     assert dfft.idstn(x, axes=()).layout == x.layout
     close(dfft.idstn(x, axes=()), sf.idstn(a, axes=()))
     np.testing.assert_array_equal(np.asarray(x), before)
+
+
+# -- the AD matrix for dctn/idctn (issue 5's, on the r2r path) --------------------------------
+AD_SHAPE = (4, 4, 4)  # even on (2, 4): physical == logical, so Jacobians compare cell by cell
+AD_OPS = {"dctn": (False, None), "idctn": (True, "ortho")}
+AD_TRANSFORMS = ["grad", "jvp", "vjp", "jacfwd", "jacrev"]
+AD_SETTINGS = [(mode, kind, part) for mode in ("eager", "jit") for kind in ("explicit", "auto")
+               for part in ("shardy", "gspmd")]
+
+
+def _ad_mesh(kind):
+    if kind == "explicit":
+        return jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Explicit,) * 2)
+    return compat.make_auto_mesh((2, 4), ("x", "y"))
+
+
+def _kron_dct(inverse, norm):
+    """The dense operator of dctn/idctn on AD_SHAPE, shape AD_SHAPE + AD_SHAPE."""
+    m = [_dense("dct", 2, inverse, n, norm) for n in AD_SHAPE]
+    return np.einsum("ia,jb,kc->ijkabc", *m)
+
+
+def _check_ad(op, transform, mode, mesh_kind, partitioner):
+    inverse, norm = AD_OPS[op]
+    before = jax.config.jax_use_shardy_partitioner
+    jax.config.update("jax_use_shardy_partitioner", partitioner == "shardy")
+    try:
+        mesh = _ad_mesh(mesh_kind)
+        rng = np.random.default_rng(AD_TRANSFORMS.index(transform))
+        host = rng.standard_normal(AD_SHAPE)
+        x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
+        f = lambda a: getattr(dfft, op)(a, norm=norm)  # noqa: E731
+        op_dense = _kron_dct(inverse, norm)
+        apply = lambda v: np.einsum("ijkabc,abc->ijk", op_dense, v)  # noqa: E731
+        wrap = jax.jit if mode == "jit" else (lambda g: g)
+        if transform == "grad":
+            g = wrap(jax.grad(lambda a: jnp.sum(f(a).to_jax() ** 2)))(x)
+            ref = 2 * np.einsum("ijkabc,ijk->abc", op_dense, apply(host))
+            out, layout = g, x.layout
+        elif transform == "jvp":
+            t_host = rng.standard_normal(AD_SHAPE)
+            t = darray.asarray(t_host, mesh=mesh, spec=("x", "y"))
+            y, out = wrap(lambda a, b: jax.jvp(f, (a,), (b,)))(x, t)
+            close(y, apply(host))
+            ref, layout = apply(t_host), y.layout
+        elif transform == "vjp":
+            y = f(x)
+            ct_host = rng.standard_normal(AD_SHAPE)
+            ct = darray.DistArray._new(darray.asarray(ct_host, mesh=mesh, spec=y.layout.spec).data,
+                                       y.layout)
+
+            def pull(a, c):
+                return jax.vjp(f, a)[1](c)[0]
+            out = wrap(pull)(x, ct)
+            ref, layout = np.einsum("ijkabc,ijk->abc", op_dense, ct_host), x.layout
+        else:
+            jac = wrap(jax.jacfwd(f) if transform == "jacfwd" else jax.jacrev(f))(x)
+            (leaf,) = jax.tree_util.tree_leaves(jac)
+            assert leaf.shape == AD_SHAPE + AD_SHAPE
+            assert len(leaf.sharding.device_set) == 8 and not leaf.sharding.is_fully_replicated
+            close(np.asarray(leaf), op_dense)
+            return
+        assert isinstance(out, darray.DistArray) and out.layout == layout
+        assert len(out.data.sharding.device_set) == 8
+        assert not out.data.sharding.is_fully_replicated
+        assert_sharded_as_layout(out)
+        close(out, ref)
+    finally:
+        jax.config.update("jax_use_shardy_partitioner", before)
+
+
+# Default tier: every transform for both ops, the 8 (mode, mesh, partitioner) settings spread
+# over them so each setting is exercised; the full product runs in the slow tier.
+@pytest.mark.parametrize("op, transform, setting", [
+    (op, t, AD_SETTINGS[(i * len(AD_TRANSFORMS) + j) % len(AD_SETTINGS)])
+    for i, op in enumerate(AD_OPS) for j, t in enumerate(AD_TRANSFORMS)])
+def test_ad_matrix_spread(op, transform, setting):
+    _check_ad(op, transform, *setting)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", AD_SETTINGS)
+@pytest.mark.parametrize("transform", AD_TRANSFORMS)
+@pytest.mark.parametrize("op", list(AD_OPS))
+def test_ad_matrix_full(op, transform, setting):
+    _check_ad(op, transform, *setting)

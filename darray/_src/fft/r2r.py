@@ -17,6 +17,7 @@ import numpy as np
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
 from darray._src.fft.api import _as_dist, run_r2r
+from darray._src.fft.plan import PlanError
 from darray._src.fft.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
 
 
@@ -112,7 +113,16 @@ def _r2r(x, family, inverse, type, lengths, axes, norm, orthogonalize, workers, 
         k.check_length(k.out_length(x.shape[a]), a)  # DCT-I needs 2 points: fail before tracing
     if not axes:
         return x
-    return run_r2r(x, tuple(axes), kernels, inverse_of=True if inverse else None)
+    try:
+        return run_r2r(x, tuple(axes), kernels, inverse_of=True if inverse else None)
+    except PlanError as err:
+        # the planner's wording speaks of FFTs; say what it means for this call
+        raise PlanError(
+            f"{fname}: cannot transform axes {tuple(axes)} of x with layout {x.layout!r}: every "
+            f"array axis is split, so no axis can be made local by an all-to-all, and darray "
+            f"never gathers. Place x with one array axis unsplit (e.g. split one axis over "
+            f"several mesh axes: spec=(('x', 'y'), None, ...)), or a 1-D x unsplit "
+            f"(spec=(None,)). Planner said: {err}") from None
 
 
 def _one_axis(x, family, inverse, type, n, axis, norm, orthogonalize, workers, fname):
