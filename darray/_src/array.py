@@ -283,6 +283,8 @@ class DistArray:
             raise ValueError(f"{what}() needs an array of size 1, got shape {self.shape}")
         if self.dtype.kind not in kinds:
             raise TypeError(f"{what}() is not defined for dtype {self.dtype}")
+        if self._data.ndim == 0:  # a 0-d result: its data is the (replicated) scalar
+            return self._data.item()
         first = tuple(lo for lo, _ in self._layout.halo)  # cell 0 sits after the ghosts
         return self._data[first].item()
 
