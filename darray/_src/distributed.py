@@ -185,7 +185,8 @@ def report() -> dict:
 class _Watchdog:
     """Star of TCP connections to process 0; see the module docstring for the protocol.
 
-    Messages are single lines: "hello R", "ping", "bye" (a normal end), "dead K".
+    Messages are single lines: "hello R", "ping", "bye" (a normal end), "dead K" (from process
+    0: process K died; from process K itself: it is failing with an uncaught exception).
     """
 
     def __init__(self, host, port, rank, size, timeout):
@@ -240,7 +241,7 @@ class _Watchdog:
                 if line == "bye":
                     return
                 if line.startswith("dead "):
-                    self._die(int(line.split()[1]), "reported by process 0")
+                    self._die(int(line.split()[1]), "it failed, as reported to this process")
                 if line == "":
                     break  # the connection closed without goodbye: the peer died
         except (OSError, ValueError):
@@ -279,8 +280,13 @@ class _Watchdog:
         os._exit(DEAD_PEER_EXIT)
 
     def _crash_hook(self, *exc_info):
-        # An uncaught exception is a death, not a normal end: no goodbye, so peers are told.
+        # An uncaught exception is a death, not a normal end. Tell the peers now: this process
+        # may yet sit in JAX's shutdown barrier for shutdown_timeout before it really exits.
         self.crashed = True
+        with self.lock:
+            peers = list(self.peers.values())
+        for sock in peers:
+            self._send(sock, f"dead {self.rank}\n")
         self._previous_hook(*exc_info)
 
     def close(self):

@@ -149,3 +149,12 @@ def test_a_hung_rank_is_found_by_its_missing_heartbeat(tmp_path):
     assert procs[0].returncode == darray.distributed.DEAD_PEER_EXIT, outputs[0][-3000:]
     assert "darray.distributed: process 1 of 2 died" in outputs[0], outputs[0][-3000:]
     assert ended[0] - start < 60 + BOUND_S  # start-up plus heartbeat_timeout=10
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_an_uncaught_exception_counts_as_a_death(tmp_path):
+    procs, outputs, ended = _run(2, "raise1", tmp_path)
+    assert procs[1].returncode != 0 and "simulated failure in user code" in outputs[1]
+    assert procs[0].returncode == darray.distributed.DEAD_PEER_EXIT, outputs[0][-3000:]
+    assert "darray.distributed: process 1 of 2 died" in outputs[0], outputs[0][-3000:]

@@ -6,7 +6,7 @@ started by mpiexec, launcher detection finds the rest (num_processes, process_id
 mode "features": from_callback, fromfunction, random, save and load; rank 0 writes the
 gathered results to outdir for the parent to compare with its single-process run.
 mode "dieK": rank K crashes after the first collective, the others keep calling collectives;
-mode "hangK": rank K stops (SIGSTOP: alive, silent) instead.
+mode "hangK": rank K stops (SIGSTOP: alive, silent) instead; "raiseK": it raises.
 Prints "RESULT ok" when its checks pass.
 """
 import os
@@ -41,13 +41,15 @@ assert info["watchdog"], info
 
 from jax.experimental import multihost_utils  # noqa: E402
 
-if mode.startswith(("die", "hang")):
+if mode.startswith(("die", "hang", "raise")):
     multihost_utils.sync_global_devices("started")
     print("RANK", rank, "started", flush=True)
     if rank == int(mode[-1]):
         time.sleep(1)
         if mode.startswith("hang"):
             os.kill(os.getpid(), signal.SIGSTOP)
+        if mode.startswith("raise"):
+            raise RuntimeError("simulated failure in user code")
         os._exit(9)  # a crash: no goodbye, no shutdown
     start = time.time()
     while time.time() - start < 120:  # the watchdog must end this long before
