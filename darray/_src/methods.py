@@ -392,7 +392,7 @@ _JNP_COMBINE = {"set": None, "add": "add", "multiply": "multiply", "divide": "di
 def _select_fn(how):
     def select(data, value, *vectors):
         import jax.numpy as jnp
-        chosen = functools.reduce(jnp.logical_and, vectors)
+        chosen = functools.reduce(jnp.logical_and, vectors, np.bool_(True))  # 0-d x: no axes
         name = _JNP_COMBINE[how]
         value = jnp.asarray(value).astype(data.dtype)  # as JAX's .at: updates take x's dtype
         new = value if name is None else getattr(jnp, name)(data, value)

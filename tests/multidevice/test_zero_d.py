@@ -151,3 +151,13 @@ def test_grad_options_and_errors():
         darray.grad(lambda x: x * 2)(X)
     with pytest.raises(TypeError, match="has_aux=True needs the function to return a pair"):
         darray.value_and_grad(lambda x: darray.sum(x), has_aux=True)(X)
+
+
+def test_methods_and_at_on_zero_d_results():
+    s = darray.sum(X)
+    t = A.sum()
+    assert_replicated_scalar(s.at[()].set(2.0), MESH, 2.0)
+    assert_replicated_scalar(s.at[...].add(1.0), MESH, t + 1.0, rtol=1e-12)
+    assert_replicated_scalar(s.reshape(1).sum(), MESH, t, rtol=1e-12)
+    assert_replicated_scalar(s.astype(darray.float32), MESH, np.float32(t), rtol=1e-6)
+    assert s.tolist() == pytest.approx(t) and s.item() == pytest.approx(t)
