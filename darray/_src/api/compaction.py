@@ -113,15 +113,45 @@ def _hits_and_ranks(mask_block, lay: Layout, idx_dtype):
     return hits, rank
 
 
-def _fill(dtype):
-    """Buffer fill for a sum in which each slot has one writer: -0.0 for floats, so that a
-    written -0.0 survives (-0.0 + -0.0 is -0.0; +0.0 + -0.0 would be +0.0)."""
-    kind = np.dtype(dtype).kind
-    return -0.0 if kind in "fc" else 0
+_UINT = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
 
 
-def _summable(block):
-    return block.astype(jnp.uint8) if block.dtype == jnp.bool_ else block
+def _to_bits(block):
+    """Values as unsigned integers of their bit patterns. The buffers are combined by a sum in
+    which each slot has exactly one writer and zeros elsewhere: on bit patterns that sum is
+    exact for every value (a float sum would turn -0.0 into +0.0, measured on CPU)."""
+    dtype = np.dtype(block.dtype)
+    if dtype == np.bool_:
+        return block.astype(jnp.uint8)
+    if dtype.kind == "c":
+        block = jnp.stack([block.real, block.imag], axis=-1)
+        dtype = np.dtype(block.dtype)
+    if dtype.kind == "f":
+        return jax.lax.bitcast_convert_type(block, _UINT[dtype.itemsize])
+    return block
+
+
+def _from_bits(bits, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return bits.astype(jnp.bool_)
+    if dtype.kind == "c":
+        part = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
+        pair = jax.lax.bitcast_convert_type(bits, part)
+        return jax.lax.complex(pair[..., 0], pair[..., 1]).astype(dtype)
+    if dtype.kind == "f":
+        return jax.lax.bitcast_convert_type(bits, dtype)
+    return bits
+
+
+def exact_read(read: Callable, a):
+    """read(a) for a gather or slice handed to the partitioner, done on bit patterns. XLA
+    partitions a gather from a split operand as a masked local gather plus an all-reduce sum,
+    which turns -0.0 into +0.0 (measured on CPU); on unsigned integers that sum is exact."""
+    dtype = np.dtype(a.dtype)
+    if dtype.kind == "c":
+        return jax.lax.complex(exact_read(read, a.real), exact_read(read, a.imag)).astype(dtype)
+    return _from_bits(read(_to_bits(a)), dtype)
 
 
 # -- compaction ----------------------------------------------------------------------------------
@@ -150,13 +180,13 @@ def _compact_fn(mask_lay: Layout, payload_lays: tuple, count: int, with_indices:
         items += [_strip_ghosts(b, lay) for b, lay in zip(payload_blocks, payload_lays)]
         outs = []
         for item in items:
-            rest = item.shape[k:]
-            flat = _summable(item).reshape((-1,) + rest)
-            buf = jnp.full((padded,) + rest, _fill(flat.dtype), flat.dtype)
-            buf = buf.at[slots].set(flat, mode="drop")
+            bits = _to_bits(item)
+            rest = bits.shape[k:]
+            flat = bits.reshape((-1,) + rest)
+            buf = jnp.zeros((padded,) + rest, flat.dtype).at[slots].set(flat, mode="drop")
             if names:
                 buf = jax.lax.psum_scatter(buf, scatter_names, scatter_dimension=0, tiled=True)
-            outs.append(buf.astype(item.dtype))
+            outs.append(_from_bits(buf, item.dtype))
         return tuple(outs)
 
     out_lays = []

@@ -190,10 +190,11 @@ def _basic_read_fn(lay: Layout, plan, out: Layout):
         piece = block[_index_tuple(plan, vals)]
         if not reduce_names:
             return piece
-        wide = piece.astype(jnp.int32) if piece.dtype == jnp.bool_ else piece
-        wide = jnp.where(owner, wide, jnp.zeros((), wide.dtype))
-        total = jax.lax.psum(wide, reduce_names)
-        return total.astype(piece.dtype)
+        # the owner's cell plus zeros from the others: summed as bit patterns so that -0.0
+        # stays -0.0 (see compaction.exact_read)
+        return compaction.exact_read(
+            lambda bits: jax.lax.psum(jnp.where(owner, bits, jnp.zeros((), bits.dtype)),
+                                      reduce_names), piece)
 
     def run(data, values):
         data = physical.constrain(data, lay)
@@ -250,7 +251,8 @@ def _logical_read(x, plan, ints, out):
 
 
 def _logical_read_fn(a, values, plan):
-    return a[_index_tuple(plan, [values[i] for i in range(values.shape[0])])]
+    key = _index_tuple(plan, [values[i] for i in range(values.shape[0])])
+    return compaction.exact_read(lambda b: b[key], a)
 
 
 # -- advanced keys ----------------------------------------------------------------------------
@@ -313,7 +315,8 @@ def _build_key(template, operands):
 
 def _advanced_read(a, *rest):
     *operands, template = rest
-    return a[_build_key(template, operands)]
+    key = _build_key(template, operands)
+    return compaction.exact_read(lambda b: b[key], a)
 
 
 def _check_advanced_bounds(x, key):
@@ -474,7 +477,8 @@ def _wrap(idx, n):
 
 
 def _take(a, idx, axis):
-    return jnp.take(a, _wrap(idx, a.shape[axis]), axis=axis, mode="clip")
+    idx = _wrap(idx, a.shape[axis])
+    return compaction.exact_read(lambda b: jnp.take(b, idx, axis=axis, mode="clip"), a)
 
 
 def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
@@ -502,7 +506,9 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
 
 
 def _take_along(a, idx, axis):
-    return jnp.take_along_axis(a, _wrap(idx, a.shape[axis]), axis=axis, mode="clip")
+    idx = _wrap(idx, a.shape[axis])
+    return compaction.exact_read(
+        lambda b: jnp.take_along_axis(b, idx, axis=axis, mode="clip"), a)
 
 
 def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
