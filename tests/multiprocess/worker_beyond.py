@@ -82,7 +82,10 @@ n = darray.random.integers(jax.random.key(7), -4, 4, (37,), mesh=mesh, spec=(("x
 assert r.data.sharding.spec == r.layout.spec
 r_host, n_host = np.asarray(r), np.asarray(n)
 
-darray.save(os.path.join(outdir, "saved_by_procs"), r)  # every process writes its own chunks
+# every process writes its own chunks, through each engine this machine has
+darray.save(os.path.join(outdir, "saved_by_procs"), r, engine="numpy")
+if darray._src.io._tensorstore() is not None:
+    darray.save(os.path.join(outdir, "saved_by_procs_ts"), r, engine="tensorstore")
 back = darray.load(os.path.join(outdir, "saved_by_parent"), mesh=mesh, spec=(None, "y"))
 assert back.layout.split == ((), ("y",), ())
 if rank == 0:
