@@ -68,9 +68,10 @@ def _creation_cases():
                         lambda: HOST_B),
         "meshgrid": (lambda: darray.meshgrid(v, v), lambda: darray.meshgrid(v, v),
                      lambda: np.meshgrid(np.arange(5.0), np.arange(5.0))),
-        "tril": (lambda: darray.tril(x), lambda: darray.tril(x), lambda: np.tril(HOST_A)),
-        "triu": (lambda: darray.triu(x, k=1), lambda: darray.triu(x, k=1),
-                 lambda: np.triu(HOST_A, k=1)),
+        "tril": (lambda: darray.tril(x), lambda: darray.tril(x, k=-2),
+                 lambda: np.tril(HOST_A, k=-2)),
+        "triu": (lambda: darray.triu(x, k=1), lambda: darray.triu(x, k=3),
+                 lambda: np.triu(HOST_A, k=3)),
     }
 
 

@@ -65,7 +65,14 @@ def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
 
 
 def _triangle(data, k, upper):
-    return (jnp.triu if upper else jnp.tril)(data, k)
+    """Keep the cells on and above (upper) or on and below the k-th diagonal of the last two
+    axes. k is a runtime input, so every k shares one compilation per layout."""
+    rows = jax.lax.broadcasted_iota(np.int64 if data.shape[-2] > 2**31 - 1 else np.int32,
+                                    data.shape, data.ndim - 2)
+    cols = jax.lax.broadcasted_iota(rows.dtype, data.shape, data.ndim - 1)
+    offset = cols - rows
+    keep = offset >= k if upper else offset <= k
+    return jnp.where(keep, data, jnp.zeros((), data.dtype))
 
 
 def _triangle_apply(x, k, upper, fname):
@@ -77,17 +84,16 @@ def _triangle_apply(x, k, upper, fname):
     # Padding sits at the end of each split axis, so physical index = logical index and the
     # triangle mask computed on the physical array is the logical one: no communication.
     x = plain(x)
-    return apply_physical(_triangle_fn(int(k), upper), [x], x.layout)
+    k = int(np.clip(int(k), -2**31, 2**31 - 1))  # beyond the array either way
+    return apply_physical(_triu if upper else _tril, [x, np.int32(k)], x.layout)
 
 
-_TRIANGLES: dict = {}
+def _triu(data, k):
+    return _triangle(data, k, True)
 
 
-def _triangle_fn(k, upper):
-    key = (k, upper)
-    if key not in _TRIANGLES:
-        _TRIANGLES[key] = lambda data: _triangle(data, k, upper)
-    return _TRIANGLES[key]
+def _tril(data, k):
+    return _triangle(data, k, False)
 
 
 def tril(x, /, *, k=0) -> DistArray:
