@@ -287,10 +287,12 @@ class _AtIndexer:
 class _AtRef:
     """``x.at[key]``: each method returns a new DistArray in x's layout; x is unchanged.
 
-    Layout: x's layout (halo dropped). Keys without arrays (ints, slices, ..., None) read
-    the indexed cells, combine them elementwise and write them back through `setitem`
-    (block-local, no gather). Keys with integer or boolean arrays scatter on the logical
-    path, as `x[key] = v` does, with JAX's rule that repeated indices accumulate.
+    Layout: x's layout (halo dropped). Keys without arrays (ints, slices, ..., None) with a
+    scalar value (Python, numpy or 0-d DistArray): one elementwise select on the blocks, no
+    communication, compiled once per layout. With an array value: the indexed cells are
+    read, combined and written back through `x[key]` and `setitem` (their communication).
+    Keys with integer or boolean arrays scatter on the logical path, as ``x[key] = v`` does,
+    with JAX's rule that repeated indices accumulate.
     """
     __slots__ = ("_x", "_key")
 
