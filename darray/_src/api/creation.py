@@ -68,7 +68,24 @@ def _redistribute(x: DistArray, layout: Layout, dtype) -> DistArray:
     """Move a DistArray to another layout (and dtype) with one compiled resharding."""
     if x.layout == layout and (dtype is None or dtype == x.dtype):
         return x
-    return _created(_redistribute_fn(x.layout, layout, dtype)(x.data), layout)
+    data = x.data
+    if _device_order(x.mesh) != _device_order(layout.mesh):
+        # jit refuses inputs committed to another device assignment: put the data on the
+        # target mesh first (the physical blocks under the same spec when the mesh axes match,
+        # else the logical array replicated), then reshard there
+        if dict(x.mesh.shape) == dict(layout.mesh.shape):
+            data = jax.device_put(data, jax.sharding.NamedSharding(layout.mesh, x.layout.spec))
+            src = Layout(x.layout.shape, layout.mesh, x.layout.split, x.layout.halo,
+                         x.layout.order)
+            return _created(_redistribute_fn(src, layout, dtype)(data), layout)
+        logical = jax.device_put(x.to_jax(), jax.sharding.NamedSharding(
+            layout.mesh, jax.sharding.PartitionSpec()))
+        return _created(_from_jax(layout, dtype)(logical), layout)
+    return _created(_redistribute_fn(x.layout, layout, dtype)(data), layout)
+
+
+def _device_order(mesh):
+    return tuple(d.id for d in mesh.devices.reshape(-1))
 
 
 @functools.lru_cache(maxsize=256)
