@@ -176,8 +176,10 @@ def _chunk_path(root, key) -> str:
 def _write_chunk(root, key, chunk: np.ndarray):
     target = _chunk_path(root, key)
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    with open(target, "wb") as f:
-        f.write(np.ascontiguousarray(chunk).astype(chunk.dtype.newbyteorder("<")).tobytes())
+    data = np.ascontiguousarray(chunk)
+    if data.dtype.byteorder == ">":  # zarr chunks are little-endian (the bytes codec above)
+        data = data.astype(data.dtype.newbyteorder("<"))
+    data.tofile(target)
 
 
 def _write_json(target, obj):
@@ -326,8 +328,11 @@ class _ChunkReader:
         target = self._path(key)
         if not os.path.exists(target):  # zarr leaves all-fill chunks unwritten
             return np.full(self.chunks, self.fill, self.out_dtype)
-        raw = np.fromfile(target, dtype=self.dtype)
-        if raw.size != int(np.prod(self.chunks)):
-            raise ValueError(f"chunk file {target!r} holds {raw.size} values; the chunk shape "
-                             f"{self.chunks} needs {int(np.prod(self.chunks))} (truncated write?)")
-        return raw.reshape(self.chunks).astype(self.out_dtype)
+        need = int(np.prod(self.chunks)) * self.dtype.itemsize
+        size = os.path.getsize(target)
+        if size != need:
+            raise ValueError(f"chunk file {target!r} holds {size} bytes; the chunk shape "
+                             f"{self.chunks} of {self.out_dtype} needs {need} (truncated write?)")
+        # Mapped, not read: a block that needs part of a chunk copies only that part, and a
+        # chunk shared by several target blocks is read from disk once (page cache).
+        return np.memmap(target, dtype=self.dtype, mode="r", shape=self.chunks)
