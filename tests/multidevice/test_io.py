@@ -144,3 +144,30 @@ def test_tensorstore_reads_what_the_builtin_writer_wrote(tmp_path):
                                                      "path": str(tmp_path / "a")}}).result()
     np.testing.assert_array_equal(store.read().result(), host)
     assert store.schema.chunk_layout.read_chunk.shape == (7, 5, 4)
+
+
+def _zarr():
+    try:
+        import zarr
+    except ImportError:
+        return None
+    return zarr if int(zarr.__version__.split(".")[0]) >= 3 else None
+
+
+@pytest.mark.skipif(_zarr() is None, reason="zarr-python >= 3 not installed")
+def test_zarr_python_reads_ours_and_we_read_its(tmp_path):
+    zarr = _zarr()
+    host = _host((13, 10, 7), np.float32)
+    for engine in ENGINES:
+        darray.save(tmp_path / engine, darray.asarray(host, mesh=_mesh((2, 4)), spec=("x", "y")),
+                    engine=engine)
+        z = zarr.open_array(str(tmp_path / engine), mode="r")
+        np.testing.assert_array_equal(z[...], host)
+        assert z.chunks == (7, 3, 7) and z.attrs["darray"]["split"] == [["x"], ["y"], []]
+    theirs = zarr.create_array(str(tmp_path / "theirs"), shape=(9, 11), chunks=(4, 5),
+                               dtype="int32", compressors=None, fill_value=0)
+    ref = np.arange(99, dtype=np.int32).reshape(9, 11)
+    theirs[...] = ref
+    y = darray.load(tmp_path / "theirs", mesh=_mesh((8,)), engine="numpy")
+    assert y.dtype == np.int32 and y.data.sharding.spec == y.layout.spec
+    np.testing.assert_array_equal(np.asarray(y), ref)
