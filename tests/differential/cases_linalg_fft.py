@@ -273,3 +273,44 @@ register(
     Case("fft.ifftshift", one_array(N, "int", params=_shift_params), darray.fft.ifftshift,
          np.fft.ifftshift, None),
 )
+
+
+# -- real-to-real transforms (scipy.fft signatures and references) ------------------------------
+def _r2r1_params(draw, shape):
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    n = draw(st.one_of(st.none(), st.sampled_from(ds.EXTENTS[1:])))
+    kind = draw(st.integers(1, 4))
+    if kind == 1 and n is None and shape[axis] == 1:
+        n = 2  # type 1 needs two points (scipy too)
+    return {"type": kind, "n": n, "axis": axis,
+            "norm": draw(st.sampled_from([None, "backward", "ortho", "forward"])),
+            "_scale": 4 * (n or shape[axis])}
+
+
+def _r2rn_params(draw, shape):
+    axes = draw(st.one_of(st.none(), st.lists(st.integers(0, len(shape) - 1), unique=True,
+                                                min_size=1).map(tuple)))
+    kind = draw(st.integers(1, 4))
+    chosen = range(len(shape)) if axes is None else axes
+    s = None
+    if draw(st.booleans()) or (kind == 1 and any(shape[a] == 1 for a in chosen)):
+        s = tuple(draw(st.sampled_from(ds.EXTENTS[1:])) for _ in chosen)
+        axes = tuple(chosen)
+    return {"type": kind, "s": s, "axes": axes,
+            "norm": draw(st.sampled_from([None, "backward", "ortho", "forward"])),
+            "_scale": 4 * int(np.prod(shape))}
+
+
+def _scipy(name):
+    def ref(x, **kw):
+        import scipy.fft
+        return getattr(scipy.fft, name)(x, **kw)
+    return ref
+
+
+for _name in ("dct", "idct", "dst", "idst"):
+    register(Case(f"fft.{_name}", one_array(F, "real", allow_zero=False, params=_r2r1_params),
+                  getattr(darray.fft, _name), _scipy(_name), 64.0, refusal_ok=True))
+for _name in ("dctn", "idctn", "dstn", "idstn"):
+    register(Case(f"fft.{_name}", one_array(F, "real", allow_zero=False, params=_r2rn_params),
+                  getattr(darray.fft, _name), _scipy(_name), 64.0, refusal_ok=True))

@@ -60,7 +60,7 @@ register(
          np.argmax, None),
     Case("argmin", one_array(R, "int", allow_zero=False, params=_arg_params), darray.argmin,
          np.argmin, None),
-    Case("nonzero", one_array(A, "int"), darray.nonzero, np.nonzero, None),
+    Case("nonzero", one_array(A, "int"), darray.nonzero, np.nonzero, None, weight=3),
 )
 
 

@@ -17,10 +17,12 @@ from hypothesis import strategies as st
 
 import darray
 
-MESH_SHAPES = ((8,), (2, 4), (4, 2), (1, 8), (2, 2, 2))
+# The first entry of each pool is what hypothesis tries first (and shrinks towards): a 1-D
+# array of 13 cells split over one axis of a (2, 4) mesh, partly replicated: the issue-9 family.
+MESH_SHAPES = ((2, 4), (8,), (4, 2), (1, 8), (2, 2, 2))
 _AXIS_NAMES = {1: ("a",), 2: ("x", "y"), 3: ("x", "y", "z")}
 # Uneven extents: 13 over 8 devices pads, 1 over 8 leaves 7 devices with padding only.
-EXTENTS = (1, 2, 3, 5, 7, 13, 17)
+EXTENTS = (13, 1, 2, 3, 5, 7, 17)
 
 FLOATS = ("float32", "float64")
 COMPLEX = ("complex64", "complex128")
@@ -60,7 +62,7 @@ meshes = st.sampled_from(MESH_SHAPES).map(mesh_of)
 
 
 def extents(allow_zero: bool = True, small: bool = False):
-    pool = (1, 2, 3, 5, 7) if small else EXTENTS
+    pool = (5, 1, 2, 3, 7) if small else EXTENTS
     if not allow_zero:
         return st.sampled_from(pool)
     # 0 occasionally: one weight in (len(pool) + 1) * 2
@@ -82,7 +84,7 @@ def specs(draw, mesh, ndim: int):
     free = list(draw(st.permutations(list(mesh.axis_names))))
     spec = []
     for _ in range(ndim):
-        k = draw(st.integers(0, len(free)))
+        k = draw(st.sampled_from([k for k in (1, 0, 2, 3) if k <= len(free)]))
         take, free = free[:k], free[k:]
         spec.append(None if k == 0 else take[0] if k == 1 and draw(st.booleans()) else tuple(take))
     return tuple(spec)
