@@ -54,7 +54,7 @@ NORMAL_CDF = np.vectorize(lambda v: 0.5 * (1 + math.erf(v / math.sqrt(2))))
 
 
 def test_normal_identical_on_every_mesh_with_normal_statistics():
-    places = [PLACES[0], PLACES[3], PLACES[5]]  # 1 device, (2,4), (2,2,2)
+    places = [PLACES[0], PLACES[5]]  # 1 device vs (2,2,2); the slow tier tries every place
     x = _draws_on(places, darray.random.normal, BIG, dtype=np.float64)
     n = x.size
     assert x.dtype == np.float64
@@ -65,7 +65,7 @@ def test_normal_identical_on_every_mesh_with_normal_statistics():
 
 def test_uniform_identical_with_uniform_statistics_and_bounds():
     lo, hi = -2.0, 3.0
-    x = _draws_on([PLACES[0], PLACES[4]], darray.random.uniform, BIG, dtype=np.float32,
+    x = _draws_on([PLACES[4]], darray.random.uniform, BIG, dtype=np.float32,
                   minval=lo, maxval=hi)
     n = x.size
     assert x.dtype == np.float32 and x.min() >= lo and x.max() < hi
@@ -75,7 +75,7 @@ def test_uniform_identical_with_uniform_statistics_and_bounds():
 
 
 def test_integers_identical_with_uniform_counts():
-    x = _draws_on([PLACES[0], PLACES[5]], darray.random.integers, BIG, low=-3, high=9)
+    x = _draws_on([PLACES[3]], darray.random.integers, BIG, low=-3, high=9)
     assert x.dtype == np.int64 and x.min() == -3 and x.max() == 8
     counts = np.bincount(x.ravel() + 3, minlength=12)
     expected = x.size / 12
@@ -93,6 +93,7 @@ def test_complex_normal_statistics():
 
 
 DRAWS = [
+    ("normal", dict(dtype=np.float64)),
     ("normal", dict(dtype=np.float32)),
     ("normal", dict(dtype=np.complex64)),
     ("uniform", dict(dtype=np.float64, minval=-2.0, maxval=3.0)),
