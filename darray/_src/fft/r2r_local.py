@@ -131,29 +131,59 @@ def _scale_entry(x, index: int, factor: float):
 
 
 # -- unnormalised forward transforms along the last axis of a real array ----------------------
+def _take_last(x, index: np.ndarray):
+    """x[..., index] for a constant index: a gather that XLA fuses with the elementwise work
+    around it (a concatenate of slices is one extra pass over memory on CPU)."""
+    return jnp.take(x, jnp.asarray(index, dtype=np.int32), axis=-1)
+
+
+@functools.lru_cache(maxsize=256)
+def _dct1_source(n: int) -> np.ndarray:
+    return np.concatenate([np.arange(n), np.arange(n - 2, 0, -1)]).astype(np.int32)
+
+
 def _dct1(x):
     n = x.shape[-1]
     # the even extension [x0 .. x_{N-1}, x_{N-2} .. x1] has a real DFT equal to DCT-I
-    ext = jnp.concatenate([x, jnp.flip(x[..., 1:n - 1], axis=-1)], axis=-1)
-    return jnp.fft.rfft(ext, axis=-1).real.astype(x.dtype)
+    ext = _take_last(x, _dct1_source(n))
+    return jnp.fft.rfft(ext, axis=-1)[..., :n].real.astype(x.dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _dst1_source(n: int):
+    # [0, x0 .. x_{N-1}, 0, -x_{N-1} .. -x0]: gather indices and signs (0 where the entry is 0)
+    index = np.concatenate([[0], np.arange(n), [0], np.arange(n - 1, -1, -1)]).astype(np.int32)
+    sign = np.concatenate([[0.0], np.ones(n), [0.0], -np.ones(n)])
+    return index, sign
 
 
 def _dst1(x):
     n = x.shape[-1]
-    zero = jnp.zeros(x.shape[:-1] + (1,), x.dtype)
-    # the odd extension [0, x, 0, -reversed(x)] has a DFT of -i * DST-I
-    ext = jnp.concatenate([zero, x, zero, -jnp.flip(x, axis=-1)], axis=-1)
+    index, sign = _dst1_source(n)
+    # the odd extension has a DFT of -i * DST-I
+    ext = _take_last(x, index) * _const(sign, x)
     return -jnp.fft.rfft(ext, axis=-1)[..., 1:n + 1].imag.astype(x.dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _dct2_tables(n: int):
+    """Makhoul's input order (even entries forward, odd entries backward), and for the output:
+    the FFT bin each y[k] reads (k, or N-k above N/2), its twiddle, and which half it is in."""
+    order = np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)[::-1]]).astype(np.int32)
+    k = np.arange(n)
+    low = k <= n // 2
+    source = np.where(low, k, n - k).astype(np.int32)
+    return order, source, np.exp(-1j * np.pi * source / (2 * n)), low
 
 
 def _dct2(x):
     n = x.shape[-1]
-    # Makhoul: even entries forward then odd entries backward; one real FFT of length N
-    v = jnp.concatenate([x[..., ::2], jnp.flip(x[..., 1::2], axis=-1)], axis=-1)
-    z = jnp.fft.rfft(v, axis=-1) * _const(_twiddle(n // 2 + 1, 0.5 / n), x)
-    # y[k] = 2 Re z[k] for k <= N/2, and y[N-k] = -2 Im z[k] (Hermitian symmetry of the FFT)
-    upper = jnp.flip(z[..., 1:(n + 1) // 2].imag, axis=-1)
-    return (2 * jnp.concatenate([z.real, -upper], axis=-1)).astype(x.dtype)
+    order, source, twiddle, low = _dct2_tables(n)
+    z = jnp.fft.rfft(_take_last(x, order), axis=-1)
+    # y[k] = 2 Re(e^{-i pi k/2N} Z[k]) for k <= N/2; above, Hermitian symmetry of the FFT of a
+    # real sequence gives y[N-k] = -2 Im(e^{-i pi k/2N} Z[k])
+    w = _take_last(z, source) * _const(twiddle, x)
+    return jnp.where(jnp.asarray(low), 2 * w.real, -2 * w.imag).astype(x.dtype)
 
 
 def _interleave(even, odd):
