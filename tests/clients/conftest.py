@@ -1,0 +1,66 @@
+"""Clients tier setup: scipy's array-API switch, and the per-library count table.
+
+scipy reads SCIPY_ARRAY_API once, when it is first imported. tests/conftest.py (which runs before
+this file) does not import scipy, nor does jax or darray, so setting it here is in time in a
+normal run; `test_clients.py` checks that scipy really picked it up and otherwise runs the scipy
+cases in a subprocess that has it set from the start (see `scipy_outcomes` there).
+"""
+import collections
+import json
+import os
+
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+from clients_harness import REPORT_ENV  # noqa: E402
+_outcomes = {}
+
+
+def pytest_runtest_logreport(report):
+    path = os.environ.get(REPORT_ENV)
+    if not path or "tests/clients/" not in report.nodeid.replace(os.sep, "/"):
+        return
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
+        if hasattr(report, "wasxfail") and report.passed:
+            outcome = "xpassed"
+        _outcomes[report.nodeid.split("::")[-1]] = {
+            "outcome": outcome,
+            "longrepr": str(report.longrepr) if report.failed else "",
+            "properties": list(report.user_properties),
+        }
+        with open(path, "w") as f:
+            json.dump(_outcomes, f)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Counts per library: cases, passing and distributed, passing via a host round trip,
+    library-side xfails, darray-side failures (failed, or xfailed as a darray bug)."""
+    rows = collections.defaultdict(collections.Counter)
+    for status in ("passed", "failed", "xfailed", "xpassed"):
+        for rep in terminalreporter.stats.get(status, []):
+            props = dict(getattr(rep, "user_properties", ()))
+            lib = props.get("client_library")
+            if lib is None or (rep.when != "call" and status != "failed"):
+                continue
+            row = rows[lib]
+            row["cases"] += 1
+            reason = getattr(rep, "wasxfail", "")
+            if status == "passed" or status == "xpassed":
+                row["distributed" if props.get("client_result") == "distributed" else "host"] += 1
+                if status == "xpassed":
+                    row["xpassed"] += 1
+            elif status == "xfailed" and reason.startswith("library bug"):
+                row["library xfail"] += 1
+            else:
+                row["darray failure"] += 1
+    if not rows:
+        return
+    cols = ("cases", "distributed", "host", "library xfail", "darray failure")
+    tr = terminalreporter
+    tr.section("array-API clients: counts per library (case x placement)")
+    tr.write_line(f"{'library':18}" + "".join(f"{c:>16}" for c in cols))
+    total = collections.Counter()
+    for lib in sorted(rows):
+        total.update(rows[lib])
+        tr.write_line(f"{lib:18}" + "".join(f"{rows[lib][c]:16d}" for c in cols))
+    tr.write_line(f"{'total':18}" + "".join(f"{total[c]:16d}" for c in cols))
