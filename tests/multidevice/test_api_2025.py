@@ -122,3 +122,25 @@ def test_to_device_forms():
         X.to_device(MESH, stream=1)
     with pytest.raises(TypeError, match="device must be a jax.sharding.Mesh"):
         X.to_device("cpu:0")
+
+
+def test_setitem_and_clip_promotion_of_2025_12():
+    """2025.12: a setitem value array is promoted to x's dtype (x's dtype never changes);
+    Python scalars given to clip take x's dtype."""
+    x = darray.asarray(np.arange(8, dtype=np.int32), mesh=MESH)
+    x[2:4] = darray.asarray(np.array([-1, -2], np.int8), mesh=MESH)
+    ref = np.arange(8, dtype=np.int32)
+    ref[2:4] = [-1, -2]
+    np.testing.assert_array_equal(np.asarray(x), ref)
+    assert x.dtype == np.int32
+    y = darray.asarray(A, mesh=MESH, spec=("x", "y"))
+    y[0] = darray.asarray(A[1].astype(np.float32), mesh=MESH)
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(y)[0], A[1].astype(np.float32).astype(np.float64))
+    f32 = darray.asarray(A.astype(np.float32), mesh=MESH, spec=("x", "y"))
+    c = darray.clip(f32, min=-0.5, max=1)
+    assert c.dtype == np.float32 and c.layout == f32.layout
+    np.testing.assert_array_equal(np.asarray(c), np.clip(A.astype(np.float32), -0.5, 1))
+    i = darray.clip(x, min=0, max=5)
+    assert i.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(i), np.clip(ref, 0, 5))
