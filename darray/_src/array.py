@@ -117,8 +117,8 @@ class DistArray:
         return cls(data, Layout.create((), mesh if mesh is not None else default_mesh(), ()))
 
     def _rebind(self, result) -> None:
-        """Become `result` (in-place operators and setitem; jax arrays are immutable). A 0-d
-        result arrives as a jax scalar and keeps this array's 0-d layout."""
+        """Become `result` (in-place operators and setitem; jax arrays are immutable). A bare
+        jax array result keeps this array's layout."""
         if isinstance(result, DistArray):
             self._data, self._layout = result._data, result._layout
         else:
