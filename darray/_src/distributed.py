@@ -151,14 +151,15 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None, *,
     if _STATE.get("launch") is not None:
         raise RuntimeError("darray.distributed.initialize was already called in this process")
     launch = detect_launch(coordinator_address, num_processes, process_id)
-    _STATE["launch"] = launch
     if launch.launcher == "single":
+        _STATE["launch"] = launch
         return report()
     jax.distributed.initialize(launch.coordinator_address, launch.num_processes,
                                launch.process_id, local_device_ids=local_device_ids,
                                initialization_timeout=int(initialization_timeout),
                                heartbeat_timeout_seconds=int(heartbeat_timeout),
                                shutdown_timeout_seconds=int(shutdown_timeout))
+    _STATE["launch"] = launch
     address = launch.coordinator_address
     if watchdog and address is not None and jax.process_count() > 1:
         host, port = address.rsplit(":", 1)
@@ -197,7 +198,12 @@ class _Watchdog:
         self._previous_hook = sys.excepthook
         sys.excepthook = self._crash_hook
         if rank == 0:
-            self.server = socket.create_server(("", port))
+            try:
+                self.server = socket.create_server(("", port))
+            except OSError as err:
+                raise RuntimeError(f"darray.distributed: the watchdog cannot listen on port "
+                                   f"{port} ({err}); set DARRAY_WATCHDOG_PORT to a free port or "
+                                   "pass watchdog=False") from None
             threading.Thread(target=self._accept, daemon=True).start()
         else:
             sock = self._connect(host, port)

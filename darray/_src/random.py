@@ -254,7 +254,7 @@ def integers(key, low, high=None, shape=(), dtype=None, *, mesh=None, spec=None)
 def _integers_transform(dt, low, span, w0, w1):
     if jax.config.jax_enable_x64:
         word = (w0.astype(np.uint64) << np.uint64(32)) | w1.astype(np.uint64)
-        offset = word % np.uint64(span)
+        offset = word if span == 1 << 64 else word % np.uint64(span)  # full uint64 range
         # offset < span <= 2**64; adding low in the unsigned domain wraps to the right value,
         # which the bitcast reads back as a signed number where dt is signed.
         value = offset + np.uint64(low % (1 << 64))
@@ -262,6 +262,11 @@ def _integers_transform(dt, low, span, w0, w1):
             value = jax.lax.bitcast_convert_type(value, np.int64)
         return value.astype(dt)
     # 32-bit words only: (w0 * 2**32 + w1) mod span from 32-bit pieces, every step < 2**32.
+    if span == _U32:  # the full 32-bit range: every word is already uniform
+        offset = w1
+        value = offset + np.uint32(low % _U32)
+        return (jax.lax.bitcast_convert_type(value, np.int32) if dt.kind == "i"
+                else value).astype(dt)
     s = np.uint32(span)
     mult = np.uint32(_U32 % span)
     a = _mulmod32(w0 % s, mult, span)

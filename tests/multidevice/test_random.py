@@ -153,3 +153,12 @@ def test_errors_name_the_argument():
         darray.random.normal(key, (3,), np.int32)
     with pytest.raises(ValueError, match="too large for darray.random"):
         darray.random.normal(key, (2**32, 1))
+
+
+def test_integers_full_ranges():
+    x = np.asarray(darray.random.integers(jax.random.key(4), 0, 2**64, (300,),
+                                          dtype=np.uint64, mesh=(8,)))
+    assert x.dtype == np.uint64 and x.max() > 2**63 and np.unique(x).size == 300
+    y = np.asarray(darray.random.integers(jax.random.key(4), -2**31, 2**31, (300,),
+                                          dtype=np.int32, mesh=(8,)))
+    assert y.dtype == np.int32 and y.min() < -2**30 and y.max() > 2**30
