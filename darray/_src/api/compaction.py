@@ -117,15 +117,10 @@ _UINT = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
 
 
 def _to_bits(block):
-    """Values as unsigned integers of their bit patterns. The buffers are combined by a sum in
-    which each slot has exactly one writer and zeros elsewhere: on bit patterns that sum is
-    exact for every value (a float sum would turn -0.0 into +0.0, measured on CPU)."""
+    """Real values as unsigned integers of their bit patterns (bool as uint8)."""
     dtype = np.dtype(block.dtype)
     if dtype == np.bool_:
         return block.astype(jnp.uint8)
-    if dtype.kind == "c":
-        block = jnp.stack([block.real, block.imag], axis=-1)
-        dtype = np.dtype(block.dtype)
     if dtype.kind == "f":
         return jax.lax.bitcast_convert_type(block, _UINT[dtype.itemsize])
     return block
@@ -135,23 +130,40 @@ def _from_bits(bits, dtype):
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return bits.astype(jnp.bool_)
-    if dtype.kind == "c":
-        part = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
-        pair = jax.lax.bitcast_convert_type(bits, part)
-        return jax.lax.complex(pair[..., 0], pair[..., 1]).astype(dtype)
     if dtype.kind == "f":
         return jax.lax.bitcast_convert_type(bits, dtype)
     return bits
 
 
-def exact_read(read: Callable, a):
-    """read(a) for a gather or slice handed to the partitioner, done on bit patterns. XLA
-    partitions a gather from a split operand as a masked local gather plus an all-reduce sum,
-    which turns -0.0 into +0.0 (measured on CPU); on unsigned integers that sum is exact."""
+def _on_bits(fn, a, *ops):
     dtype = np.dtype(a.dtype)
     if dtype.kind == "c":
-        return jax.lax.complex(exact_read(read, a.real), exact_read(read, a.imag)).astype(dtype)
-    return _from_bits(read(_to_bits(a)), dtype)
+        return jax.lax.complex(_on_bits(fn, a.real, *ops), _on_bits(fn, a.imag, *ops)).astype(dtype)
+    return _from_bits(fn(_to_bits(a), *ops), dtype)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _exact_float(fn, a, *ops):
+    return _on_bits(fn, a, *ops)
+
+
+@_exact_float.defjvp
+def _exact_float_jvp(fn, primals, tangents):
+    # bit patterns have no derivative; fn is linear in `a`, so the tangent is fn(tangent)
+    # (a tangent's sign of zero does not matter)
+    a, *ops = primals
+    return _on_bits(fn, a, *ops), fn(tangents[0], *ops)
+
+
+def exact_read(fn: Callable, a, *ops):
+    """fn(a, *ops) for fn linear in `a` whose data movement XLA (or darray) does as a sum of one
+    value with zeros, computed on bit patterns: a float sum turns -0.0 into +0.0 (measured on
+    CPU: XLA partitions a gather from a split operand as a masked local gather plus an
+    all-reduce sum). On unsigned integers the sum is exact. `ops` (index arrays, masks) are
+    passed explicitly so that the custom derivative closes over no tracer."""
+    if np.dtype(a.dtype).kind in "fc":
+        return _exact_float(fn, a, *ops)
+    return _on_bits(fn, a, *ops)
 
 
 # -- compaction ----------------------------------------------------------------------------------
@@ -170,6 +182,16 @@ def _compact_fn(mask_lay: Layout, payload_lays: tuple, count: int, with_indices:
     idx_dtype = _dt.default_int()
     scatter_names = names[0] if len(names) == 1 else names
 
+    def place(item, slots):
+        """Each hit at its rank in a zero buffer; the buffers of the mask's devices summed
+        (one writer per slot) into the split output. A scatter-add: linear and transposable."""
+        rest = item.shape[k:]
+        buf = jnp.zeros((padded,) + rest, item.dtype)
+        buf = buf.at[slots].add(item.reshape((-1,) + rest), mode="drop")
+        if names:
+            buf = jax.lax.psum_scatter(buf, scatter_names, scatter_dimension=0, tiled=True)
+        return buf
+
     def body(mask_block, *payload_blocks):
         mask_block = _strip_ghosts(mask_block, mask_lay)
         hits, rank = _hits_and_ranks(mask_block, mask_lay, idx_dtype)
@@ -180,13 +202,7 @@ def _compact_fn(mask_lay: Layout, payload_lays: tuple, count: int, with_indices:
         items += [_strip_ghosts(b, lay) for b, lay in zip(payload_blocks, payload_lays)]
         outs = []
         for item in items:
-            bits = _to_bits(item)
-            rest = bits.shape[k:]
-            flat = bits.reshape((-1,) + rest)
-            buf = jnp.zeros((padded,) + rest, flat.dtype).at[slots].set(flat, mode="drop")
-            if names:
-                buf = jax.lax.psum_scatter(buf, scatter_names, scatter_dimension=0, tiled=True)
-            outs.append(_from_bits(buf, item.dtype))
+            outs.append(exact_read(place, item, slots))
         return tuple(outs)
 
     out_lays = []

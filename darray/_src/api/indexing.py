@@ -193,8 +193,8 @@ def _basic_read_fn(lay: Layout, plan, out: Layout):
         # the owner's cell plus zeros from the others: summed as bit patterns so that -0.0
         # stays -0.0 (see compaction.exact_read)
         return compaction.exact_read(
-            lambda bits: jax.lax.psum(jnp.where(owner, bits, jnp.zeros((), bits.dtype)),
-                                      reduce_names), piece)
+            lambda b, own: jax.lax.psum(jnp.where(own, b, jnp.zeros((), b.dtype)),
+                                        reduce_names), piece, owner)
 
     def run(data, values):
         data = physical.constrain(data, lay)
@@ -251,8 +251,9 @@ def _logical_read(x, plan, ints, out):
 
 
 def _logical_read_fn(a, values, plan):
-    key = _index_tuple(plan, [values[i] for i in range(values.shape[0])])
-    return compaction.exact_read(lambda b: b[key], a)
+    return compaction.exact_read(
+        lambda b, vals: b[_index_tuple(plan, [vals[i] for i in range(vals.shape[0])])],
+        a, values)
 
 
 # -- advanced keys ----------------------------------------------------------------------------
@@ -315,8 +316,7 @@ def _build_key(template, operands):
 
 def _advanced_read(a, *rest):
     *operands, template = rest
-    key = _build_key(template, operands)
-    return compaction.exact_read(lambda b: b[key], a)
+    return compaction.exact_read(lambda b, *ops: b[_build_key(template, ops)], a, *operands)
 
 
 def _check_advanced_bounds(x, key):
@@ -477,8 +477,8 @@ def _wrap(idx, n):
 
 
 def _take(a, idx, axis):
-    idx = _wrap(idx, a.shape[axis])
-    return compaction.exact_read(lambda b: jnp.take(b, idx, axis=axis, mode="clip"), a)
+    return compaction.exact_read(lambda b, i: jnp.take(b, i, axis=axis, mode="clip"), a,
+                                 _wrap(idx, a.shape[axis]))
 
 
 def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
@@ -506,9 +506,9 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
 
 
 def _take_along(a, idx, axis):
-    idx = _wrap(idx, a.shape[axis])
     return compaction.exact_read(
-        lambda b: jnp.take_along_axis(b, idx, axis=axis, mode="clip"), a)
+        lambda b, i: jnp.take_along_axis(b, i, axis=axis, mode="clip"), a,
+        _wrap(idx, a.shape[axis]))
 
 
 def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
