@@ -10,8 +10,11 @@ but the last, ``column`` its index along the last axis. Both must fit in 32 bits
 2**32 - 1 rows of 2**32 - 1 cells). The key is first folded with the rank and extents, so draws
 of different shapes from one key are unrelated rather than overlapping.
 
-(jax.random itself is not mesh-independent for uneven splits: its bits are a function of the
-flat index over the array it is asked to fill, which for darray would be the padded array.)
+Why not jax.random on the physical array: its bits are a function of the flat index over the
+array it fills, and darray's physical array is padded by an amount that depends on the mesh;
+drawing the logical array and padding it afterwards goes through an unevenly sharded
+intermediate whose placement XLA chooses (and is mesh-independent only under
+jax_threefry_partitionable, a global flag darray should not flip for its users).
 """
 from __future__ import annotations
 
