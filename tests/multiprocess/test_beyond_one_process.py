@@ -25,12 +25,13 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _run(nproc, mode, outdir, timeout=TIMEOUT_S, wait_for=None, mpiexec=False):
+def _run(nproc, mode, outdir, timeout=TIMEOUT_S, wait_for=None, mpiexec=False, extra_env=None):
     """Run every rank (or one mpiexec); wait (polling) until the ranks in `wait_for` (default:
     all) exit. Output goes to files, not pipes: polling must never block on a full pipe."""
     wait_for = range(nproc) if wait_for is None else wait_for
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS",)}
+    env.update(extra_env or {})
     if mpiexec:
         log = open(os.path.join(outdir, f"{mode}-mpiexec.log"), "w+")
         logs = [log]
@@ -90,12 +91,25 @@ def test_under_mpiexec_create_draw_save_load_like_one(tmp_path, nproc):
     _features_like_one_process(tmp_path, nproc, mpiexec=True)
 
 
-def _features_like_one_process(tmp_path, nproc, mpiexec):
+@pytest.mark.slow
+@pytest.mark.multiprocess
+@pytest.mark.skipif(not _has_mpiexec(), reason="needs mpiexec (darray[mpi])")
+def test_under_mpiexec_without_mpi4py_on_one_node(tmp_path):
+    # a package that shadows mpi4py and fails to import: the ranks must agree on an address
+    # from the launcher's environment alone
+    shadow = tmp_path / "shadow" / "mpi4py"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('mpi4py hidden by the test')\n")
+    path = os.pathsep.join([str(tmp_path / "shadow"), os.environ.get("PYTHONPATH", "")])
+    _features_like_one_process(tmp_path, 2, mpiexec=True, extra_env={"PYTHONPATH": path})
+
+
+def _features_like_one_process(tmp_path, nproc, mpiexec, extra_env=None):
     mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
     parent_host = np.random.default_rng(3).standard_normal((11, 9, 5))
     darray.save(tmp_path / "saved_by_parent",
                 darray.asarray(parent_host, mesh=mesh, spec=("x", "y")))
-    procs, outputs, _ = _run(nproc, "features", tmp_path, mpiexec=mpiexec)
+    procs, outputs, _ = _run(nproc, "features", tmp_path, mpiexec=mpiexec, extra_env=extra_env)
     for rank, (p, out) in enumerate(zip(procs, outputs)):
         assert p.returncode == 0 and out.count("RESULT ok") == (nproc if mpiexec else 1), \
             f"rank {rank} failed:\n{out[-3000:]}"
