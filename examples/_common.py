@@ -1,0 +1,80 @@
+"""Shared setup for the darray examples: virtual devices, output folder, figures, self-checks.
+
+Every example imports this module first, so 8 virtual CPU devices exist before jax starts (on a
+laptop the examples are still distributed). A real GPU/TPU machine keeps its own devices: set
+XLA_FLAGS yourself to override.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+import argparse  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import jax  # noqa: E402
+
+# The numpy references are float64; so are the examples' checks where they say so.
+jax.config.update("jax_enable_x64", True)
+
+import matplotlib  # noqa: E402
+
+# Agg: no display needed (CI, clusters); the figure goes to a PNG file.
+matplotlib.use("Agg")
+
+OUTPUT_ENV = "DARRAY_EXAMPLES_OUT"
+DEFAULT_OUT = pathlib.Path(__file__).resolve().parent / "_output"
+
+
+def parse_args(description: str, argv=None) -> argparse.Namespace:
+    """--out DIR (default $DARRAY_EXAMPLES_OUT, else examples/_output/)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", default=os.environ.get(OUTPUT_ENV, str(DEFAULT_OUT)),
+                        help=f"folder for the figure (default ${OUTPUT_ENV} or {DEFAULT_OUT})")
+    args = parser.parse_args(argv)
+    args.out = pathlib.Path(args.out)
+    args.out.mkdir(parents=True, exist_ok=True)
+    return args
+
+
+def mesh_2d():
+    """A 2x4 pencil mesh over the 8 devices (both axes of a 2-D or 3-D grid split)."""
+    if jax.device_count() < 8:
+        raise SystemExit(f"these examples use a 2x4 mesh of 8 devices, found {jax.device_count()}")
+    return jax.make_mesh((2, 4), ("x", "y"))
+
+
+def save_figure(fig, out: pathlib.Path, name: str) -> pathlib.Path:
+    path = out / name
+    fig.savefig(path, dpi=80, bbox_inches="tight")
+    print(f"figure: {path}")
+    return path
+
+
+class Checks:
+    """Collects named pass/fail checks; `finish()` prints them and returns the exit status."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.failed = []
+        self.t0 = time.perf_counter()
+
+    def check(self, label: str, ok: bool, detail: str = "") -> None:
+        print(f"  [{'ok' if ok else 'FAILED'}] {label}{': ' + detail if detail else ''}")
+        if not ok:
+            self.failed.append(label)
+
+    def finish(self) -> int:
+        elapsed = time.perf_counter() - self.t0
+        if self.failed:
+            print(f"{self.name}: SELF-CHECK FAILED ({', '.join(self.failed)}) in {elapsed:.1f} s")
+            return 1
+        print(f"{self.name}: SELF-CHECK PASSED in {elapsed:.1f} s")
+        return 0
+
+
+def exit_with(status: int) -> None:
+    sys.exit(status)
