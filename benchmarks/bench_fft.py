@@ -96,6 +96,45 @@ def _darray_rows(n, mesh_shape, names, repeats, label):
     return rows
 
 
+def _largest_prime_at_most(m):
+    def prime(k):
+        return k > 1 and all(k % d for d in range(2, int(k ** 0.5) + 1))
+    while not prime(m):
+        m -= 1
+    return m
+
+
+def _planner_rows(n, repeats):
+    """Rows for the planner's choices: the (2, 4) input forced to pencils, a 2-D array with
+    every axis split (fold), dctn if darray has it, and a 1-D prime length (Bluestein) with
+    its own single-device reference row."""
+    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    rows = []
+    xc = darray.asarray(_host(n, np.complex64), mesh=mesh, spec=("x", "y"))
+    forced = jax.jit(lambda v: dfft.ifftn(dfft.fftn(v, decomposition="pencil"),
+                                          decomposition="pencil"))
+    rows.append(_row("darray pencil(2,4) forced pencil c64", forced, xc, repeats, n))
+    flat = _host(n, np.complex64).reshape(n * n, n)
+    x2 = darray.asarray(flat, mesh=mesh, spec=("x", "y"))
+    rows.append(_row(f"darray 2-D {n * n}x{n} (x,y) fft2+ifft2 c64",
+                     jax.jit(lambda v: dfft.ifftn(dfft.fftn(v))), x2, repeats, n))
+    if hasattr(dfft, "dctn"):
+        xr = darray.asarray(_host(n, np.float32), mesh=mesh, spec=("x", "y"))
+        rows.append(_row("darray pencil(2,4) dctn+idctn f32",
+                         jax.jit(lambda v: dfft.idctn(dfft.dctn(v))), xr, repeats, n))
+    if n < 64:  # the smoke run skips the Bluestein rows (tests cover that path)
+        return rows
+    p = _largest_prime_at_most(n ** 3 // 16)
+    a = (np.random.default_rng(1).standard_normal(p)).astype(np.complex64)
+    one = jax.device_put(a, jax.devices()[0])
+    rows.append(_row(f"jnp single-device 1-D prime {p} fft+ifft",
+                     jax.jit(lambda v: jnp.fft.ifft(jnp.fft.fft(v))), one, repeats, n))
+    x1 = darray.asarray(a, mesh=compat.make_auto_mesh((8,), ("d",)), spec=("d",))
+    rows.append(_row(f"darray 1-D prime {p} over 8 fft+ifft",
+                     jax.jit(lambda v: dfft.ifft(dfft.fft(v))), x1, repeats, n))
+    return rows
+
+
 def _host(n, dtype):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n, n)).astype(np.float32)
@@ -152,6 +191,7 @@ def run(n, repeats, naive=True):
     rows += _darray_rows(n, (8,), ("d",), repeats, "slab(8,)")
     rows += _minimal_slab_row(n, repeats)
     rows += _darray_rows(n, (2, 4), ("x", "y"), repeats, "pencil(2,4)")
+    rows += _planner_rows(n, repeats)
     rows += _jaxdecomp_rows(n, repeats)
     timings = _time_interleaved([r["program"] for r in rows], repeats)
     for r in rows:
@@ -182,11 +222,27 @@ def report(rows):
                   f"{str(r['all_gather']):>6s} {mem} {extra}")
         complex_rt = {r["name"].split()[1]: r["seconds"] for r in rs
                       if r["name"].startswith("darray") and "fftn+ifftn" in r["name"]}
+        named = {r["name"]: r for r in rs}
+        slab = named.get("darray slab(8,) fftn+ifftn c64")
+        pencil = named.get("darray pencil(2,4) fftn+ifftn c64")
+        if slab and pencil:
+            print(f"  pencil(2,4) input / slab(8,) input (fftn+ifftn) = "
+                  f"{pencil['seconds'] / slab['seconds']:.2f}")
+        one = next((r for r in rs if r["name"].startswith("jnp single-device 1-D")), None)
+        dist = next((r for r in rs if r["name"].startswith("darray 1-D prime")), None)
+        if one and dist:
+            print(f"  1-D prime: darray / single-device = {dist['seconds'] / one['seconds']:.2f}")
+        dct = named.get("darray pencil(2,4) dctn+idctn f32")
+        real = named.get("darray pencil(2,4) rfftn+irfftn f32")
+        if dct and real:
+            print(f"  dctn+idctn / rfftn+irfftn (pencil input) = "
+                  f"{dct['seconds'] / real['seconds']:.2f}")
         for r in rs:
             if r["name"].startswith("darray") and "rfftn" in r["name"]:
                 label = r["name"].split()[1]
-                print(f"  {label}: rfftn+irfftn / fftn+ifftn = "
-                      f"{r['seconds'] / complex_rt[label]:.2f}")
+                if label in complex_rt:
+                    print(f"  {label}: rfftn+irfftn / fftn+ifftn = "
+                          f"{r['seconds'] / complex_rt[label]:.2f}")
 
 
 def main(argv=None):

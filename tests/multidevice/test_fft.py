@@ -53,8 +53,16 @@ def rand(shape, dtype, seed=0):
     return a.astype(dtype)
 
 
-KSPACE = {"slab8": ((), ("d",), ()), "pencil2x4": ((), ("x",), ("y",)),
-          "pencil4x2": ((), ("x",), ("y",)), "pencil1x8": ((), ("x",), ("y",))}
+PENCIL_KSPACE = {"slab8": ((), ("d",), ()), "pencil2x4": ((), ("x",), ("y",)),
+                 "pencil4x2": ((), ("x",), ("y",)), "pencil1x8": ((), ("x",), ("y",))}
+
+
+def kspace(mesh, last_len):
+    """k-space split of a 3-D fftn: a pencil input merges both splits onto the last axis in
+    one all-to-all over all 8 devices when that axis (halved for rfftn) has >= 8 entries."""
+    if mesh != "slab8" and last_len >= 8:
+        return ((), (), ("x", "y"))
+    return PENCIL_KSPACE[mesh]
 
 
 @pytest.mark.parametrize("mesh", list(MESHES))
@@ -66,7 +74,7 @@ def test_fftn_roundtrip_3d(mesh, shape, dtype):
     y = dfft.fftn(x)
     close(y, np.fft.fftn(a.astype(np.complex128)), dtype)
     assert y.dtype == (np.complex64 if dtype == np.float32 else np.complex128)
-    assert_layout(y, KSPACE[mesh])
+    assert_layout(y, kspace(mesh, shape[-1]))
     z = dfft.ifftn(y)
     close(z, a, dtype)
     assert z.layout == x.layout
@@ -82,7 +90,7 @@ def test_rfftn_roundtrip_3d(mesh, shape, dtype):
     y = dfft.rfftn(x)
     close(y, np.fft.rfftn(a.astype(np.float64)), dtype)
     assert y.shape == shape[:-1] + (shape[-1] // 2 + 1,)
-    assert_layout(y, KSPACE[mesh])
+    assert_layout(y, kspace(mesh, shape[-1] // 2 + 1))
     z = dfft.irfftn(y, s=shape)
     close(z, a, dtype)
     assert z.dtype == dtype and z.layout == x.layout
@@ -139,7 +147,11 @@ def test_batch_axis_on_3d_mesh():
     x = darray.asarray(a, mesh=m, spec=("c", "x", "y"))
     y = dfft.fftn(x, axes=(1, 2, 3))
     close(y, np.fft.fftn(a, axes=(1, 2, 3)), a.dtype)
-    assert_layout(y, (("c",), (), ("x",), ("y",)))
+    assert_layout(y, (("c",), (), (), ("x", "y")))  # x and y merged; the batch split stays
+    p = dfft.fftn(x, axes=(1, 2, 3), decomposition="pencil")
+    close(p, np.fft.fftn(a, axes=(1, 2, 3)), a.dtype)
+    assert_layout(p, (("c",), (), ("x",), ("y",)))
+    assert dfft.ifftn(p, axes=(1, 2, 3), decomposition="pencil").layout == x.layout
     r = dfft.rfftn(x, axes=(1, 2, 3))
     close(r, np.fft.rfftn(a, axes=(1, 2, 3)), a.dtype)
     z = dfft.irfftn(r, s=(8, 6, 10), axes=(1, 2, 3))
@@ -180,14 +192,17 @@ def test_hlo_pencil_fftn_uses_all_to_all_and_no_all_gather():
     m = mesh_of("pencil2x4")
     x = darray.zeros((16, 16, 16), dtype=np.complex64, mesh=m, spec=("x", "y"))
     xr = darray.zeros((16, 16, 16), dtype=np.float32, mesh=m, spec=("x", "y"))
+    # the (2, 4) pencil merges both splits: one all-to-all over all 8 devices per direction
     text = compiled_text(dfft.fftn, x)
-    assert len(re.findall(r"all-to-all\(", text)) == 2
+    assert len(re.findall(r"all-to-all\(", text)) == 1
     assert "all-gather" not in text
     for f, arg in ((lambda v: dfft.ifftn(dfft.fftn(v)), x),
                    (lambda v: dfft.irfftn(dfft.rfftn(v), s=(16, 16, 16)), xr)):
         text = compiled_text(f, arg)
-        assert len(re.findall(r"all-to-all\(", text)) == 4
+        assert len(re.findall(r"all-to-all\(", text)) == 2
         assert "all-gather" not in text
+    text = compiled_text(lambda v: dfft.fftn(v, decomposition="pencil"), x)
+    assert len(re.findall(r"all-to-all\(", text)) == 2 and "all-gather" not in text
 
 
 def test_hlo_uneven_slab_rfftn_no_all_gather():
@@ -255,11 +270,8 @@ def test_errors_name_the_argument():
     xi = darray.asarray(np.arange(8), mesh=mesh_of("slab8"))
     with pytest.raises(TypeError, match="floating-point dtype"):
         dfft.fft(xi)
-    both = darray.asarray(rand((8, 8), np.float64), mesh=mesh_of("pencil2x4"), spec=("x", "y"))
-    with pytest.raises(NotImplementedError, match="length 8 split over 4 devices"):
-        dfft.fftn(both)  # every axis split: four-step needs 4*4 | 8 (test_fft_split_axis.py)
-    with pytest.raises(NotImplementedError, match="length 16 split over 8 devices"):
-        dfft.fft(darray.asarray(rand((16,), np.float64), mesh=mesh_of("slab8"), spec=("d",)))
+    with pytest.raises(ValueError, match="decomposition='slab' is not accepted"):
+        dfft.fftn(x, decomposition="slab")
 
 
 def test_bench_small_smoke():

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from jax.sharding import AbstractMesh
 
-from darray._src.fft.plan import LocalFFT, PlanError, Transpose, plan_fft
+from darray._src.fft.plan import LocalFFT, Merge, PlanError, Transpose, apply_stage, plan_fft
+from darray._src.fft.planner import cost
 from darray._src.layout import Layout
 
 SLAB = AbstractMesh((8,), ("d",))
@@ -29,11 +30,11 @@ def test_slab_fftn_one_all_to_all_and_kspace_on_axis_1():
 
 def test_pencil_fftn_two_all_to_alls_and_inverse_retraces():
     lay = Layout.create((16, 12, 8), PENCIL, ("x", "y"))
-    plan = plan_fft(lay, (0, 1, 2), "c2c", False, (16, 12, 8))
+    plan = plan_fft(lay, (0, 1, 2), "c2c", False, (16, 12, 8), strategy="pencil")
     assert [(t.mesh_axes, t.src, t.dst) for t in transposes(plan)] == [(("y",), 1, 2),
                                                                          (("x",), 0, 1)]
     assert plan.out_layout.split == ((), ("x",), ("y",))
-    back = plan_fft(plan.out_layout, (0, 1, 2), "c2c", True, (16, 12, 8))
+    back = plan_fft(plan.out_layout, (0, 1, 2), "c2c", True, (16, 12, 8), strategy="pencil")
     assert [(t.src, t.dst) for t in transposes(back)] == [(1, 0), (2, 1)]
     assert back.out_layout == lay
 
@@ -47,7 +48,9 @@ def test_local_axes_need_no_communication():
 def test_batch_axes_keep_their_split_and_borrowed_axis_is_returned():
     lay = Layout.create((4, 16, 16, 16), BATCHED, ("c", "x", "y"))
     plan = plan_fft(lay, (1, 2, 3), "c2c", False, (16, 16, 16))
-    assert plan.out_layout.split == (("c",), (), ("x",), ("y",))
+    assert plan.out_layout.split == (("c",), (), (), ("x", "y"))  # merged over x and y
+    pencil = plan_fft(lay, (1, 2, 3), "c2c", False, (16, 16, 16), strategy="pencil")
+    assert pencil.out_layout.split == (("c",), (), ("x",), ("y",))
     # 1D transform along a split axis: borrow an unsplit axis and hand it back.
     lay2 = Layout.create((16, 16), SLAB, ("d",))
     plan2 = plan_fft(lay2, (0,), "c2c", False, (16,))
@@ -74,7 +77,7 @@ def test_r2c_with_split_last_axis_transposes_real_data_first():
 
 def test_uneven_transposes_record_true_lengths():
     lay = Layout.create((7, 13, 5), PENCIL, ("x", "y"))
-    plan = plan_fft(lay, (0, 1, 2), "c2c", False, (7, 13, 5))
+    plan = plan_fft(lay, (0, 1, 2), "c2c", False, (7, 13, 5))  # 5 < 8 devices: no slab
     t1, t2 = transposes(plan)
     assert (t1.src_len, t1.dst_len, t1.parts) == (13, 5, 4)
     assert (t2.src_len, t2.dst_len, t2.parts) == (7, 13, 2)
@@ -87,9 +90,57 @@ def test_s_resizes_local_axes_and_output_shape():
 
 
 def test_no_unsplit_axis_is_reported():
-    lay = Layout.create((8, 8), PENCIL, ("x", "y"))
+    lay = Layout.create((64,), SLAB, ("d",))  # a split 1-D array: the four-step's job
     with pytest.raises(PlanError, match="no unsplit axis to move a split into"):
-        plan_fft(lay, (0, 1), "c2c", False, (8, 8))
+        plan_fft(lay, (0,), "c2c", False, (64,))
+
+
+def test_merged_slab_one_all_to_all_over_every_device():
+    lay = Layout.create((16, 16, 16), PENCIL, ("x", "y"))
+    plan = plan_fft(lay, (0, 1, 2), "c2c", False, (16, 16, 16))
+    assert plan.n_transposes == 1 and isinstance(plan.stages[1], Merge)
+    assert plan.stages[1].mesh_axes == ("x", "y") and plan.stages[1].parts == 8
+    assert plan.out_layout.split == ((), (), ("x", "y"))
+    pencil = plan_fft(lay, (0, 1, 2), "c2c", False, (16, 16, 16), strategy="pencil")
+    assert pencil.n_transposes == 2 and cost(plan) < cost(pencil)
+    back = plan_fft(plan.out_layout, (0, 1, 2), "c2c", True, (16, 16, 16))
+    assert back.out_layout == lay and back.n_transposes == 1
+    real = plan_fft(lay, (0, 1, 2), "r2c", False, (16, 16, 16))
+    assert real.n_transposes == 1 and real.stages[0].kind == "r2c"
+    assert plan_fft(real.out_layout, (0, 1, 2), "c2r", True, (16, 16, 16)).out_layout == lay
+
+
+def test_pencil_stays_where_no_slab_fits():
+    lay = Layout.create((16, 16, 4), PENCIL, ("x", "y"))  # axis 2 shorter than 8 devices
+    plan = plan_fft(lay, (0, 1, 2), "c2c", False, (16, 16, 4))
+    assert plan.n_transposes == 2 and not any(isinstance(s, Merge) for s in plan.stages)
+
+
+def test_fold_when_every_axis_is_split_keeps_the_layout():
+    lay = Layout.create((24, 18), AbstractMesh((4, 2), ("x", "y")), ("x", "y"))
+    plan = plan_fft(lay, (0, 1), "c2c", False, (24, 18))
+    assert plan.out_layout == lay and plan.n_transposes == 4
+    assert plan.stages[0] == Transpose(("y",), 1, 0, 18, 24, 2, 1, 4)
+    assert plan_fft(lay, (0, 1), "c2c", True, (24, 18)).out_layout == lay
+    real = plan_fft(lay, (0, 1), "r2c", False, (24, 18))
+    assert real.out_layout.split == lay.split and real.out_layout.shape == (24, 10)
+    assert plan_fft(real.out_layout, (0, 1), "c2r", True, (24, 18)).out_layout == lay
+    # chunks that do not line up (9 over 4 then 2): no fold, the four-step runs instead
+    with pytest.raises(PlanError):
+        plan_fft(Layout.create((9, 9), AbstractMesh((4, 2), ("x", "y")), ("x", "y")),
+                 (0, 1), "c2c", False, (9, 9))
+
+
+def test_r2r_plans_carry_kernels_and_retrace():
+    lay = Layout.create((16, 12, 10), PENCIL, (None, "x", "y"))
+    plan = plan_fft(lay, (1, 2), "r2r", False, (12, 10), ("k1", "k2"))
+    local = [s for s in plan.stages if isinstance(s, LocalFFT)]
+    assert all(s.kind == "r2r" for s in local)
+    assert sorted(k for s in local for k in s.kernels) == ["k1", "k2"]
+    back = plan_fft(plan.out_layout, (1, 2), "r2r", True, (12, 10), ("i1", "i2"))
+    assert back.out_layout == lay
+    assert sorted(k for s in back.stages if isinstance(s, LocalFFT) for k in s.kernels) == \
+        ["i1", "i2"]
 
 
 def test_bad_kind_is_rejected():
@@ -125,11 +176,10 @@ def test_inverse_retraces_forward_c2c(lay, data):
             assert fwd.out_layout.split[a] == lay.split[a]
     split = list(lay.split)
     for s in fwd.stages:
-        if isinstance(s, Transpose):
-            assert split[s.src] == s.mesh_axes and split[s.dst] == ()
-            split[s.dst], split[s.src] = split[s.src], ()
-        else:
+        if isinstance(s, LocalFFT):
             assert all(split[a] == () for a in s.axes)
+        else:
+            apply_stage(split, s)  # raises if the exchange does not fit the split
     assert tuple(split) == fwd.out_layout.split
     back = plan_fft(fwd.out_layout, axes, "c2c", True, sizes)
     assert back.out_layout == lay

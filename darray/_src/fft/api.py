@@ -118,16 +118,29 @@ def _compiled(plan, norm, cast, conj_in, conj_out, backend):
     return jax.jit(run)
 
 
+DECOMPOSITIONS = ("auto", "pencil")
+
+
+def _check_decomposition(decomposition, fname):
+    if decomposition not in DECOMPOSITIONS:
+        raise ValueError(f"{fname}: decomposition={decomposition!r} is not accepted; use one "
+                         f"of {DECOMPOSITIONS} ('auto': the cheapest plan, e.g. a pencil "
+                         f"input merged into one slab over all devices; 'pencil': one "
+                         f"all-to-all per split axis over its own mesh axes)")
+    return decomposition
+
+
 def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
-               conj_out=False, backend=None) -> DistArray:
+               conj_out=False, backend=None, decomposition="auto") -> DistArray:
     # x.layout has the rank of x.data even under jax.vmap (DistArray reconciles it), so a
     # vmapped call plans on the unmapped axes and JAX batches the shard_map.
     layout, data = x.layout, x.data
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
         cast = None
     try:
-        plan = plan_fft(layout, tuple(axes), kind, inverse, tuple(sizes))
-    except PlanError:  # every array axis split: the four-step FFT keeps each split in place
+        plan = plan_fft(layout, tuple(axes), kind, inverse, tuple(sizes),
+                        strategy=decomposition)
+    except PlanError:  # a split 1-D array, or chunks that cannot fold: four-step in place
         plan = None
     if plan is None:
         return split_axis.transform(x, axes, sizes, kind, inverse, norm, cast, conj_in=conj_in,
@@ -137,18 +150,20 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
     return DistArray._new(out, plan.out_layout)
 
 
-def fft_plan(x: DistArray, *, axes=None, kind="c2c", inverse=False, s=None):
+def fft_plan(x: DistArray, *, axes=None, kind="c2c", inverse=False, s=None,
+             decomposition="auto"):
     """The `Plan` darray would run for a transform of `x` (for inspection and tests)."""
     x = _as_dist(x, "fft_plan")
     axes, sizes = _axes_and_sizes(x, s, axes, "fft_plan")
     if kind == "c2r" and s is None:
         sizes = sizes[:-1] + (2 * (sizes[-1] - 1),)
-    return plan_fft(x.layout, axes, kind, inverse, sizes)
+    return plan_fft(x.layout, axes, kind, inverse, sizes,
+                    strategy=_check_decomposition(decomposition, "fft_plan"))
 
 
 # -- real-to-real transforms (the kernels live in darray._src.fft.r2r_local) ----------------
 def run_r2r(x: DistArray, axes: tuple[int, ...], kernels: tuple, inverse_of=None, *,
-            backend=None) -> DistArray:
+            backend=None, decomposition="auto") -> DistArray:
     """Distributed real-to-real transform: ``kernels[k]`` runs along ``axes[k]``.
 
     Args:
@@ -181,21 +196,24 @@ def run_r2r(x: DistArray, axes: tuple[int, ...], kernels: tuple, inverse_of=None
         n = getattr(k, "n", None)
         sizes.append(x.shape[a] if n is None else _length(n, "r2r", "kernel.n"))
     plan = plan_fft(x.layout, axes, "r2r", inverse_of is not None and inverse_of is not False,
-                    tuple(sizes), kernels)
+                    tuple(sizes), kernels,
+                    strategy=_check_decomposition(decomposition, "r2r"))
     out = _compiled(plan, "backward", None, False, False, backend)(x.data)
     return DistArray._new(out, plan.out_layout)
 
 
 # -- complex transforms -----------------------------------------------------------------------
-def _c2c(x, s, axes, norm, inverse, fname):
+def _c2c(x, s, axes, norm, inverse, fname, decomposition="auto"):
     x = _as_dist(x, fname)
     _check_norm(norm, fname)
+    _check_decomposition(decomposition, fname)
     dt = _check_dtype(x, fname)
     axes, sizes = _axes_and_sizes(x, s, axes, fname)
-    return _transform(x, axes, sizes, "c2c", inverse, norm, _complex_of(dt))
+    return _transform(x, axes, sizes, "c2c", inverse, norm, _complex_of(dt),
+                      decomposition=decomposition)
 
 
-def fftn(x, /, *, s=None, axes=None, norm="backward") -> DistArray:
+def fftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> DistArray:
     """n-dimensional discrete Fourier transform.
 
     Args:
@@ -203,27 +221,34 @@ def fftn(x, /, *, s=None, axes=None, norm="backward") -> DistArray:
       s: transform length along each axis of `axes` (zero-pad or truncate, as numpy).
       axes: axes to transform (default: all, or the last ``len(s)``).
       norm: "backward" (no scaling), "ortho" (1/sqrt(n)) or "forward" (1/n).
+      decomposition: "auto" (default: the cheapest plan by bytes moved and exchanges) or
+        "pencil" (one all-to-all per split transform axis, each over its own mesh axes).
 
     Returns:
       Complex DistArray of the logical shape numpy gives.
 
     Layout:
-      Batch axes (not transformed) keep their split. Split transform axes move to other
-      transform axes by one all-to-all each (slab: 1, pencil: 2); the result may therefore be
-      split on different axes than `x` (a slab split on axis 0 comes back split on axis 1).
+      Batch axes (not transformed) keep their split. Split transform axes move onto
+      transformed axes by all-to-alls; the result may be split on other axes than `x` (a
+      slab on axis 0 comes back split on axis 1). A pencil input merges its splits onto one
+      axis in a single all-to-all over all their mesh axes when that axis is at least as long
+      as the device count ((x, y, -) -> (-, -, (x, y))), else one all-to-all per split axis.
+      When every array axis is split (a 2-D array on a 2-D mesh) one split is folded onto
+      another for the transform and the input's layout comes back (four all-to-alls), or,
+      where chunks cannot fold (and for split 1-D arrays), the four-step FFT runs in place.
       Uneven sizes are padded per split axis; no all-gather is ever performed.
     """
-    return _c2c(x, s, axes, norm, False, "fftn")
+    return _c2c(x, s, axes, norm, False, "fftn", decomposition)
 
 
-def ifftn(x, /, *, s=None, axes=None, norm="backward") -> DistArray:
+def ifftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> DistArray:
     """n-dimensional inverse discrete Fourier transform (arguments as `fftn`).
 
     Layout:
       Retraces the forward path: applied to the output of ``fftn(x)`` it returns in ``x``'s
       layout with as many all-to-alls as the forward transform used.
     """
-    return _c2c(x, s, axes, norm, True, "ifftn")
+    return _c2c(x, s, axes, norm, True, "ifftn", decomposition)
 
 
 def fft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
@@ -233,8 +258,8 @@ def fft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
       A split `axis` is moved to another axis and back (two all-to-alls): the layout of `x` is
       kept. An unsplit `axis` needs no communication. When every array axis is split (e.g. a
       1D array on its default placement) the distributed four-step FFT runs in place: three
-      all-to-alls, layout kept; it needs the length divisible by P*P for P devices on `axis`
-      (else NotImplementedError).
+      all-to-alls, layout kept, when P*P divides the length for P devices on `axis`; any
+      other length runs Bluestein's chirp-z form on a padded length (nine all-to-alls).
     """
     x = _as_dist(x, "fft")
     a = _axis(axis, x.ndim, "fft")
@@ -249,7 +274,7 @@ def ifft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
 
 
 # -- real transforms --------------------------------------------------------------------------
-def rfftn(x, /, *, s=None, axes=None, norm="backward") -> DistArray:
+def rfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> DistArray:
     """n-dimensional FFT of real input; the last transform axis keeps ``n//2 + 1`` entries.
 
     Layout:
@@ -258,12 +283,13 @@ def rfftn(x, /, *, s=None, axes=None, norm="backward") -> DistArray:
     """
     x = _as_dist(x, "rfftn")
     _check_norm(norm, "rfftn")
+    _check_decomposition(decomposition, "rfftn")
     _check_dtype(x, "rfftn", real_only=True)
     axes, sizes = _axes_and_sizes(x, s, axes, "rfftn")
-    return _transform(x, axes, sizes, "r2c", False, norm)
+    return _transform(x, axes, sizes, "r2c", False, norm, decomposition=decomposition)
 
 
-def irfftn(x, /, *, s=None, axes=None, norm="backward") -> DistArray:
+def irfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> DistArray:
     """Inverse of `rfftn`. ``s[-1]`` is the real output length (default ``2*(m-1)``).
 
     Layout:
@@ -271,6 +297,7 @@ def irfftn(x, /, *, s=None, axes=None, norm="backward") -> DistArray:
     """
     x = _as_dist(x, "irfftn")
     _check_norm(norm, "irfftn")
+    _check_decomposition(decomposition, "irfftn")
     dt = _check_dtype(x, "irfftn")
     axes, sizes = _axes_and_sizes(x, s, axes, "irfftn")
     if s is None:
@@ -278,7 +305,8 @@ def irfftn(x, /, *, s=None, axes=None, norm="backward") -> DistArray:
         if sizes[-1] < 1:
             raise ValueError(f"irfftn: the last axis has length {x.shape[axes[-1]]}, which gives "
                              f"an output length of {sizes[-1]}; pass s explicitly")
-    return _transform(x, axes, sizes, "c2r", True, norm, _complex_of(dt))
+    return _transform(x, axes, sizes, "c2r", True, norm, _complex_of(dt),
+                      decomposition=decomposition)
 
 
 def rfft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:

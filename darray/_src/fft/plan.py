@@ -57,20 +57,75 @@ class LocalFFT:
 class Transpose:
     """All-to-all over ``mesh_axes`` (``parts`` devices): ``src`` becomes local, ``dst`` split.
 
-    ``src_len`` / ``dst_len`` are the true logical lengths of the two axes at this point."""
+    ``src_len`` / ``dst_len`` are the true logical lengths of the two axes at this point.
+    A fold (planner.py) moves a group onto an axis that is already split (``dst_keep`` > 1
+    parts before the move; the group becomes the minor part of its split) or off an axis
+    that stays split by ``src_keep`` parts (its major part); then src is local only within
+    the remaining split. The planner only folds where the padded chunks line up."""
     mesh_axes: tuple[str, ...]
     src: int
     dst: int
     src_len: int
     dst_len: int
     parts: int
+    src_keep: int = 1
+    dst_keep: int = 1
 
     def reversed(self) -> "Transpose":
         return Transpose(self.mesh_axes, self.dst, self.src, self.dst_len, self.src_len,
-                         self.parts)
+                         self.parts, self.dst_keep, self.src_keep)
+
+    @property
+    def src_local_len(self) -> int:
+        """Length of `src` in each block after the move."""
+        return -(-self.src_len // self.src_keep)
 
 
-Stage = Union[LocalFFT, Transpose]
+@dataclasses.dataclass(frozen=True)
+class Merge:
+    """Several transposes done by ONE all-to-all over the union of their mesh axes.
+
+    Either every move shares its ``dst`` (splits of several axes merge onto one axis, in the
+    order of `moves`: a (x, y, -) pencil becomes a (-, -, (x, y)) slab over all devices), or
+    every move shares its ``src`` (the reverse: one merged split is dealt out to several axes).
+    One exchange over P devices instead of one per group: same bytes, fewer rounds."""
+    moves: tuple[Transpose, ...]
+
+    @property
+    def mesh_axes(self) -> tuple[str, ...]:
+        return tuple(name for m in self.moves for name in m.mesh_axes)
+
+    @property
+    def parts(self) -> int:
+        p = 1
+        for m in self.moves:
+            p *= m.parts
+        return p
+
+    @property
+    def gathers(self) -> bool:
+        """True when the moves share their destination (merge), False when their source."""
+        return len({m.dst for m in self.moves}) == 1
+
+    def reversed(self) -> "Merge":
+        return Merge(tuple(m.reversed() for m in self.moves))
+
+
+Stage = Union[LocalFFT, Transpose, Merge]
+
+
+def apply_stage(split: list, stage) -> None:
+    """Update `split` (one mesh-axis tuple per array axis) in place for a communication stage;
+    raises ValueError if the stage does not fit the split (the plan invariants)."""
+    moves = [stage] if isinstance(stage, Transpose) else list(stage.moves)
+    if isinstance(stage, Merge) and not stage.gathers:
+        moves = moves[::-1]  # dealing out a merged split: its minor part leaves first
+    for m in moves:
+        g = tuple(m.mesh_axes)
+        if tuple(split[m.src][len(split[m.src]) - len(g):]) != g:
+            raise ValueError(f"{m} does not match split {split}")
+        split[m.src] = tuple(split[m.src][:len(split[m.src]) - len(g)])
+        split[m.dst] = tuple(split[m.dst]) + g
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +136,8 @@ class Plan:
 
     @property
     def n_transposes(self) -> int:
-        return sum(isinstance(s, Transpose) for s in self.stages)
+        """Number of all-to-all exchanges (a Merge is one)."""
+        return sum(isinstance(s, (Transpose, Merge)) for s in self.stages)
 
     def describe(self) -> str:
         lines = [f"in:  {self.in_layout!r}"]
@@ -89,6 +145,9 @@ class Plan:
             if isinstance(s, LocalFFT):
                 tag = s.kind + ("-inv" if s.inverse and s.kind in ("c2c", "r2r") else "")
                 lines.append(f"  local {tag} axes={s.axes} sizes={s.sizes}")
+            elif isinstance(s, Merge):
+                moved = ", ".join(f"{m.mesh_axes}: {m.src} -> {m.dst}" for m in s.moves)
+                lines.append(f"  all-to-all {s.mesh_axes}: splits move {moved}")
             else:
                 lines.append(f"  all-to-all {s.mesh_axes}: split moves axis {s.src} -> {s.dst}")
         lines.append(f"out: {self.out_layout!r}")
@@ -237,7 +296,7 @@ def _reverse(plan: Plan, kind: str, sizes=None, kernels=None) -> Plan:
     by axis)."""
     stages = []
     for s in reversed(plan.stages):
-        if isinstance(s, Transpose):
+        if isinstance(s, (Transpose, Merge)):
             stages.append(s.reversed())
         elif s.kind == "r2r":
             stages.append(LocalFFT(s.axes, "r2r", True, tuple(sizes[a] for a in s.axes),
@@ -249,25 +308,8 @@ def _reverse(plan: Plan, kind: str, sizes=None, kernels=None) -> Plan:
     return Plan(plan.out_layout, plan.in_layout, tuple(stages))
 
 
-def _preimages(layout: Layout, axes, out_shape):
-    """Layouts of shape `out_shape` that differ from `layout` only by which transform axis
-    holds each split of a transform axis (batch axes keep their split)."""
-    groups = [layout.split[a] for a in axes if layout.split[a]]
-    base = [tuple(s) if a not in axes else () for a, s in enumerate(layout.split)]
-    seen = set()
-    for targets in itertools.permutations(axes, len(groups)):
-        split = list(base)
-        for g, t in zip(groups, targets):
-            split[t] = g
-        key = tuple(split)
-        if key not in seen:
-            seen.add(key)
-            yield Layout.create(out_shape, layout.mesh, _spec(split))
-
-
-@functools.lru_cache(maxsize=512)
 def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
-             sizes: tuple[int, ...], kernels: tuple = ()) -> Plan:
+             sizes: tuple[int, ...], kernels: tuple = (), strategy: str = "auto") -> Plan:
     """Plan a transform of `layout` over `axes` (distinct, non-negative, in the caller's order).
 
     Args:
@@ -279,49 +321,18 @@ def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
       sizes: transform length per axis (numpy's ``s``; for c2r the real output length; for
         r2r the output length of each kernel).
       kernels: r2r only, one hashable kernel per axis of `axes`.
+      strategy: "auto" (the cheapest plan by the cost model in planner.py: merged slabs,
+        folds) or "pencil" (only the one-group-at-a-time rotation of rule 1).
 
     Returns:
       A `Plan`; ``plan.out_layout`` is the layout of the result.
 
     Raises:
-      PlanError (a NotImplementedError) when no unsplit axis exists to transpose into.
+      PlanError (a NotImplementedError) when no plan of local FFTs and all-to-alls exists
+      (e.g. a split 1D array); the caller then runs the four-step FFT (split_axis.py).
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind={kind!r}; expected one of {KINDS}")
-    if layout.has_halo or layout.order != tuple(range(layout.ndim)):
-        raise PlanError(f"plan_fft needs a layout without halo in natural order, got {layout!r}")
-    axes, sizes, kernels = tuple(axes), tuple(sizes), tuple(kernels)
-    if (kind == "r2r") != bool(kernels) or (kernels and len(kernels) != len(axes)):
-        raise ValueError(f"kernels={kernels!r}: r2r needs one kernel per axis of {axes}, "
-                         f"other kinds none")
-    if kind == "c2r" or (kind in ("c2c", "r2r") and inverse):
-        reverse = _plan_as_reverse(layout, axes, kind, sizes, kernels)
-        if reverse is not None:
-            return reverse
-    return _greedy(layout, axes, kind, inverse, sizes, kernels)
+    return _planner.plan(layout, tuple(axes), kind, bool(inverse), tuple(sizes),
+                         tuple(kernels), strategy)
 
 
-def _plan_as_reverse(layout, axes, kind, sizes, kernels=()):
-    """Rule 3: reverse the forward plan of the layout this one came from, if there is one."""
-    out_shape = list(layout.shape)
-    for a, n in zip(axes, sizes):
-        out_shape[a] = n
-    forward_kind = {"c2r": "r2c", "c2c": "c2c", "r2r": "r2r"}[kind]
-    # An r2r forward call may have changed lengths (kernel.n): its output lengths are this
-    # layout's, its input lengths this call's output lengths.
-    forward_sizes = tuple(layout.shape[a] for a in axes) if kind == "r2r" else sizes
-    best = None
-    candidates = itertools.chain([_rotate_back(layout, axes, tuple(out_shape))],
-                                 _preimages(layout, axes, tuple(out_shape)))
-    for candidate in candidates:
-        try:
-            forward = _greedy(candidate, axes, forward_kind, False, forward_sizes, kernels)
-        except PlanError:
-            continue
-        if forward.out_layout != layout:
-            continue
-        if best is None or forward.n_transposes < best.n_transposes:
-            best = forward
-    if best is None:
-        return None
-    return _reverse(best, kind, dict(zip(axes, sizes)), dict(zip(axes, kernels)))
+from darray._src.fft import planner as _planner  # noqa: E402  (planner imports this module)

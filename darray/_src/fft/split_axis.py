@@ -20,6 +20,12 @@ device receives about N/(2P) values, so the output is a valid layout of length N
 irfft zero-extends its N//2+1 inputs in step 1, weighting them by 2 (1 for k = 0 and N/2) and
 keeping the real part: y = Re(ifft(w * X)). Both pay for a complex transform of length N
 (about twice the work of a local real transform) but move no more data than the c2c transform.
+
+Any other length N (a prime, 7 over 4 devices, 9 over 2) runs Bluestein's chirp-z form on a
+padded length M >= 2N - 1 that the four-step handles (a multiple of P*P, 2/3/5/7-smooth):
+X[k] = c[k] * sum_n (x[n] c[n]) conj(c)[k - n] with c[n] = exp(-i pi n^2 / N), a circular
+convolution of length M done by two four-step FFTs of the data and one of the (constant) chirp
+filter: nine all-to-alls of M-point data instead of three, still no all-gather.
 """
 from __future__ import annotations
 
@@ -45,15 +51,19 @@ def factor(n: int, parts: int) -> tuple[int, int] | None:
     return best
 
 
-def _unsupported(fname, axis, n, parts, group):
-    good = parts * parts * max(1, -(-n // (parts * parts)))
-    return NotImplementedError(
-        f"{fname}: cannot transform axis {axis} of length {n} split over {parts} devices "
-        f"(mesh axes {group}): every array axis is split (no unsplit axis to transpose into) "
-        f"and the distributed four-step FFT needs a length divisible by {parts}*{parts}="
-        f"{parts * parts} (e.g. {good}). Transform a zero-padded length (n={good}), or "
-        f"redistribute so one axis is unsplit first, e.g. darray.asarray(x, spec=(None,)) for a "
-        f"1D array; darray never gathers silently")
+def bluestein_length(n: int, parts: int) -> int:
+    """The padded convolution length for Bluestein: the smallest M >= 2n - 1 that is a
+    multiple of parts*parts with a 2/3/5/7-smooth cofactor (fast local FFTs)."""
+    base = parts * parts
+    k = max(1, -(-(2 * n - 1) // base))
+    while True:
+        r = k
+        for f in (2, 3, 5, 7):
+            while r % f == 0:
+                r //= f
+        if r == 1:
+            return base * k
+        k += 1
 
 
 # -- the per-device body ----------------------------------------------------------------------
@@ -153,6 +163,57 @@ def _four_step(b, *, name, parts, cs, valid, n, n1, n2, inverse, norm, out_len, 
     return _to_natural(a, name=name, parts=parts, n1=n1, n2=n2, out_len=out_len, cd=cd)
 
 
+def _chirp(pos, n: int, sign: int, real_dtype):
+    """exp(sign * i pi pos^2 / n) for int32 positions 0 <= pos < 2^31.
+
+    pos^2 mod 2n by shift-and-add in uint32 (every partial sum < 2 * 2n <= 2^32), so the
+    angle stays exact for any length and either precision (pos^2 itself overflows)."""
+    m = np.uint32(2 * n)
+    g = pos.astype(jnp.uint32) % m
+    acc = jnp.zeros_like(g)
+    cur = g
+    for bit in range(max(1, int(2 * n).bit_length())):
+        take = ((g >> np.uint32(bit)) & np.uint32(1)) == np.uint32(1)
+        acc = jnp.where(take, (acc + cur) % m, acc)
+        cur = (cur + cur) % m
+    angle = (np.pi / n) * acc.astype(real_dtype)
+    return lax.complex(jnp.cos(angle), sign * jnp.sin(angle))
+
+
+_NORM_SCALE = {  # (norm, inverse) -> power of 1/N applied after the unnormalised DFT
+    ("backward", False): 0.0, ("ortho", False): 0.5, ("forward", False): 1.0,
+    ("backward", True): 1.0, ("ortho", True): 0.5, ("forward", True): 0.0}
+
+
+def _bluestein(b, *, name, parts, cs, valid, n, m, m1, m2, inverse, norm, out_len, cd,
+               weight):
+    """One split axis of length n (the last of block b) by a length-m chirp-z convolution."""
+    sign = 1 if inverse else -1
+    real = b.real.dtype
+    r = lax.axis_index(name)
+    g = r * cs + jnp.arange(cs, dtype=jnp.int32)                 # global input positions
+    a = b * _chirp(g, n, sign, real)
+    if weight == "irfft":  # Hermitian extension of the n//2+1 given entries (module doc)
+        ends = (g == 0) | (g == n // 2) if n % 2 == 0 else (g == 0)
+        a = a * jnp.where(ends, 1, 2).astype(real)
+    step = dict(name=name, parts=parts, n=m, n1=m1, n2=m2, norm="backward", weight=None)
+    fa = _four_step(a, cs=cs, valid=min(valid, n), inverse=False, out_len=m, cd=m // parts,
+                    **step)
+    # The filter conj(c)[k] at k and m - k (circular), zero between; its FFT in m/parts chunks.
+    w = m // parts
+    k = r * w + jnp.arange(w, dtype=jnp.int32)
+    dist = jnp.minimum(k, m - k)
+    h = jnp.where(dist < n, _chirp(jnp.where(dist < n, dist, 0), n, -sign, real), 0)
+    fh = _four_step(h.astype(fa.dtype), cs=w, valid=m, inverse=False, out_len=m, cd=w, **step)
+    conv = _four_step(fa * fh, cs=w, valid=m, inverse=True, out_len=out_len, cd=cd, **step)
+    kout = r * cd + jnp.arange(cd, dtype=jnp.int32)
+    out = conv * _chirp(jnp.where(kout < out_len, kout, 0), n, sign, real)
+    power = _NORM_SCALE[(norm, inverse)]
+    if power:
+        out = out * jnp.asarray(float(n) ** -power, real)
+    return out.real if weight == "irfft" else out
+
+
 # -- stages and the compiled program ----------------------------------------------------------
 def _stage(layout: Layout, axis: int, kind: str, inverse: bool, size: int, fname: str):
     """(static parameters, output layout) of one axis transform."""
@@ -166,13 +227,16 @@ def _stage(layout: Layout, axis: int, kind: str, inverse: bool, size: int, fname
     if parts == 1:
         return dict(kind=kind, axis=axis, inverse=inverse, size=size, parts=1), out
     nn = factor(size, parts)
-    if nn is None:
-        raise _unsupported(fname, axis, size, parts, group)
     name = group[0] if len(group) == 1 else group
     params = dict(kind=kind, axis=axis, inverse=inverse, size=size, parts=parts, name=name,
                   cs=layout.chunk(axis), valid=min(n_in, size if kind != "c2r" else
                                                    size // 2 + 1),
-                  n1=nn[0], n2=nn[1], out_len=out_len, cd=out.chunk(axis))
+                  out_len=out_len, cd=out.chunk(axis))
+    if nn is None:  # Bluestein on a padded length the four-step takes
+        m = bluestein_length(size, parts)
+        params.update(m=m, m1=factor(m, parts)[0], m2=factor(m, parts)[1])
+    else:
+        params.update(n1=nn[0], n2=nn[1])
     return params, out
 
 
@@ -188,10 +252,13 @@ def _run_stage(block, p, norm):
     b = jnp.moveaxis(block, axis, -1)
     if kind == "r2c":
         b = b.astype(jnp.result_type(b.dtype, jnp.complex64))
-    out = _four_step(b, name=p["name"], parts=p["parts"], cs=p["cs"], valid=p["valid"],
-                     n=p["size"], n1=p["n1"], n2=p["n2"], inverse=p["inverse"], norm=norm,
-                     out_len=p["out_len"], cd=p["cd"],
-                     weight="irfft" if kind == "c2r" else None)
+    common = dict(name=p["name"], parts=p["parts"], cs=p["cs"], valid=p["valid"],
+                  n=p["size"], inverse=p["inverse"], norm=norm, out_len=p["out_len"],
+                  cd=p["cd"], weight="irfft" if kind == "c2r" else None)
+    if "m" in p:
+        out = _bluestein(b, m=p["m"], m1=p["m1"], m2=p["m2"], **common)
+    else:
+        out = _four_step(b, n1=p["n1"], n2=p["n2"], **common)
     return jnp.moveaxis(out, -1, axis)
 
 
@@ -255,9 +322,7 @@ def transform(x, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
       Three all-to-alls per split transform axis, no all-gather. rfft/ihfft/irfft/hfft run a
       complex transform of the full length N (about 2x the flops of a local real transform).
 
-    Raises:
-      NotImplementedError naming the length and device count when a split length N is not
-      divisible by P*P.
+    Lengths the four-step cannot factor run Bluestein (module doc): nine all-to-alls.
     """
     from darray._src.array import DistArray
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
@@ -268,4 +333,4 @@ def transform(x, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
     return DistArray._new(fn(x.data), out_layout)
 
 
-__all__ = ["factor", "plan_split_axes", "transform"]
+__all__ = ["bluestein_length", "factor", "plan_split_axes", "transform"]

@@ -20,8 +20,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from darray._src import compat
-from darray._src.backends.jax.transpose import all_to_all_move
-from darray._src.fft.plan import Plan, Transpose
+from darray._src.backends.jax.transpose import all_to_all_move, merge_move, scatter_move
+from darray._src.fft.plan import Merge, Plan, Transpose
 
 
 def _working_order(order: list, axes) -> list:
@@ -37,10 +37,10 @@ def _start_order(plan: Plan, ndim: int) -> list:
     forward's closing move back to logical order and this opening move then cancel."""
     order = list(range(ndim))
     for stage in reversed(plan.stages):
-        if not isinstance(stage, Transpose):
+        if not isinstance(stage, (Transpose, Merge)):
             order = _working_order(order, stage.axes)
     first = plan.stages[0]
-    if isinstance(first, Transpose) or set(order[ndim - len(first.axes):]) != set(first.axes):
+    if isinstance(first, (Transpose, Merge)) or set(order[ndim - len(first.axes):]) != set(first.axes):
         return list(range(ndim))
     return order
 
@@ -60,6 +60,17 @@ def apply_r2r(block, axis: int, kernel):
     return r2r_local.apply_kernel(block, axis, kernel)
 
 
+def _run_merge(block, stage: Merge, order: list):
+    moves = stage.moves
+    groups = [m.mesh_axes for m in moves]
+    parts = [m.parts for m in moves]
+    if stage.gathers:
+        return merge_move(block, groups, [order.index(m.src) for m in moves],
+                          order.index(moves[0].dst), [m.src_len for m in moves], parts)
+    return scatter_move(block, groups, order.index(moves[0].src),
+                        [order.index(m.dst) for m in moves], moves[0].src_len, parts)
+
+
 def run_stages(block, plan: Plan, norm: str):
     """The per-device body: apply every stage of `plan` to one local block."""
     ndim = block.ndim
@@ -70,7 +81,10 @@ def run_stages(block, plan: Plan, norm: str):
     for stage in plan.stages:
         if isinstance(stage, Transpose):
             block = all_to_all_move(block, stage.mesh_axes, order.index(stage.src),
-                                    order.index(stage.dst), stage.src_len, stage.parts)
+                                    order.index(stage.dst), stage.src_local_len, stage.parts)
+            continue
+        if isinstance(stage, Merge):
+            block = _run_merge(block, stage, order)
             continue
         new = _working_order(order, stage.axes)
         block, order = _reorder(block, order, new), new

@@ -62,3 +62,61 @@ def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: 
     if x.shape[src] != src_len:
         x = lax.slice_in_dim(x, 0, src_len, axis=src)
     return x
+
+
+def merge_move(x, groups, srcs, dst: int, src_lens, parts_each):
+    """Several splits move onto one axis in ONE all-to-all (plan.Merge with a shared dst).
+
+    Args:
+      x: the local block; `dst` local (true length), each ``srcs[i]`` split by ``groups[i]``.
+      groups: the mesh-axis tuples, in the order they make up `dst`'s new split (major first).
+      srcs: the array axes they leave (each becomes local). src_lens: their true lengths.
+      parts_each: the device count of each group.
+
+    Returns:
+      The new block: every src local (true length), `dst` split over all groups together.
+    """
+    total = 1
+    for p in parts_each:
+        total *= p
+    chunk = -(-x.shape[dst] // total)
+    x = pad_axis(x, dst, chunk * total)
+    shape = x.shape
+    x = x.reshape(shape[:dst] + (total, chunk) + shape[dst + 1:])
+    x = jnp.moveaxis(x, dst, 0)
+    names = tuple(name for g in groups for name in g)
+    x = lax.all_to_all(x, names, split_axis=0, concat_axis=0, tiled=True)
+    # axis 0 is the sender's linear index over `names`: one digit per group, major first
+    x = x.reshape(tuple(parts_each) + x.shape[1:])
+    k = len(groups)
+    for i, (src, n) in enumerate(zip(srcs, src_lens)):
+        lead = k - i - 1                 # group digits still in front after this one
+        x = jnp.moveaxis(x, 0, lead + src)
+        pos = lead + src
+        x = x.reshape(x.shape[:pos] + (x.shape[pos] * x.shape[pos + 1],) + x.shape[pos + 2:])
+        if x.shape[pos] != n:
+            x = lax.slice_in_dim(x, 0, n, axis=pos)
+    return x
+
+
+def scatter_move(x, groups, src: int, dsts, src_len: int, parts_each):
+    """The reverse of `merge_move`: a merged split on `src` is dealt out, ``groups[i]`` to
+    ``dsts[i]`` (each local before), in ONE all-to-all; `src` becomes local."""
+    total = 1
+    for p in parts_each:
+        total *= p
+    for i, (d, p) in enumerate(zip(dsts, parts_each)):
+        pos = i + d                       # i group digits already moved to the front
+        chunk = -(-x.shape[pos] // p)
+        x = pad_axis(x, pos, chunk * p)
+        x = x.reshape(x.shape[:pos] + (p, chunk) + x.shape[pos + 1:])
+        x = jnp.moveaxis(x, pos, i)
+    k = len(groups)
+    x = x.reshape((total,) + x.shape[k:])
+    names = tuple(name for g in groups for name in g)
+    x = lax.all_to_all(x, names, split_axis=0, concat_axis=0, tiled=True)
+    x = jnp.moveaxis(x, 0, src)
+    x = x.reshape(x.shape[:src] + (x.shape[src] * x.shape[src + 1],) + x.shape[src + 2:])
+    if x.shape[src] != src_len:
+        x = lax.slice_in_dim(x, 0, src_len, axis=src)
+    return x

@@ -1,0 +1,303 @@
+"""Choosing the cheapest FFT plan: candidate plans, a cost model, and exact retracing.
+
+plan.py builds one plan by a fixed rule (the pencil rotation). This module builds every plan
+shape that moves data only by all-to-alls and picks the cheapest by a cost model:
+
+* **greedy** (plan.py): one all-to-all per split transform axis, each over its own mesh group.
+* **merged**: when some transform axes are unsplit, transform those first, then move the splits
+  of *all* split transform axes onto one of them in a single all-to-all over the union of
+  their mesh axes (a (x, y, -) pencil becomes a (-, -, (x, y)) slab over every device), then
+  transform the rest. One exchange instead of one per group; needs the target axis at least
+  as long as the device count (else the pencil stays).
+* **fold**: when every array axis is split (a 2-D array on a 2-D mesh) there is no free axis.
+  The split of one axis is folded onto another as the minor part of its split (a (x, y) layout
+  becomes ((x, y), -)), the transform runs as above, and the fold is undone: the output keeps
+  the input's layout. Only where the padded chunks line up (`_fold_fits`); otherwise the caller
+  runs the four-step / Bluestein FFT in place (split_axis.py).
+
+Cost: bytes through the network, i.e. for each exchange the global array size at that point
+(real arrays count half), then the number of exchanges.
+
+Inverse transforms retrace: for a layout K, every layout P that differs only by where the
+transform axes' mesh axes sit (splits may be dealt out of a merged group) is planned forward;
+among the (P, plan) pairs that end in K the cheapest wins, ties to P with splits on the
+lowest axes (a leading-axis slab, then a pencil over the leading axes). A forward plan other
+than the greedy one is only chosen when that retrace finds it, so ``ifftn(fftn(x))`` always
+comes back to ``x``'s layout.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+
+from darray._src.fft.plan import (LocalFFT, Merge, Plan, PlanError, Transpose, _greedy,
+                                  _reverse, _spec, apply_stage)
+from darray._src.layout import Layout
+
+STRATEGIES = ("auto", "pencil")
+_FORWARD_KIND = {"c2r": "r2c", "c2c": "c2c", "r2r": "r2r"}
+
+
+def _parts(layout: Layout, group) -> int:
+    p = 1
+    for name in group:
+        p *= layout.mesh_shape[name]
+    return p
+
+
+def _out_len(kind, axes, a, size):
+    return size // 2 + 1 if kind == "r2c" and a == axes[-1] else size
+
+
+# -- the cost model ---------------------------------------------------------------------------
+def cost(plan: Plan) -> tuple:
+    """(elements sent through all-to-alls, number of exchanges); real data counts half."""
+    shape = list(plan.in_layout.shape)
+    real = _starts_real(plan)
+    volume = 0
+    for s in plan.stages:
+        if isinstance(s, LocalFFT):
+            for a, n in zip(s.axes, s.sizes):
+                shape[a] = n // 2 + 1 if s.kind == "r2c" else n
+            if s.kind == "r2c":
+                real = False
+            elif s.kind == "c2r":
+                real = True
+        else:
+            elements = 1
+            for n in shape:
+                elements *= n
+            volume += elements // 2 if real else elements
+    return (volume, plan.n_transposes)
+
+
+def _starts_real(plan: Plan) -> bool:
+    return any(isinstance(s, LocalFFT) and s.kind in ("r2c", "r2r") for s in plan.stages)
+
+
+# -- candidate plans --------------------------------------------------------------------------
+def _local(axes_in_order, kind, inverse, size_of, kernel_of):
+    k = "r2r" if kind == "r2r" else "c2c"
+    return LocalFFT(tuple(axes_in_order), k, inverse,
+                    tuple(size_of[a] for a in axes_in_order),
+                    tuple(kernel_of[a] for a in axes_in_order) if kind == "r2r" else ())
+
+
+def _merged(layout: Layout, axes, kind, inverse, sizes, kernels) -> list[Plan]:
+    if kind not in ("c2c", "r2c", "r2r"):
+        return []
+    split = [tuple(s) for s in layout.split]
+    free = [a for a in axes if not split[a]]
+    busy = sorted(a for a in axes if split[a])
+    if len(busy) < 2 or not free or (kind == "r2c" and axes[-1] not in free):
+        return []
+    size_of, kernel_of = dict(zip(axes, sizes)), dict(zip(axes, kernels))
+    group = tuple(name for a in busy for name in split[a])
+    total = _parts(layout, group)
+    first = []
+    if kind == "r2c":
+        last = axes[-1]
+        first.append(LocalFFT((last,), "r2c", False, (size_of[last],)))
+        rest = [a for a in axes if a in free and a != last]
+        if rest:
+            first.append(_local(rest, kind, inverse, size_of, kernel_of))
+    else:
+        first.append(_local([a for a in axes if a in free], kind, inverse, size_of, kernel_of))
+    plans = []
+    for t in free:
+        t_len = _out_len(kind, axes, t, size_of[t])
+        if t_len < total:
+            continue  # a slab cannot exist on this axis: the pencil stays
+        shape = list(layout.shape)
+        for a in free:
+            shape[a] = _out_len(kind, axes, a, size_of[a])
+        moves = tuple(Transpose(split[s], s, t, shape[s], t_len, _parts(layout, split[s]))
+                      for s in busy)
+        out_split = list(split)
+        for s in busy:
+            out_split[s] = ()
+            shape[s] = size_of[s]
+        out_split[t] = group
+        last_stage = _local([a for a in axes if a in busy], kind, inverse, size_of, kernel_of)
+        out = Layout.create(tuple(shape), layout.mesh, _spec(out_split))
+        plans.append(Plan(layout, out, tuple(first) + (Merge(moves), last_stage)))
+    return plans
+
+
+def _fold_fits(n: int, keep: int, parts: int) -> bool:
+    """Does a (keep)-split axis of length n hold exactly `parts` chunks of the (keep*parts)
+    split in each block? Then a fold moves whole chunks and padding never shifts."""
+    return -(-n // keep) == parts * -(-n // (keep * parts))
+
+
+def _folded(layout: Layout, axes, kind, inverse, sizes, kernels) -> list[Plan]:
+    split = [tuple(s) for s in layout.split]
+    ndim = layout.ndim
+    if ndim < 2 or not all(split):
+        return []
+    size_of = dict(zip(axes, sizes))
+    plans = []
+    for a in sorted(axes, key=lambda b: -layout.shape[b]) + [b for b in range(ndim)
+                                                              if b not in axes]:
+        for h in range(ndim):
+            if h == a:
+                continue
+            g, keep = split[a], layout.parts(h)
+            p = _parts(layout, g)
+            lengths = {layout.shape[h]}
+            if h in axes:
+                lengths.add(_out_len(kind, axes, h, size_of[h]))
+                if kind == "c2r" and h == axes[-1]:
+                    lengths.add(size_of[h])
+            if not all(_fold_fits(n, keep, p) and n >= keep * p for n in lengths):
+                continue
+            fold = Transpose(g, a, h, layout.shape[a], layout.shape[h], p, 1, keep)
+            mid_split = list(split)
+            apply_stage(mid_split, fold)
+            mid = Layout.create(layout.shape, layout.mesh, _spec(mid_split))
+            try:
+                inner = _greedy(mid, axes, kind, inverse, sizes, kernels)
+            except PlanError:
+                continue
+            back = _hand_back(inner.out_layout, mid_split)
+            if back is None:
+                continue
+            shape = inner.out_layout.shape
+            unfold = Transpose(g, h, a, shape[h], shape[a], p, keep, 1)
+            out = Layout.create(shape, layout.mesh, layout.spec)
+            plans.append(Plan(layout, out, (fold,) + inner.stages + back + (unfold,)))
+    return plans
+
+
+def _hand_back(layout: Layout, target_split) -> tuple | None:
+    """Whole-group transposes from `layout` back to `target_split`, or None if stuck."""
+    split = [tuple(s) for s in layout.split]
+    stages = []
+    for _ in range(layout.ndim + 1):
+        if split == list(target_split):
+            return tuple(stages)
+        for b in range(layout.ndim):
+            want = tuple(target_split[b])
+            if want and not split[b]:
+                src = next((c for c in range(layout.ndim) if split[c] == want and
+                            tuple(target_split[c]) != want), None)
+                if src is not None:
+                    stages.append(Transpose(want, src, b, layout.shape[src], layout.shape[b],
+                                            _parts(layout, want)))
+                    split[b], split[src] = want, ()
+                    break
+        else:
+            return None
+    return None
+
+
+def candidates(layout, axes, kind, inverse, sizes, kernels, strategy) -> list[Plan]:
+    """Every plan of the shapes above for this request, cheapest first (stable on ties)."""
+    plans = []
+    try:
+        plans.append(_greedy(layout, axes, kind, inverse, sizes, kernels))
+    except PlanError:
+        pass
+    if strategy == "auto":
+        plans += _merged(layout, axes, kind, inverse, sizes, kernels)
+        plans += _folded(layout, axes, kind, inverse, sizes, kernels)
+    return sorted(plans, key=cost)
+
+
+# -- retracing (inverse transforms) -----------------------------------------------------------
+def _preimages(layout: Layout, axes, out_shape):
+    """Layouts of shape `out_shape` whose transform axes hold the same mesh axes as `layout`'s
+    (in the same major-to-minor order per group, groups possibly dealt out to several axes);
+    batch axes keep their split."""
+    groups = [tuple(layout.split[a]) for a in axes if layout.split[a]]
+    base = [tuple(s) if a not in axes else () for a, s in enumerate(layout.split)]
+    seen = set()
+    cuts_per_group = [[c for r in range(len(g)) for c in itertools.combinations(
+        range(1, len(g)), r)] for g in groups]
+    for cuts in itertools.product(*cuts_per_group):
+        pieces = []
+        for g, c in zip(groups, cuts):
+            edges = (0,) + tuple(c) + (len(g),)
+            pieces += [g[edges[i]:edges[i + 1]] for i in range(len(edges) - 1)]
+        if len(pieces) > len(axes):
+            continue
+        for targets in itertools.permutations(axes, len(pieces)):
+            split = list(base)
+            for piece, t in zip(pieces, targets):
+                split[t] = piece
+            key = tuple(split)
+            if key not in seen:
+                seen.add(key)
+                yield Layout.create(out_shape, layout.mesh, _spec(split))
+
+
+def _preference(layout: Layout) -> tuple:
+    """Ties between preimages go to splits on the lowest axes (slab on axis 0 first)."""
+    return tuple(a for a, s in enumerate(layout.split) if s)
+
+
+def _retrace(layout, axes, kind, sizes, kernels, strategy):
+    """(preimage, forward plan) ending in `layout`, cheapest then preferred; or None."""
+    out_shape = list(layout.shape)
+    for a, n in zip(axes, sizes):
+        out_shape[a] = n
+    forward_kind = _FORWARD_KIND[kind]
+    # An r2r forward call may have changed lengths (kernel.n): its output lengths are this
+    # layout's, its input lengths this call's output lengths. c2c/c2r keep numpy's sizes.
+    forward_sizes = tuple(layout.shape[a] for a in axes) if kind == "r2r" else sizes
+    best = None
+    for candidate in _preimages(layout, axes, tuple(out_shape)):
+        for forward in candidates(candidate, axes, forward_kind, False, forward_sizes,
+                                  kernels, strategy):
+            if forward.out_layout != layout:
+                continue
+            rank = (cost(forward), _preference(candidate))
+            if best is None or rank < best[0]:
+                best = (rank, forward)
+            break  # candidates are sorted by cost: the first match is this preimage's best
+    return None if best is None else best[1]
+
+
+def _verified(plan: Plan, axes, kind, sizes, kernels, strategy) -> bool:
+    """Would the inverse of `plan`'s output retrace to `plan`'s input layout?"""
+    inv_kind = {"c2c": "c2c", "r2c": "c2r", "r2r": "r2r"}.get(kind)
+    if inv_kind is None:
+        return True
+    out = plan.out_layout
+    inv_sizes = (tuple(plan.in_layout.shape[a] for a in axes) if kind in ("r2c", "r2r")
+                 else tuple(out.shape[a] for a in axes))
+    found = _retrace(out, axes, inv_kind, inv_sizes, kernels, strategy)
+    return found is not None and found.in_layout.split == plan.in_layout.split
+
+
+@functools.lru_cache(maxsize=512)
+def plan(layout: Layout, axes, kind, inverse, sizes, kernels=(), strategy="auto") -> Plan:
+    """plan.plan_fft's implementation (see there for the arguments)."""
+    if kind not in ("c2c", "r2c", "c2r", "r2r"):
+        raise ValueError(f"kind={kind!r}; expected one of ('c2c', 'r2c', 'c2r', 'r2r')")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy={strategy!r} is not accepted; use one of {STRATEGIES}")
+    if layout.has_halo or layout.order != tuple(range(layout.ndim)):
+        raise PlanError(f"plan_fft needs a layout without halo in natural order, got {layout!r}")
+    if (kind == "r2r") != bool(kernels) or (kernels and len(kernels) != len(axes)):
+        raise ValueError(f"kernels={kernels!r}: r2r needs one kernel per axis of {axes}, "
+                         f"other kinds none")
+    if kind == "c2r" or (kind in ("c2c", "r2r") and inverse):
+        forward = _retrace(layout, axes, kind, sizes, kernels, strategy)
+        if forward is not None:
+            return _reverse(forward, kind, dict(zip(axes, sizes)), dict(zip(axes, kernels)))
+    plans = candidates(layout, axes, kind, inverse, sizes, kernels, strategy)
+    if not plans:
+        raise PlanError(
+            f"cannot transform axes {tuple(axes)} of an array with layout {layout!r} by local "
+            f"FFTs and all-to-alls: every array axis is split, so there is no unsplit axis to "
+            f"move a split into")
+    if inverse and kind != "r2r" or kind == "c2r":
+        return plans[0]
+    for p in plans:
+        if _verified(p, axes, kind, sizes, kernels, strategy):
+            return p
+    return plans[0]
+
+
+__all__ = ["STRATEGIES", "candidates", "cost", "plan"]

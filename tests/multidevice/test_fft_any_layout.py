@@ -1,0 +1,154 @@
+"""darray.fft on every layout numpy accepts: every axis split (fold), any 1-D length
+(four-step or Bluestein), merged pencils; accuracy in ulps, HLO without all-gather, memory."""
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import darray
+import darray.fft as dfft
+from darray._src import compat
+
+_MESHES = {}
+
+
+def mesh_of(shape, names):
+    key = (shape, names)
+    if key not in _MESHES:
+        _MESHES[key] = compat.make_auto_mesh(shape, names, devices=jax.devices()[:np.prod(shape)])
+    return _MESHES[key]
+
+
+def signal(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def ulps_per_log(got, ref, dtype):
+    """max error relative to the largest output, in units of eps * log2(n)."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    n = max(ref.size, 2)
+    scale = max(np.abs(ref).max(), 1e-300)
+    return np.abs(got - ref).max() / scale / (np.finfo(dtype).eps * np.log2(n))
+
+
+def count(hlo, op):
+    return len(re.findall(r"[\])}] %s(-start)?\(" % op, hlo))
+
+
+def hlo_of(fn, x):
+    return jax.jit(fn).lower(x).compile().as_text()
+
+
+def test_2d_array_on_2d_mesh_every_axis_split():
+    """The issue's reproducer: (24, 18) split (x, y) on a (4, 2) mesh."""
+    m = mesh_of((4, 2), ("x", "y"))
+    a = np.random.default_rng(0).random((24, 18))
+    x = darray.asarray(a, mesh=m, spec=("x", "y"))
+    y = dfft.fftn(x)
+    assert ulps_per_log(y, np.fft.fftn(a), np.float64) < 8
+    assert y.layout.split == x.layout.split and y.data.sharding.spec == x.data.sharding.spec
+    z = dfft.ifftn(y)
+    assert z.layout == x.layout and ulps_per_log(z, a, np.float64) < 8
+    k = dfft.rfftn(x)
+    assert k.shape == (24, 10) and k.layout.split == x.layout.split
+    assert ulps_per_log(k, np.fft.rfftn(a), np.float64) < 8
+    back = dfft.irfftn(k, s=(24, 18))
+    assert back.layout == x.layout and ulps_per_log(back, a, np.float64) < 8
+    hlo = hlo_of(lambda d: dfft.ifftn(dfft.fftn(d)).data, x)
+    assert count(hlo, "all-gather") == 0 and count(hlo, "all-to-all") == 8
+
+
+@pytest.mark.slow  # compiles Bluestein programs (about 10 s each on 2 cores)
+def test_2d_every_axis_split_chunks_that_cannot_fold():
+    """(9, 9) over (4, 2): no fold lines up, the in-place Bluestein path runs per axis."""
+    m = mesh_of((4, 2), ("x", "y"))
+    a = signal((9, 9), np.complex128, seed=1)
+    x = darray.asarray(a, mesh=m, spec=("x", "y"))
+    y = dfft.fftn(x, norm="ortho")
+    assert y.layout == x.layout
+    assert ulps_per_log(y, np.fft.fftn(a, norm="ortho"), np.float64) < 8
+    r = dfft.hfft(x, axis=0)
+    assert ulps_per_log(r, np.fft.hfft(a, axis=0), np.float64) < 8
+
+
+FAST_1D = [(7, 4, np.complex128), (97, 8, np.complex64)]
+ALL_1D = [(n, p, d) for n, p in [(7, 4), (9, 2), (97, 8), (101, 8), (1, 8), (3, 8)]
+          for d in (np.complex64, np.complex128)]
+
+
+@pytest.mark.parametrize("n, parts, dtype", FAST_1D + [
+    pytest.param(*c, marks=pytest.mark.slow) for c in ALL_1D if c not in FAST_1D])
+def test_1d_any_length(n, parts, dtype):
+    m = mesh_of((parts,), ("d",))
+    a = signal(n, dtype, seed=n)
+    x = darray.asarray(a, mesh=m, spec=("d",))
+    y = dfft.fft(x)
+    assert y.layout == x.layout
+    assert y.data.sharding.is_equivalent_to(y.sharding, 1)
+    assert ulps_per_log(y, np.fft.fft(a.astype(np.complex128)), dtype) < 4
+
+
+@pytest.mark.slow  # six Bluestein programs per norm
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_1d_prime_every_function_and_norm(norm):
+    m = mesh_of((8,), ("d",))
+    c = signal(97, np.complex128, seed=3)
+    r = c.real.copy()
+    xc, xr = darray.asarray(c, mesh=m, spec=("d",)), darray.asarray(r, mesh=m, spec=("d",))
+    half = darray.asarray(c[:49], mesh=m, spec=("d",))
+    checks = [(dfft.ifft(xc, norm=norm), np.fft.ifft(c, norm=norm)),
+              (dfft.rfft(xr, norm=norm), np.fft.rfft(r, norm=norm)),
+              (dfft.irfft(half, n=97, norm=norm), np.fft.irfft(c[:49], n=97, norm=norm)),
+              (dfft.hfft(half, n=97, norm=norm), np.fft.hfft(c[:49], n=97, norm=norm)),
+              (dfft.ihfft(xr, norm=norm), np.fft.ihfft(r, norm=norm)),
+              (dfft.fft(xc, n=60, norm=norm), np.fft.fft(c, n=60, norm=norm))]
+    for got, want in checks:
+        assert ulps_per_log(got, want, np.float64) < 8
+        assert got.data.sharding.is_equivalent_to(got.sharding, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_1d_every_length_up_to_64(dtype):
+    m = mesh_of((8,), ("d",))
+    for n in range(1, 65):
+        a = signal(n, dtype, seed=n)
+        x = darray.asarray(a, mesh=m, spec=("d",))
+        y = dfft.fft(x)
+        assert ulps_per_log(y, np.fft.fft(a.astype(np.complex128)), dtype) < 4, n
+        z = dfft.ifft(y)
+        assert z.layout == x.layout and ulps_per_log(z, a, dtype) < 4, n
+
+
+def test_1d_bluestein_grad():
+    m = mesh_of((8,), ("d",))
+    a = signal(13, np.complex128, seed=4)
+    x = darray.asarray(a, mesh=m, spec=("d",))
+    w = signal(13, np.complex128, seed=5)
+    g = jax.grad(lambda d: jnp.sum(jnp.abs(dfft.fft(d).to_jax() - w) ** 2))(x)
+    want = jax.grad(lambda d: jnp.sum(jnp.abs(jnp.fft.fft(d) - w) ** 2))(jnp.asarray(a))
+    assert g.layout == x.layout
+    np.testing.assert_allclose(np.asarray(g), np.asarray(want), atol=1e-10)
+
+
+def test_merged_pencil_memory_and_grad():
+    """(2, 4) pencil: one all-to-all over 8 devices; XLA's plan stays within 3 arrays."""
+    m = mesh_of((2, 4), ("x", "y"))
+    a = signal((64, 64, 64), np.complex64, seed=6)
+    x = darray.asarray(a, mesh=m, spec=("x", "y"))
+    compiled = jax.jit(lambda d: dfft.fftn(d).data).lower(x).compile()
+    assert count(compiled.as_text(), "all-to-all") == 1
+    mem = compiled.memory_analysis()  # per device: in units of the input block
+    assert mem.argument_size_in_bytes == a.nbytes // 8
+    extra = (mem.temp_size_in_bytes + mem.output_size_in_bytes) / mem.argument_size_in_bytes
+    assert extra <= 3.01, extra  # 3 arrays (+ a few bytes of scalars)
+    g = jax.grad(lambda d: jnp.sum(jnp.abs(dfft.fftn(d).to_jax()) ** 2))(
+        darray.asarray(a.real.astype(np.float64), mesh=m, spec=("x", "y")))
+    np.testing.assert_allclose(np.asarray(g), 2 * 64 ** 3 * a.real, rtol=1e-5)
