@@ -39,6 +39,7 @@ class Case:
     check_dtype: bool = True
     post: Callable | None = None    # canonicalise both results (e.g. sort eigenvalues)
     mutates: bool = False           # fn modifies its first argument (setitem): compare it
+    widen: bool = True              # False: the value reference is numpy on the native dtypes
     layout: bool = True             # results are arrays (not dtypes, shapes or info objects)
     weight: int = 1                 # examples multiplier: data-dependent shapes (compaction)
 

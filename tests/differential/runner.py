@@ -37,7 +37,7 @@ def run_case(case, example):
             return
         raise
     native = case.ref(*[_host(a, False) for a in example.args], **example.params)
-    wide = case.ref(*[_host(a, True) for a in example.args], **example.params)
+    wide = case.ref(*[_host(a, case.widen) for a in example.args], **example.params)
     if case.mutates:
         result, native, wide = dist_args[0], native, wide
     got, exp_n, exp_w = ds.structure(result), ds.structure(native), ds.structure(wide)
