@@ -16,6 +16,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
+import numpy as np  # noqa: E402
 
 # The numpy references are float64; so are the examples' checks where they say so.
 jax.config.update("jax_enable_x64", True)
@@ -78,3 +79,37 @@ class Checks:
 
 def exit_with(status: int) -> None:
     sys.exit(status)
+
+
+def wavenumbers(k_layout, real_shape, box=1.0):
+    """The angular wavenumbers (k_0, ..., k_last) of an rfftn grid, each a DistArray of the full
+    k-space shape in the layout `k_layout` (the layout rfftn returned), so that arithmetic with
+    the transform needs no data movement. Entries follow numpy's fftfreq/rfftfreq order (the
+    Nyquist frequency negative on full axes)."""
+    import darray  # after the environment above is set
+    import jax.numpy as jnp
+
+    shape = tuple(k_layout.shape)
+    ndim = len(shape)
+
+    def component(axis):
+        n = real_shape[axis]
+        scale = 2 * np.pi / box
+
+        def fn(*index):
+            i = index[axis]
+            k = i if axis == ndim - 1 else jnp.where(i < (n + 1) // 2, i, i - n)
+            return k * scale
+        return darray.fromfunction(fn, shape, dtype=darray.float64, mesh=k_layout.mesh,
+                                   spec=k_layout.spec)
+    return tuple(component(a) for a in range(ndim))
+
+
+def numpy_wavenumbers(real_shape, box=1.0):
+    """The same wavenumbers as `wavenumbers`, as broadcastable float64 numpy arrays."""
+    ndim = len(real_shape)
+    out = []
+    for axis, n in enumerate(real_shape):
+        freq = np.fft.rfftfreq(n, box / n) if axis == ndim - 1 else np.fft.fftfreq(n, box / n)
+        out.append((2 * np.pi * freq).reshape([-1 if a == axis else 1 for a in range(ndim)]))
+    return tuple(out)
