@@ -62,8 +62,8 @@ def _check_float32(case, lengths):
 
 
 # Default tier: every kernel x every norm/orthogonalize at an odd and an even length (the two
-# code paths of every type), the edge lengths 1 and 2, and float32 at one longer length. The
-# same few shapes recur so JAX's per-shape compilation is shared between cases.
+# code paths of every type), the edge lengths 1 and 2, and float32 at one longer prime length.
+# The same few shapes recur so JAX's per-shape compilation is shared between cases.
 @pytest.mark.parametrize("case", FAMILY_TYPE_INVERSE, ids=_id)
 def test_float64_every_norm_matches_scipy(case):
     _check_float64(case, NORM_ORTH, (5, 8))
@@ -72,7 +72,7 @@ def test_float64_every_norm_matches_scipy(case):
 
 @pytest.mark.parametrize("case", FAMILY_TYPE_INVERSE, ids=_id)
 def test_float32_stays_float32_within_ulps_times_log_n(case):
-    _check_float32(case, (8, 97))
+    _check_float32(case, (97,))
 
 
 @pytest.mark.slow
@@ -87,7 +87,7 @@ def test_float32_sweep_long_and_prime_lengths(case):
     _check_float32(case, (16, 31, 64, 127, 128, 251, 256, 1000, 1009))
 
 
-@pytest.mark.parametrize("n, axis", [(1, 0), (3, 1), (8, -1), (5, 2)])
+@pytest.mark.parametrize("n, axis", [(1, 0), (3, 1), (8, -1)])
 def test_n_truncates_or_zero_pads_along_any_axis(n, axis):
     rng = np.random.default_rng(n)
     x = rng.standard_normal((6, 5, 4))
@@ -146,7 +146,8 @@ def _matrix(family, typ, inverse, norm, length, n=None):
 def test_vjp_and_jvp_are_the_analytic_transpose_and_map(case):
     family, typ, inverse = case
     rng = np.random.default_rng(5)
-    for norm, length, n in [("ortho", 8, None), ("forward", 5, 8)]:
+    # forward kernels at an even length, inverse ones at an odd length zero-padded to 8
+    for norm, length, n in [("forward", 5, 8) if inverse else ("ortho", 8, None)]:
         mat = _matrix(family, typ, inverse, norm, length, n)  # (out, in)
         kernel = R2RKernel(family, typ, n, norm, None, inverse)
         x = rng.standard_normal((length, 3))
