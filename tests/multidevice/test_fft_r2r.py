@@ -140,6 +140,14 @@ def test_split_1d_array_is_refused_with_a_way_out():
         dfft.dct(x)
 
 
+def test_host_1d_input_is_placed_whole_and_matches_scipy():
+    a = rand((29,), seed=13)
+    y = dfft.idct(a, type=2, norm="ortho")
+    close(y, sf.idct(a, type=2, norm="ortho"))
+    assert y.layout.split == ((),) and len(y.data.sharding.device_set) == 8
+    assert_sharded_as_layout(y)
+
+
 def test_float32_complex_and_integer_inputs():
     a = rand(SHAPE, seed=3)
     x32 = place(a.astype(np.float32), "slab8")

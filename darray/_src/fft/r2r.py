@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 
+import jax
 import numpy as np
 
 from darray._src.array import DistArray
@@ -66,6 +67,13 @@ def _check_length(n, argname, fname):
 
 
 def _check_input(x, fname) -> DistArray:
+    if isinstance(x, (jax.Array, np.ndarray)) and np.ndim(x) == 1:
+        # The default placement splits a 1-D array over every device, and a split 1-D signal has
+        # no local axis for the kernels (a distributed 1-D DCT is not implemented). Host data
+        # is not distributed yet: place it whole on every device (the devices each compute the
+        # transform, no collective), as scipy would on one.
+        from darray._src.api.creation import asarray  # the namespace imports darray.fft
+        x = asarray(x, spec=(None,))
     x = _as_dist(x, fname)
     working_dtype(x.dtype)  # raises TypeError naming the dtype for non-numeric input
     return x
@@ -142,7 +150,9 @@ _LAYOUT_1D = """
     Layout:
       An unsplit `axis` needs no communication and keeps `x`'s layout. A split `axis` is moved
       to an unsplit axis and back by all-to-all (the planner's choice, as for `darray.fft.fft`);
-      the output layout is recorded on the result. Never an all-gather.
+      the output layout is recorded on the result. Never an all-gather. A DistArray whose every
+      axis is split with no axis to move the split to (a split 1-D signal) is refused
+      (NotImplementedError naming the placement to use).
 """
 
 _LAYOUT_ND = """
@@ -155,8 +165,9 @@ _LAYOUT_ND = """
 
 _ARGS_1D = """
     Args:
-      x: DistArray (or array, placed by darray.asarray); real, complex (real and imaginary
-        parts transformed separately) or integer (computed in float64, float32 without x64).
+      x: DistArray (or array, placed by darray.asarray; a 1-D array is placed whole on every
+        device); real, complex (real and imaginary parts transformed separately) or integer
+        (computed in float64, float32 without x64).
       type: 1, 2, 3 or 4 (scipy's definitions; default 2).
       n: transform length: `x` is truncated or zero-padded along `axis` first (default: its
         length). Type 1 DCT needs n >= 2.
