@@ -108,7 +108,8 @@ def test_plain_jax_grad_refuses_a_zero_d_distarray_loss():
     np.testing.assert_allclose(np.asarray(g), 2 * A, rtol=1e-12)
 
 
-@pytest.mark.parametrize("jit", [False, True])
+# under jit too (test_ad_matrix also runs darray.value_and_grad under jit in the default tier)
+@pytest.mark.parametrize("jit", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_grad_and_value_and_grad(jit):
     wrap = jax.jit if jit else (lambda f: f)
     w = darray.asarray(RNG.standard_normal((13, 7)), mesh=MESH, spec=("x", "y"))
