@@ -251,6 +251,8 @@ def empty_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistAr
 def full_like(x, /, fill_value, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """`fill_value` with `x`'s shape, dtype and layout (unless overridden)."""
     x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    if isinstance(fill_value, DistArray):  # a 0-d result, as `full` takes it
+        fill_value = fill_value.to_jax().item()
     return _full(x.shape, fill_value, dtype, device, mesh, spec, like=x)
 
 
