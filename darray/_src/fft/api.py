@@ -38,9 +38,8 @@ def _as_dist(x, fname: str) -> DistArray:
         else:
             raise TypeError(f"{fname}: x must be a DistArray (see darray.asarray), got "
                             f"{type(x).__name__}")
-    if x.layout.has_halo:
-        raise NotImplementedError(f"{fname}: x has halo cells {x.layout.halo}; drop them with "
-                                  f"x.unhalo() before transforming")
+    if x.layout.has_halo:  # ghost cells are not part of the array: transform its interior
+        x = x.unhalo()
     return x
 
 
