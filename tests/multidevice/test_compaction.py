@@ -140,9 +140,13 @@ def test_empty_and_full_selections():
     mesh = mesh_of("2x2x2")
     a = data((5, 3))
     x = darray.asarray(a, mesh=mesh, spec=("z",))
-    assert_equal(x[x > 10], a[a > 10])
-    assert_equal(x[x > -10], a[a > -10])
-    assert_equal(darray.nonzero(x > 10)[0], np.zeros(0, np.int64))
+    for y, ref in ((x[x > 10], a[a > 10]), (x[x > -10], a[a > -10]),
+                   (darray.nonzero(x > 10)[0], np.zeros(0, np.int64))):
+        assert_equal(y, ref)
+        assert y.layout.split == (("z",),)  # the same layout whether or not anything is hit
+    rows = x[np.zeros(5, bool)]
+    assert_equal(rows, a[np.zeros(5, bool)])
+    assert rows.layout.split == (("z",), ())
 
 
 @pytest.mark.parametrize("mesh_name,shape,spec", CASES[:3] + CASES[5:6], ids=lambda v: str(v))

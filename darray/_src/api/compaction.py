@@ -252,13 +252,15 @@ def compact(mask: DistArray, payloads: Sequence[DistArray] = (), *, with_indices
 
 
 def _empty_results(mask, payloads, with_indices):
+    """Nothing selected: empty arrays in the layouts a selection would have had."""
     from darray._src.api.creation import asarray
+    k, names = mask.ndim, (mask.layout.used_mesh_axes,)
     outs = []
     if with_indices:
-        outs += [asarray(np.zeros((0,), _dt.default_int()), mesh=mask.mesh, spec=())
-                 for _ in range(mask.ndim)]
-    outs += [asarray(np.zeros((0,) + p.shape[mask.ndim:], p.dtype), mesh=mask.mesh, spec=())
-             for p in payloads]
+        outs += [asarray(np.zeros((0,), _dt.default_int()), mesh=mask.mesh, spec=names)
+                 for _ in range(k)]
+    outs += [asarray(np.zeros((0,) + p.shape[k:], p.dtype), mesh=mask.mesh,
+                     spec=names + tuple(p.layout.split[k:])) for p in payloads]
     return tuple(outs)
 
 
