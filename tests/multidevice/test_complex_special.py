@@ -98,11 +98,14 @@ def _same_component(got, want, unsigned):
     return got == want or math.isclose(got, want, rel_tol=1e-15)
 
 
+N = 512  # every test below uses one 1-D layout, so each function compiles once for the file
+
+
 def _dist(values):
-    """A (2, 4)-split DistArray holding `values` (padded layout: 3 x 5 cells)."""
-    host = np.zeros((3, 5), np.complex128)
-    host.flat[:len(values)] = values
-    return darray.asarray(host, mesh=MESH, spec=("x", "y")), host
+    """A DistArray of N cells over the (2, 4) mesh holding `values` first (zeros after)."""
+    host = np.zeros(N, np.complex128)
+    host[:len(values)] = values
+    return darray.asarray(host, mesh=MESH), host
 
 
 def test_spec_special_cases():
@@ -114,7 +117,7 @@ def test_spec_special_cases():
         x, _ = _dist([r[1] for r in rows])
         out = getattr(darray, fname)(x)
         assert out.layout == x.layout and out.data.sharding.spec == x.layout.spec
-        got = out.__array__().ravel()
+        got = np.asarray(out)
         for i, row in enumerate(rows):
             note = row[3] if len(row) > 3 else ""
             re_ok = _same_component(got[i].real, row[2][0], "real" in note or "both" in note)
@@ -126,6 +129,12 @@ def test_spec_special_cases():
 
 _EDGES = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, INF, -INF, NAN]
 GRID = np.array([complex(a, b) for a in _EDGES for b in _EDGES])
+_RNG = np.random.default_rng(7)
+# random finite operands, and branch cuts approached from both sides through a signed zero
+FINITE = np.concatenate([
+    _RNG.normal(size=40) * 2 + 1j * _RNG.normal(size=40) * 2,
+    [-2 + 0j, complex(-2, -0.0), 2 + 0j, complex(2, -0.0), 3j, -3j, complex(0.0, 3),
+     complex(-0.0, 3), complex(-0.0, -3), 0.5j]])
 
 
 def _equal_or_both_nan(x, y):
@@ -134,40 +143,32 @@ def _equal_or_both_nan(x, y):
 
 
 @pytest.mark.parametrize("fname", sorted(NUMPY))
-def test_symmetries_over_special_grid(fname):
+def test_symmetries_and_finite_operands(fname):
     """f(conj z) = conj f(z) everywhere (and f(-z) = -f(z) / f(z) for odd / even functions),
-    up to the sign of a NaN and of components the standard leaves unspecified: compare
-    magnitudes of both components and signs where the result is finite and nonzero."""
-    x = darray.asarray(GRID, mesh=MESH)
-    f = getattr(darray, fname)
-    out, out_conj = f(x).__array__(), f(darray.conj(x)).__array__()
-    assert f(x).layout == x.layout
-    pairs = [(np.conj(out), out_conj)]
+    up to the sign of a NaN and of components the standard leaves unspecified: magnitudes of
+    both components, and signs where the result is finite and nonzero. Finite operands match
+    numpy. One call evaluates all of them."""
+    n = len(GRID)
+    x, _ = _dist(np.concatenate([GRID, np.conj(GRID), -GRID, FINITE]))
+    out = getattr(darray, fname)(x)
+    assert out.layout == x.layout and out.data.sharding.spec == x.layout.spec
+    got = np.asarray(out)
+    plain, conj, neg = got[:n], got[n:2 * n], got[2 * n:3 * n]
+    pairs = [(np.conj(plain), conj)]
     if fname in ODD:
-        pairs.append((-out, f(-x).__array__()))
+        pairs.append((-plain, neg))
     if fname in EVEN:
-        pairs.append((out, f(-x).__array__()))
+        pairs.append((plain, neg))
     # a NaN part has no sign the standard looks at (f(0 + NaN j) may fold either way)
     signed = ~(np.isnan(GRID.real) | np.isnan(GRID.imag))
-    for want, got in pairs:
+    for want, have in pairs:
         for part in (np.real, np.imag):
-            w, g = part(want), part(got)
+            w, g = part(want), part(have)
             assert _equal_or_both_nan(np.abs(w), np.abs(g)), (fname, GRID, w, g)
             definite = np.isfinite(w) & (w != 0) & signed
             assert np.array_equal(np.sign(w[definite]), np.sign(g[definite])), fname
-
-
-@pytest.mark.parametrize("fname", sorted(NUMPY))
-def test_finite_operands_match_numpy(fname):
-    rng = np.random.default_rng(7)
-    z = rng.normal(size=40) * 2 + 1j * rng.normal(size=40) * 2
-    # branch cuts, approached from both sides through the sign of a zero part
-    z = np.concatenate([z, [-2 + 0j, complex(-2, -0.0), 2 + 0j, complex(2, -0.0), 3j, -3j,
-                            complex(0.0, 3), complex(-0.0, 3), complex(-0.0, -3), 0.5j]])
-    x = darray.asarray(z, mesh=MESH)
-    out = getattr(darray, fname)(x)
-    assert out.layout == x.layout
-    np.testing.assert_allclose(out.__array__(), NUMPY[fname](z), rtol=1e-13, atol=1e-300)
+    finite = got[3 * n:3 * n + len(FINITE)]
+    np.testing.assert_allclose(finite, NUMPY[fname](FINITE), rtol=1e-13, atol=1e-300)
 
 
 def test_gradient_through_finite_values():
