@@ -2,7 +2,7 @@
 forecast to its initial vorticity.
 
 The loss is the vorticity that the Navier-Stokes solver of ``navier_stokes.py`` carries into a
-small window after 40 Runge-Kutta steps. ``darray.value_and_grad`` (``jax.value_and_grad`` for
+small window after 20 Runge-Kutta steps. ``darray.value_and_grad`` (``jax.value_and_grad`` for
 a loss that is a 0-d DistArray) runs reverse mode through every ``rfftn``/``irfftn`` and the
 ``lax.scan`` of time steps; the gradient comes back distributed exactly like the initial field.
 Checks: the gradient's directional derivative equals a central finite difference of the loss;
@@ -21,7 +21,7 @@ import numpy as np
 import darray
 import navier_stokes as ns
 
-STEPS = 40
+STEPS = 20
 WINDOW_CENTRE = (np.pi, np.pi)
 WINDOW_WIDTH = 0.5
 
