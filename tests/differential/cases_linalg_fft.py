@@ -179,7 +179,7 @@ def _solve_example(draw):
 
 
 def _trace_params(draw, shape):
-    return {"offset": draw(st.integers(-shape[-2] + 1, shape[-1] - 1))}
+    return {"offset": draw(st.integers(-max(shape[-2] - 1, 0), max(shape[-1] - 1, 0)))}
 
 
 def _np_trace(x, offset=0):
