@@ -162,3 +162,16 @@ def test_methods_and_at_on_zero_d_results():
     assert_replicated_scalar(s.reshape(1).sum(), MESH, t, rtol=1e-12)
     assert_replicated_scalar(s.astype(darray.float32), MESH, np.float32(t), rtol=1e-6)
     assert s.tolist() == pytest.approx(t) and s.item() == pytest.approx(t)
+
+
+def test_creation_lengths_from_zero_d_results_keep_numpy_dtypes():
+    # arange(argmax(v)) is int64 in numpy; the 0-d result's own type must decide, not a float
+    i = darray.argmax(X[:, 2])
+    r = darray.arange(i, mesh=MESH)
+    expected = np.arange(np.argmax(A[:, 2]))
+    assert r.dtype == expected.dtype
+    np.testing.assert_array_equal(np.asarray(r), expected)
+    assert r.mesh == MESH
+    f = darray.arange(darray.sum(X[:2, 0] * 0.0 + 1.0), mesh=MESH)
+    assert f.dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(f), np.arange(2.0))

@@ -32,8 +32,8 @@ def first_dist(args) -> DistArray | None:
 
 
 def check_array(x, argname: str = "x") -> DistArray:
-    """A DistArray for `argname`: DistArrays pass, and so do 0-d jax/numpy scalars (darray
-    returns 0-d results as jax scalars); anything else is a TypeError (no silent distribution
+    """A DistArray for `argname`: DistArrays pass, and so do 0-d jax/numpy scalars (treated
+    like darray's own 0-d results); anything else is a TypeError (no silent distribution
     of a whole array: convert it with darray.asarray and choose its layout)."""
     if isinstance(x, DistArray):
         return x

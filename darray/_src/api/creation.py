@@ -23,9 +23,7 @@ _SCALARS = (bool, int, float, complex, np.generic)
 
 
 def _created(data, layout: Layout) -> DistArray:
-    """A new array from a creation function. Unlike op results (DistArray._new gives 0-d results
-    as jax scalars), an array the user creates stays a DistArray even when 0-d, so the
-    namespace's own semantics (setitem, operators, copies) hold for it."""
+    """A new array from a creation function (a 0-d one stays a DistArray, like op results)."""
     if layout.ndim == 0:
         if tuple(data.shape) != ():
             raise ValueError(f"physical data of shape {tuple(data.shape)} is not 0-d")
@@ -224,7 +222,7 @@ def full(shape, fill_value, *, dtype=None, device=None, mesh=None, spec=None) ->
 
 
 def _like(x, dtype, device, mesh, spec):
-    if isinstance(x, jax.Array) and x.ndim == 0:  # a darray 0-d result (a jax scalar)
+    if isinstance(x, jax.Array) and x.ndim == 0:  # a bare jax scalar (e.g. from .to_jax())
         x = DistArray._wrap_scalar(x)
     if not isinstance(x, DistArray):
         raise TypeError(f"x must be a DistArray, got {type(x).__name__}")
@@ -289,6 +287,9 @@ def _arange_make(padded, wide, start, step):
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None, mesh=None,
            spec=None) -> DistArray:
     """Evenly spaced values in [start, stop). Layout: 1D as requested; no communication."""
+    # the length depends on the values, so 0-d arrays (e.g. darray.argmax results) are read
+    # as Python scalars first: their type then picks numpy's default dtype (int stays int)
+    start, stop, step = (_python_scalar(v) for v in (start, stop, step))
     if stop is None:
         start, stop = 0, start
     if step == 0:
@@ -302,6 +303,13 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, mesh=None,
     wide = _wide(dtype)
     return _generated(layout, dtype, _arange_make, (wide,), _runtime_scalar(start, wide),
                       _runtime_scalar(step, wide))
+
+
+def _python_scalar(value):
+    """A 0-d DistArray / jax / numpy array as the Python scalar it holds; others unchanged."""
+    if isinstance(value, (DistArray, jax.Array, np.ndarray, np.generic)) and np.ndim(value) == 0:
+        return value.item()
+    return value
 
 
 def _wide(dtype):

@@ -249,7 +249,7 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
     """
     ops = [_operand(a, n, fname) for a, n in zip(args, argnames)]
     if first_dist(ops) is None and any(isinstance(a, jax.Array) and a.ndim == 0 for a in ops):
-        # jax scalars (darray's 0-d results) combine among themselves as jax scalars
+        # bare 0-d jax arrays combine among themselves as 0-d DistArrays
         ops = [DistArray._wrap_scalar(a) if isinstance(a, jax.Array) else a for a in ops]
     if first_dist(ops) is None:
         raise TypeError(f"{fname}: at least one of {tuple(argnames)} must be a DistArray "
