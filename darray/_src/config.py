@@ -26,12 +26,44 @@ class Option:
         return "DARRAY_" + self.name.upper()
 
 
+TRANSPOSE_BACKENDS = ("jax", "cudecomp", "mpi")
+# cuDecomp's names for its communication backends (cudecompTransposeCommBackend_t and
+# cudecompHaloCommBackend_t without the prefix), so users can copy them from its docs.
+CUDECOMP_TRANSPOSE_COMMS = ("NCCL", "NCCL_PL", "MPI_P2P", "MPI_P2P_PL", "MPI_A2A", "NVSHMEM",
+                            "NVSHMEM_PL")
+CUDECOMP_HALO_COMMS = ("MPI", "MPI_BLOCKING", "NCCL", "NVSHMEM", "NVSHMEM_BLOCKING")
+
+
+def _one_of(values) -> str:
+    return "one of " + ", ".join(repr(v) for v in values)
+
+
 OPTIONS = {opt.name: opt for opt in (
     Option("mismatch", str, "redistribute",
            "What elementwise operations do when DistArray operands have different layouts: "
            "'redistribute' moves them to the output layout (communication), 'raise' raises "
            "LayoutError so that hidden communication is found during development.",
            lambda v: v in ("redistribute", "raise"), "'redistribute' or 'raise'"),
+    Option("transpose_backend", str, "jax",
+           "Which backend runs the transposes of distributed FFTs and the halo fills: 'jax' "
+           "(shard_map + XLA collectives, always available), 'cudecomp' (cuDecomp custom calls "
+           "on NVIDIA GPUs) or 'mpi' (MPI all-to-all on CPU clusters). A native backend that is "
+           "not compiled in raises an error saying how to build it; plans it cannot express run "
+           "on 'jax', which the backend selection records.",
+           lambda v: v in TRANSPOSE_BACKENDS, _one_of(TRANSPOSE_BACKENDS)),
+    Option("fft_backend", str, "",
+           "Backend for FFT transposes only (any registered name); '' follows "
+           "transpose_backend.", lambda v: v == "" or v.isidentifier(),
+           "'' or a registered backend name"),
+    Option("halo_backend", str, "",
+           "Backend for halo fills only (any registered name); '' follows transpose_backend.",
+           lambda v: v == "" or v.isidentifier(), "'' or a registered backend name"),
+    Option("cudecomp_transpose_comm", str, "NCCL",
+           "cuDecomp's communication backend for transposes.",
+           lambda v: v in CUDECOMP_TRANSPOSE_COMMS, _one_of(CUDECOMP_TRANSPOSE_COMMS)),
+    Option("cudecomp_halo_comm", str, "NCCL",
+           "cuDecomp's communication backend for halo exchanges.",
+           lambda v: v in CUDECOMP_HALO_COMMS, _one_of(CUDECOMP_HALO_COMMS)),
 )}
 
 

@@ -10,34 +10,140 @@ An executor is ``execute(plan, data, norm) -> data``: it takes the physical inpu
 """
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Callable
+from typing import Any, Callable
+
+from darray._src import config
+
+
+class BackendUnavailableError(ImportError, RuntimeError):
+    """A known backend was asked for that is not compiled in or cannot run on this machine.
+
+    Raised instead of silently running another backend; the message says how to get it. It is
+    both an ImportError (the native part is missing) and a RuntimeError (it cannot run here)."""
+
+
+# How to get each native backend; the only place that knows about the build.
+HOW_TO_GET = {
+    "cudecomp": "build cuDecomp, then reinstall darray against it: `CUDECOMP_ROOT=/path/to/"
+                "cudecomp python3 -m pip install -e .` on a machine with CUDA (see "
+                "docs/native.md); `darray._src.native.build_info()` shows what was compiled",
+    "mpi": "install an MPI and mpi4py (e.g. `pip install mpich mpi4py`), reinstall darray with "
+           "`CMAKE_ARGS=-DDARRAY_WITH_MPI=ON python3 -m pip install -e .` and run under "
+           "`mpiexec` with one device per process (see docs/native.md)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """Which backend executes an op: the one asked for, or "jax" where a native backend cannot
+    express this plan (`reason` says why). Its repr makes such a fallback visible."""
+    kind: str
+    requested: str
+    backend: str
+    reason: str = ""
+    settings: tuple[tuple[str, Any], ...] = ()
+    impl: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def fell_back(self) -> bool:
+        return self.backend != self.requested
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in self.settings)
+        if self.fell_back:
+            return (f"Selection({self.kind} on {self.backend!r}, fallback from "
+                    f"{self.requested!r}: {self.reason}{extra})")
+        return f"Selection({self.kind} on {self.backend!r}{extra})"
+
+
+def _settings(backend: str) -> tuple[tuple[str, Any], ...]:
+    if backend == "cudecomp":
+        return (("transpose_comm", config.get_config("cudecomp_transpose_comm")),
+                ("halo_comm", config.get_config("cudecomp_halo_comm")))
+    return ()
+
+
+def _option_of(env_var: str) -> str | None:
+    return next((o.name for o in config.OPTIONS.values() if o.env == env_var), None)
+
 
 class Registry:
-    """Named implementations of one op family, with a built-in "jax" loaded on first use and
-    a default chosen by an environment variable. FFT executors and halo fills both use one."""
+    """Named implementations of one op family, with a built-in "jax" loaded on first use. FFT
+    executors and halo fills both use one. Without a name, the family's own config option
+    (e.g. ``fft_backend`` / ``$DARRAY_FFT_BACKEND``) decides, else ``transpose_backend``."""
 
     def __init__(self, kind: str, env_var: str, load_builtin: Callable[[], Callable]):
         self.kind, self.env_var, self._load_builtin = kind, env_var, load_builtin
+        self.option = _option_of(env_var)
         self._entries: dict[str, Callable] = {}
+        self._supports: dict[str, Callable] = {}
+        self._usable: dict[str, Callable] = {}
 
-    def register(self, name: str, impl: Callable) -> None:
-        """Make `impl` available under `name` (replaces an earlier registration)."""
+    def register(self, name: str, impl: Callable, *, supports: Callable | None = None,
+                 usable: Callable | None = None) -> None:
+        """Make `impl` available under `name` (replaces an earlier registration).
+
+        `supports(plan)` returns None when `impl` can run `plan`, else the reason it cannot (the
+        plan then runs on "jax", recorded in the Selection). The plan is an fft `Plan`, or for
+        halo fills the tuple ``(in_layout, out_layout, rules)``. `usable()` returns None when the
+        backend can run on this machine, else the reason (selecting it then raises)."""
         self._entries[name] = impl
+        self._supports.pop(name, None)
+        self._usable.pop(name, None)
+        if supports is not None:
+            self._supports[name] = supports
+        if usable is not None:
+            self._usable[name] = usable
+
+    def unregister(self, name: str) -> None:
+        """Forget backend `name` ("jax" cannot be removed)."""
+        if name != "jax":
+            for table in (self._entries, self._supports, self._usable):
+                table.pop(name, None)
 
     def names(self) -> tuple[str, ...]:
+        """The registered backends that can run here."""
         self._ensure_builtin()
-        return tuple(sorted(self._entries))
+        return tuple(sorted(n for n in self._entries
+                            if n not in self._usable or self._usable[n]() is None))
+
+    def requested(self, name: str | None = None) -> str:
+        """The backend name in force: `name`, else the family's option, else transpose_backend."""
+        if name:
+            return name
+        own = (config.get_config(self.option) if self.option
+               else os.environ.get(self.env_var, ""))
+        return own or config.get_config("transpose_backend")
+
+    def select(self, name: str | None = None, plan=None) -> Selection:
+        """The Selection for `plan` (or for any plan when None); raises for unavailable names."""
+        self._ensure_builtin()
+        name = self.requested(name)
+        impl = self._entries.get(name)
+        if impl is None:
+            if name in HOW_TO_GET:
+                raise BackendUnavailableError(
+                    f"backend={name!r}: the {self.kind} backend {name!r} is not compiled into "
+                    f"this darray build; to get it, {HOW_TO_GET[name]}. Available here: "
+                    f"{self.names()}")
+            raise ValueError(f"backend={name!r} is not a registered {self.kind} backend; "
+                             f"available: {self.names()}")
+        why_not = self._usable[name]() if name in self._usable else None
+        if why_not is not None:
+            raise BackendUnavailableError(
+                f"backend={name!r}: the {self.kind} backend {name!r} cannot run here "
+                f"({why_not}); to get it, {HOW_TO_GET.get(name, 'see its documentation')}")
+        why_not = (self._supports[name](plan) if plan is not None and name in self._supports
+                   else None)
+        if why_not is not None:
+            return Selection(self.kind, name, "jax", why_not, (), self._entries["jax"])
+        return Selection(self.kind, name, name, "", _settings(name), impl)
 
     def get(self, name: str | None = None) -> Callable:
-        """The implementation `name` (default: $env_var, else "jax")."""
-        self._ensure_builtin()
-        name = name or os.environ.get(self.env_var) or "jax"
-        try:
-            return self._entries[name]
-        except KeyError:
-            raise ValueError(f"backend={name!r} is not a registered {self.kind} backend; "
-                             f"available: {self.names()}") from None
+        """The implementation `name` (default: see `requested`)."""
+        return self.select(name).impl
 
     def _ensure_builtin(self) -> None:
         if "jax" not in self._entries:
@@ -53,4 +159,5 @@ DEFAULT_BACKEND_ENV = "DARRAY_FFT_BACKEND"
 FFT_EXECUTORS = Registry("FFT", DEFAULT_BACKEND_ENV, _jax_fft_executor)
 register_fft_executor = FFT_EXECUTORS.register
 available_fft_backends = FFT_EXECUTORS.names
+select_fft_backend = FFT_EXECUTORS.select
 fft_executor = FFT_EXECUTORS.get

@@ -21,7 +21,7 @@ import numpy as np
 from darray._src import physical
 from darray._src.axes import normalize_axis, positive_length
 from darray._src.array import DistArray
-from darray._src.backends import fft_executor
+from darray._src.backends import FFT_EXECUTORS
 from darray._src.fft import split_axis
 from darray._src.fft.plan import PlanError, plan_fft
 
@@ -102,7 +102,7 @@ def _axes_and_sizes(x, s, axes, fname):
 # -- the one core path ------------------------------------------------------------------------
 @functools.lru_cache(maxsize=512)
 def _compiled(plan, norm, cast, conj_in, conj_out, backend):
-    execute = fft_executor(backend)
+    execute = FFT_EXECUTORS.select(backend, plan).impl  # "jax" where backend can't run plan
 
     def run(data):
         data = physical.constrain(data, plan.in_layout)
@@ -145,7 +145,7 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
         return split_axis.transform(x, axes, sizes, kind, inverse, norm, cast, conj_in=conj_in,
                                     conj_out=conj_out, fname="darray.fft")
     out = _compiled(plan, norm, None if cast is None else np.dtype(cast), conj_in, conj_out,
-                    backend)(data)
+                    FFT_EXECUTORS.requested(backend))(data)
     return DistArray._new(out, plan.out_layout)
 
 
@@ -197,7 +197,8 @@ def run_r2r(x: DistArray, axes: tuple[int, ...], kernels: tuple, inverse_of=None
     plan = plan_fft(x.layout, axes, "r2r", inverse_of is not None and inverse_of is not False,
                     tuple(sizes), kernels,
                     strategy=_check_decomposition(decomposition, "r2r"))
-    out = _compiled(plan, "backward", None, False, False, backend)(x.data)
+    out = _compiled(plan, "backward", None, False, False,
+                    FFT_EXECUTORS.requested(backend))(x.data)
     return DistArray._new(out, plan.out_layout)
 
 

@@ -58,7 +58,7 @@ def _rules_key(widths, rules):
 
 @functools.lru_cache(maxsize=256)
 def _fill_fn(in_layout: Layout, out_layout: Layout, rules, backend: str):
-    fill = _backend(backend)
+    fill = _HALO_BACKENDS.select(backend, (in_layout, out_layout, rules)).impl
 
     def run(data, value):
         data = physical.constrain(data, in_layout)
@@ -102,15 +102,16 @@ def halo(x, width=1, *, boundary="periodic", axes=None, fill_value=0, backend=No
     halo_spec.check_widths(widths, rules, x.shape)
     _check_fill_value(fill_value, x.dtype)
     out_layout = x.layout.without_halo().with_halo(widths)
-    fn = _fill_fn(x.layout, out_layout, _rules_key(widths, rules), backend or "")
+    fn = _fill_fn(x.layout, out_layout, _rules_key(widths, rules),
+                  _HALO_BACKENDS.requested(backend))
     data = fn(x.data, jnp.asarray(fill_value, x.dtype))
     return DistArray._new(data, out_layout)
 
 
 @functools.lru_cache(maxsize=256)
 def _reduce_fn(layout: Layout, rules, backend: str):
-    fill = _backend(backend)
     in_layout = layout.without_halo()
+    fill = _HALO_BACKENDS.select(backend, (in_layout, layout, rules)).impl
 
     def run(data):
         data = physical.constrain(data, layout)
@@ -149,7 +150,8 @@ def halo_reduce(y, *, boundary="periodic", backend=None) -> DistArray:
     if not y.layout.has_halo:
         return y
     rules = halo_spec.normalize_boundary(boundary, y.ndim)
-    fn = _reduce_fn(y.layout, _rules_key(y.layout.halo, rules), backend or "")
+    fn = _reduce_fn(y.layout, _rules_key(y.layout.halo, rules),
+                    _HALO_BACKENDS.requested(backend))
     return DistArray._new(fn(y.data), y.layout.without_halo())
 
 
