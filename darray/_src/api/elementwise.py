@@ -126,7 +126,7 @@ TABLE = (
     ("reciprocal", jnp.reciprocal, 1, "floating-point", "1 / x."),
     ("remainder", _remainder, 2, "real numeric", "x1 mod x2, with the sign of x2."),
     ("round", jnp.round, 1, "numeric", "Round half to even."),
-    ("sign", _sign, 1, "numeric", "Sign (x / |x| for complex)."),
+    ("sign", _sign, 1, "numeric", "Sign (``x / |x|`` for complex)."),
     ("signbit", jnp.signbit, 1, "real floating", "Whether the sign bit is set."),
     ("sin", _cs.sin, 1, "floating-point", "Sine."),
     ("sinh", _cs.sinh, 1, "floating-point", "Hyperbolic sine."),

@@ -207,7 +207,7 @@ def _check_correction(correction):
 
 
 def var(x, /, *, axis=None, correction=0.0, keepdims=False) -> DistArray:
-    """Variance over `axis`: sum(|x - mean|**2) / (N - correction), computed in two passes.
+    """Variance over `axis`: ``sum(|x - mean|**2) / (N - correction)``, computed in two passes.
 
     Args:
       x: DistArray of floating dtype (complex gives a real result).
