@@ -225,14 +225,27 @@ class DistArray:
         return host if dtype is None else host.astype(dtype, copy=False)
 
     def __repr__(self) -> str:
+        """The layout, not the values: a repr must be cheap and safe for any size (print(x)
+        or str(x) shows the values, numpy-style)."""
         lay = self.layout
         dims = ",".join(str(n) for n in lay.shape)
         mesh = ", ".join(f"{n}:{s}" for n, s in lay.mesh.shape.items())
         extra = f", halo={lay.halo}" if lay.has_halo else ""
         dtype = getattr(self._data, "dtype", "?")
+        if lay.ndim == 0 and self._has_values():
+            return f"DistArray({self._scalar('biufc', 'repr')!r}, dtype={dtype}, mesh=({mesh}))"
         return f"DistArray({dtype}[{dims}], mesh=({mesh}), split={lay.describe_split()}{extra})"
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        """numpy's text for the values (summarised like numpy's for large arrays, reading only
+        the printed cells); the repr when there are no concrete values (under tracing)."""
+        if not self._has_values():
+            return repr(self)
+        from darray._src.printing import values_text
+        return values_text(self)
+
+    def _has_values(self) -> bool:
+        return isinstance(self._data, jax.Array) and not isinstance(self._data, jax.core.Tracer)
 
     # -- numpy conveniences (not in the Array API, expected by numpy users) ---------------------
     @property
