@@ -26,15 +26,16 @@ Rules the planner follows:
    the end: only transform axes change their split, batch axes keep theirs.
 2. Real transforms: r2c runs first on the last axis (made local first if needed), so no complex
    copy of the real array is ever made; c2r runs last on the last axis.
-3. Inverse transforms retrace the forward path: `plan_fft` looks for the layout whose forward
-   plan ends in the given k-space layout and reverses that plan, so ``ifftn(fftn(x))`` ends in
-   ``x``'s layout with the same number of all-to-alls as the forward transform.
+3. Inverse transforms retrace the forward path: the planner (planner.py) looks for the layout
+   whose forward plan ends in the given k-space layout and reverses that plan, so
+   ``ifftn(fftn(x))`` ends in ``x``'s layout with the same number of all-to-alls.
+
+This module holds the plan data and the greedy rule above; planner.py adds merged and folded
+plans, the cost model that picks among them, and the retrace.
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
-import itertools
 from typing import Union
 
 from darray._src.layout import Layout
@@ -276,14 +277,6 @@ def rotation_targets(layout: Layout, axes) -> dict[int, int] | None:
     if all(layout.split[a] for a in order):
         return None
     return {a: order[(i + 1) % len(order)] for i, a in enumerate(order) if layout.split[a]}
-
-
-def _rotate_back(layout: Layout, axes, out_shape) -> Layout:
-    order = sorted(axes)
-    split = [tuple(s) if a not in axes else () for a, s in enumerate(layout.split)]
-    for i, a in enumerate(order):
-        split[order[i - 1]] = layout.split[a]
-    return Layout.create(out_shape, layout.mesh, _spec(split))
 
 
 def _spec(split):
