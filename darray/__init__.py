@@ -36,6 +36,7 @@ newaxis = None
 from darray._src.config import config_context as config_context
 from darray._src.config import get_config as get_config
 from darray._src.config import set_config as set_config
+from darray._src.autotune import autotune as autotune
 from darray._src.api.dtypes import bool as bool
 from darray._src.api.dtypes import int8 as int8
 from darray._src.api.dtypes import int16 as int16
