@@ -92,5 +92,5 @@ def test_bad_arguments_are_named():
         darray.autotune(SHAPE, decompositions=["slab"])
     with pytest.raises(ValueError, match="no mesh in"):
         darray.autotune((4,), meshes=[(2, 4)])
-    with pytest.raises(backends.BackendUnavailableError, match="-DDARRAY_WITH_MPI=ON"):
+    with pytest.raises(backends.BackendUnavailableError, match="DARRAY_ENABLE_MPI=ON"):
         darray.autotune(SHAPE, backends=["mpi"])

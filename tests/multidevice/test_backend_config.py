@@ -92,7 +92,7 @@ def test_unbuilt_native_backend_raises_with_the_fix(name):
     if name in backends.available_fft_backends():
         pytest.fail(f"{name} is built here: this test needs a build without it")
     host, x = grid()
-    fix = {"cudecomp": "CUDECOMP_ROOT=", "mpi": "-DDARRAY_WITH_MPI=ON"}[name]
+    fix = {"cudecomp": "DARRAY_ENABLE_CUDECOMP=ON", "mpi": "DARRAY_ENABLE_MPI=ON"}[name]
     # the public fft functions take no backend= keyword yet: the fft_backend option selects
     with pytest.raises(backends.BackendUnavailableError, match=fix) as err:
         with darray.config_context(fft_backend=name):

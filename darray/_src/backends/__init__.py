@@ -26,12 +26,14 @@ class BackendUnavailableError(ImportError, RuntimeError):
 
 # How to get each native backend; the only place that knows about the build.
 HOW_TO_GET = {
-    "cudecomp": "build cuDecomp, then reinstall darray against it: `CUDECOMP_ROOT=/path/to/"
-                "cudecomp python3 -m pip install -e .` on a machine with CUDA (see "
+    "cudecomp": "build cuDecomp, then reinstall darray against it on a machine with CUDA: "
+                "`CUDECOMP_ROOT=/path/to/cudecomp CMAKE_ARGS=\"-DDARRAY_ENABLE_CUDA=ON "
+                "-DDARRAY_ENABLE_CUDECOMP=ON\" python3 -m pip install -e .` (see "
                 "docs/native.md); `darray._src.native.build_info()` shows what was compiled",
     "mpi": "install an MPI and mpi4py (e.g. `pip install mpich mpi4py`), reinstall darray with "
-           "`CMAKE_ARGS=-DDARRAY_WITH_MPI=ON python3 -m pip install -e .` and run under "
-           "`mpiexec` with one device per process (see docs/native.md)",
+           "`python3 -m pip install -e . -C cmake.define.DARRAY_ENABLE_MPI=ON` and run under "
+           "`mpiexec` with one device per process (see docs/native.md; the MPI transport "
+           "handler itself is not written yet, issue 12 part 3)",
 }
 
 
