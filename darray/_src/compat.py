@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import math
 
 import jax
 from jax.sharding import NamedSharding, PartitionSpec
@@ -63,10 +64,41 @@ def constrain(data, mesh, spec: PartitionSpec):
     Auto axes take `with_sharding_constraint`; Explicit axes refuse it and need `reshard`
     (measured: without it jacfwd/jacrev of a shard_map fail on Explicit meshes).
     """
+    if _UNEVEN_CONSTRAINT_BREAKS:
+        spec = _spec_jax_accepts(tuple(getattr(data, "shape", ())), mesh, spec)
     sharding = NamedSharding(mesh, spec)
     if is_explicit(mesh):
         return jax.sharding.reshard(data, sharding)
     return jax.lax.with_sharding_constraint(data, sharding)
+
+
+# jax >= 0.11 refuses (IndivisibleError at trace time) a constraint that splits an axis of
+# length n over p devices when n % p != 0 but gcd(n, p) > 1 (measured on 0.12: 294 over 8
+# fails, 13 and 295 over 8 pass; jax 0.10 accepts all). Such an axis is left to the
+# partitioner (UNCONSTRAINED) instead: jax 0.10 returns those uneven logical arrays replicated
+# anyway, so nothing that worked is lost.
+_UNEVEN_CONSTRAINT_BREAKS = tuple(int(p) for p in jax.__version__.split(".")[:2]) >= (0, 11)
+
+
+def _spec_jax_accepts(shape, mesh, spec: PartitionSpec) -> PartitionSpec:
+    entries = tuple(spec)
+    if len(entries) > len(shape):
+        return spec
+    sizes = dict(mesh.shape)
+    out, changed = [], False
+    for n, entry in zip(shape, entries):
+        names = () if entry is None else ((entry,) if isinstance(entry, str) else tuple(entry))
+        if entry is PartitionSpec.UNCONSTRAINED:
+            names = ()
+        parts = 1
+        for name in names:
+            parts *= sizes.get(name, 1)
+        if parts > 1 and n % parts and math.gcd(n, parts) > 1:
+            out.append(PartitionSpec.UNCONSTRAINED)
+            changed = True
+        else:
+            out.append(entry)
+    return PartitionSpec(*out) if changed else spec
 
 
 def is_tracer(x) -> bool:
