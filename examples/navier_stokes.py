@@ -87,6 +87,7 @@ def diagnostics(w):
     return (0.5 * darray.sum(power * sp.inv_k2), 0.5 * darray.sum(power), darray.mean(w))
 
 
+@functools.partial(jax.jit, static_argnames="mesh")   # one compile, not one per eager op
 def initial_vorticity(mesh, key=jax.random.key(11)):
     """Noise band-passed to wavenumbers 4..10, scaled to rms vorticity 4: it rolls up into
     vortices that merge (the inverse cascade of 2-D turbulence)."""

@@ -136,6 +136,14 @@ def zeldovich(delta):
             for k in gradient_wavenumbers(delta_k.layout)]
 
 
+@jax.jit
+def initial_conditions(white):
+    d = zeldovich(white)
+    largest = darray.max(darray.stack([darray.max(darray.abs(di)) for di in d]))
+    d = [(0.3 / largest) * di for di in d]
+    return d, [0.5 * di for di in d]
+
+
 # -- the same simulation in numpy on the global grid -----------------------------------------
 def numpy_simulation(d, v):
     q = np.indices((N, N, N)).astype(np.float64)
@@ -181,10 +189,7 @@ def main(argv=None) -> int:
     # 0.3 cells, velocities along the displacements (the growing mode).
     white = darray.random.normal(jax.random.key(7), (N, N, N), dtype=darray.float64,
                                  mesh=mesh, spec=("x", "y"))
-    d0 = zeldovich(white)
-    scale = 0.3 / max(float(darray.max(darray.abs(di))) for di in d0)
-    d0 = [scale * di for di in d0]
-    v0 = [0.5 * di for di in d0]
+    d0, v0 = initial_conditions(white)
     print(f"displacement x: {d0[0]!r}")
     rho0 = jax.jit(paint)(d0, d0[0])
     print(f"density:        {rho0!r}")
