@@ -45,7 +45,8 @@ napoleon_numpy_docstring = False
 napoleon_custom_sections = [("Layout", "notes_style")]
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"members": False}
+# Classes (DistArray, Layout, BlockInfo) show their documented methods and properties.
+autodoc_default_options = {"members": True}
 autodoc_typehints = "none"        # signatures already show them; keeps long pages readable
 add_module_names = False
 
