@@ -5,10 +5,6 @@ from clients_harness import case, darray_bug, library_bug  # noqa: F401
 
 LIB = "array_api_extra"
 
-# KNOWN_DARRAY_BUGS.md #2 (jax 0.12 only): x[mask] = <an uneven 1-D DistArray> fails.
-_MASK_SET = darray_bug("x[mask] = values with `values` an uneven 1-D DistArray raises "
-                       "IndivisibleError on jax 0.12 (compaction.expand)", "rows64x16_on8")
-
 
 def _x():
     import array_api_extra as xpx
@@ -35,11 +31,13 @@ ex_case("one_hot", ("vint",))(lambda xp, vint: _x().one_hot(vint, 5))
 # copy=None lets xpx write into any writeable array (DistArray supports __setitem__), so the
 # out-of-place cases ask for copy=True and one case checks the in-place semantics against numpy.
 ex_case("at_set", ("X",))(lambda xp, X: _x().at(X)[1:3, 0].set(7.0, copy=True))
-ex_case("at_add_mask", ("X",), marks=[_MASK_SET])(lambda xp, X: _x().at(X)[X > 0.5].add(1.0, copy=True))
+# Was KNOWN_DARRAY_BUGS.md #2 (x[mask] = uneven values on jax 0.12): fixed in 9dcea6e.
+ex_case("at_add_mask", ("X",))(
+    lambda xp, X: _x().at(X)[X > 0.5].add(1.0, copy=True))
 ex_case("at_multiply", ("X",))(lambda xp, X: _x().at(X)[:, 1].multiply(2.0, copy=True))
 ex_case("at_set_inplace", ("X",), mutates=True)(
     lambda xp, X: (_x().at(X)[1:3, 0].set(7.0, copy=False), X))
-ex_case("apply_where", ("X",), marks=[_MASK_SET])(
+ex_case("apply_where", ("X",))(
     lambda xp, X: _x().apply_where(X > 0, X, lambda a: a ** 0.5, fill_value=-1.0))
 ex_case("nan_to_num", ("Xnan",))(lambda xp, Xnan: _x().nan_to_num(Xnan, fill_value=-3.0))
 ex_case("nansum", ("Xnan",))(lambda xp, Xnan: _x().nansum(Xnan, axis=0))

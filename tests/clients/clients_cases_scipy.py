@@ -38,7 +38,8 @@ sp_case("pearsonr", ("v", "w"))(lambda xp, v, w: tuple(_stats().pearsonr(v, w))[
 sp_case("ttest_1samp", ("X",), marks=[library_bug(
     "scipy's xp_promote turns popmean=0.1 into xp.asarray(0.1) without device=, so it lands on "
     "darray's default mesh, not X's; non-strict while darray's mixed-mesh rule (does a 0-d "
-    "array on another mesh of the same devices broadcast?) is being settled", strict=False)])(lambda xp, X: tuple(_stats().ttest_1samp(X, 0.1, axis=0))[:2])
+    "array on another mesh of the same devices broadcast?) is being settled", strict=False)])(
+    lambda xp, X: tuple(_stats().ttest_1samp(X, 0.1, axis=0))[:2])
 sp_case("ttest_ind", ("X", "X2"))(lambda xp, X, X2: tuple(_stats().ttest_ind(X, X2, axis=0))[:2])
 sp_case("ttest_rel", ("X", "X2"))(lambda xp, X, X2: tuple(_stats().ttest_rel(X, X2, axis=0))[:2])
 sp_case("bartlett", ("v", "w"))(lambda xp, v, w: tuple(_stats().bartlett(v, w)))

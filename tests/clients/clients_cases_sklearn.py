@@ -33,7 +33,8 @@ def _m():
 
 
 for _name in ("r2_score", "mean_squared_error", "mean_absolute_error", "explained_variance_score",
-              "max_error", "root_mean_squared_error", "mean_pinball_loss", "d2_absolute_error_score",
+              "max_error", "root_mean_squared_error", "mean_pinball_loss",
+              "d2_absolute_error_score",
               "median_absolute_error"):
     metric(_name, ("y_reg", "v"), lambda y_reg, v, _n=_name: getattr(_m(), _n)(y_reg, v))
 

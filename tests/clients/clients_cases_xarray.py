@@ -27,12 +27,12 @@ xr_case("mean_m", ("X",))(lambda xp, X: da(X).mean("m", skipna=False))
 xr_case("mean_all", ("X",))(lambda xp, X: da(X).mean(skipna=False))
 xr_case("sum_skipna", ("Xnan",))(lambda xp, Xnan: da(Xnan).sum("n", skipna=True))
 xr_case("mean_skipna", ("Xnan",))(lambda xp, Xnan: da(Xnan).mean("m"))
-xr_case("any_all", ("X",), marks=[darray_bug(
-    "`.imag` of a bool DistArray raises TypeError, so hasattr(x, 'imag') in xarray's "
-    "duck-array protocol check raises instead of answering; numpy gives zeros")])(lambda xp, X: ((da(X) > 0).any("n"), (da(X) > 0).all("m")))
+# Was KNOWN_DARRAY_BUGS.md #1 (hasattr(bool DistArray, "imag") raised TypeError): fixed.
+xr_case("any_all", ("X",))(lambda xp, X: ((da(X) > 0).any("n"), (da(X) > 0).all("m")))
 xr_case("argmax", ("X",))(lambda xp, X: da(X).argmax("n", skipna=False))
 xr_case("cumsum", ("X",), marks=[library_bug(
-    "xarray calls xp.cumsum, not in the standard (cumulative_sum is)")])(lambda xp, X: da(X).cumsum("n", skipna=False))
+    "xarray calls xp.cumsum, not in the standard (cumulative_sum is)")])(
+    lambda xp, X: da(X).cumsum("n", skipna=False))
 xr_case("transpose", ("X",))(lambda xp, X: da(X).transpose("m", "n"))
 xr_case("isel", ("X",))(lambda xp, X: da(X).isel(n=slice(1, 9, 2), m=0))
 xr_case("where", ("X",))(lambda xp, X: da(X).where(da(X) > 0, -1.0))
@@ -44,10 +44,12 @@ xr_case("concat", ("X", "X2"))(
 xr_case("stack_new_dim", ("X", "X2"))(
     lambda xp, X, X2: __import__("xarray").concat([da(X), da(X2)], dim="k"))
 xr_case("dot", ("X", "X2"), marks=[library_bug(
-    "xarray.dot calls xp.einsum, not in the standard")])(lambda xp, X, X2: __import__("xarray").dot(da(X), da(X2), dim="m"))
+    "xarray.dot calls xp.einsum, not in the standard")])(
+    lambda xp, X, X2: __import__("xarray").dot(da(X), da(X2), dim="m"))
 xr_case("diff", ("X",))(lambda xp, X: da(X).diff("n"))
 xr_case("shift", ("X",), marks=[library_bug(
-    "DataArray.shift calls xp.pad, not in the standard")])(lambda xp, X: da(X).shift(n=2, fill_value=0.0))
+    "DataArray.shift calls xp.pad, not in the standard")])(
+    lambda xp, X: da(X).shift(n=2, fill_value=0.0))
 xr_case("roll", ("X",))(lambda xp, X: da(X).roll(m=1))
 xr_case("dataset_mean", ("X", "v"))(
     lambda xp, X, v: __import__("xarray").Dataset(

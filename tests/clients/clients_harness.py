@@ -261,7 +261,8 @@ def count_host_copies():
     import darray
     counter = [0]
     cls = darray.DistArray
-    saved = {name: cls.__dict__[name] for name in ("__array__", "__dlpack__") if name in cls.__dict__}
+    saved = {name: cls.__dict__[name] for name in ("__array__", "__dlpack__")
+             if name in cls.__dict__}
 
     def counting(original):
         def export(self, *args, **kwargs):

@@ -36,6 +36,7 @@ def pytest_terminal_summary(terminalreporter):
     """Counts per library: cases, passing and distributed, passing via a host round trip,
     library-side xfails, darray-side failures (failed, or xfailed as a darray bug)."""
     rows = collections.defaultdict(collections.Counter)
+    host_cases = collections.defaultdict(set)
     for status in ("passed", "failed", "xfailed", "xpassed"):
         for rep in terminalreporter.stats.get(status, []):
             props = dict(getattr(rep, "user_properties", ()))
@@ -46,7 +47,10 @@ def pytest_terminal_summary(terminalreporter):
             row["cases"] += 1
             reason = getattr(rep, "wasxfail", "")
             if status == "passed" or status == "xpassed":
-                row["distributed" if props.get("client_result") == "distributed" else "host"] += 1
+                distributed = props.get("client_result") == "distributed"
+                row["distributed" if distributed else "host"] += 1
+                if not distributed:
+                    host_cases[lib].add(props.get("client_case", "?").split("-", 1)[-1])
                 if status == "xpassed":
                     row["xpassed"] += 1
             elif status == "xfailed" and reason.startswith("library bug"):
@@ -64,3 +68,5 @@ def pytest_terminal_summary(terminalreporter):
         total.update(rows[lib])
         tr.write_line(f"{lib:18}" + "".join(f"{rows[lib][c]:16d}" for c in cols))
     tr.write_line(f"{'total':18}" + "".join(f"{total[c]:16d}" for c in cols))
+    for lib in sorted(host_cases):
+        tr.write_line(f"via host ({lib}): " + ", ".join(sorted(host_cases[lib])))

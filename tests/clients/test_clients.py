@@ -31,19 +31,26 @@ def _scipy_array_api_on() -> bool:
 _child_outcomes = None
 
 
-def _scipy_outcomes() -> dict:
+def _scipy_outcomes(config) -> dict:
     """Outcomes of the scipy cases re-run in a subprocess with SCIPY_ARRAY_API=1 set before
-    anything imports scipy (needed only when scipy was imported earlier in this process)."""
+    anything imports scipy (needed only when scipy was imported earlier in this process).
+    The child runs the scipy cases this run selected (the parent's -k, if any)."""
     global _child_outcomes
     if _child_outcomes is None:
+        keyword = "test_client and scipy-"
+        if config.getoption("keyword"):
+            keyword += f" and ({config.getoption('keyword')})"
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "outcomes.json")
             env = dict(os.environ, SCIPY_ARRAY_API="1", **{REPORT_ENV: path})
             root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-            subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider",
-                            "-q", "-m", "clients", "-k", "test_client and scipy-",
-                            os.path.relpath(__file__, root)], cwd=root, env=env, timeout=900,
-                           stdout=subprocess.DEVNULL)
+            cmd = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider",
+                   "-q", "-m", "clients", "-k", keyword, os.path.relpath(__file__, root)]
+            done = subprocess.run(cmd, cwd=root, env=env, timeout=900, capture_output=True,
+                                  text=True)
+            if not os.path.exists(path):
+                pytest.fail(f"the SCIPY_ARRAY_API=1 subprocess reported nothing:\n"
+                            f"{done.stdout[-3000:]}{done.stderr[-3000:]}", pytrace=False)
             with open(path) as f:
                 _child_outcomes = json.load(f)
     return _child_outcomes
@@ -51,8 +58,8 @@ def _scipy_outcomes() -> dict:
 
 @pytest.mark.parametrize("case_, placement", params())
 def test_client(case_, placement, record_property, request):
-    if case_.library == "scipy" and not _scipy_array_api_on():
-        child = _scipy_outcomes()[request.node.name]
+    if case_.library == "scipy" and require("scipy") and not _scipy_array_api_on():
+        child = _scipy_outcomes(request.config)[request.node.name]
         for name, value in child["properties"]:
             record_property(name, value)
         if child["outcome"] == "failed":
@@ -64,13 +71,13 @@ def test_client(case_, placement, record_property, request):
     check(case_, placement, record_property)
 
 
-def test_scipy_sees_array_api_switch():
+def test_scipy_sees_array_api_switch(request):
     """The scipy cases test scipy's array-API path, not its numpy fallback."""
     require("scipy")
     assert os.environ.get("SCIPY_ARRAY_API") == "1"
     if not _scipy_array_api_on():
         # scipy was imported before conftest.py set the switch; the cases ran in a subprocess.
-        assert _scipy_outcomes(), "the scipy subprocess reported no outcomes"
+        assert _scipy_outcomes(request.config), "the scipy subprocess reported no outcomes"
 
 
 def test_registry_is_representative():
