@@ -18,6 +18,8 @@
 #endif
 #ifdef DARRAY_HAS_MPI
 #include <mpi.h>
+// Defined in mpi_all_to_all.cc (compiled only with DARRAY_ENABLE_MPI=ON).
+XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayMpiAllToAllCpu);
 #endif
 
 namespace nb = nanobind;
@@ -55,6 +57,9 @@ NB_MODULE(_native, m) {
       []() {
         nb::dict d;
         d["darray_pad_axis_cpu"] = EncapsulateHandler(DarrayPadAxisCpu);
+#ifdef DARRAY_HAS_MPI
+        d["darray_mpi_all_to_all_cpu"] = EncapsulateHandler(DarrayMpiAllToAllCpu);
+#endif
 #ifdef DARRAY_HAS_CUDA
         d["darray_pad_axis_cuda"] = EncapsulateHandler(DarrayPadAxisCuda);
 #endif

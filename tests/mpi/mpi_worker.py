@@ -1,0 +1,102 @@
+"""Run under `mpiexec -n P python3 mpi_worker.py NATIVE_SO`: checks the MPI transport against
+numpy on every rank and prints "RANK ok" lines. One JAX CPU device per process; the native
+module with the MPI handler is loaded from the path given (a build with DARRAY_ENABLE_MPI=ON)."""
+import importlib.util
+import os
+import sys
+
+os.environ["JAX_PLATFORMS"] = "cpu"
+os.environ.pop("XLA_FLAGS", None)
+spec = importlib.util.spec_from_file_location("darray._native", sys.argv[1])
+native_mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(native_mod)
+sys.modules["darray._native"] = native_mod  # darray._src.native imports this one
+
+from mpi4py import MPI  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+from darray._src.backends import mpi_transport as mt  # noqa: E402
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+assert mt.available()
+
+
+def reference(x, c, split_axis, concat_axis):
+    """lax.all_to_all(tiled=True) on the blocks of every rank of communicator c."""
+    blocks = c.allgather(np.asarray(x))
+    me = c.Get_rank()
+    return np.concatenate([np.split(b, c.Get_size(), axis=split_axis)[me] for b in blocks],
+                          axis=concat_axis)
+
+
+# 1. the exchange against numpy, eager and under jit, several dtypes and axis pairs
+rng = np.random.default_rng(rank)
+for dtype in (np.float32, np.float64, np.complex128):
+    for split_axis, concat_axis in ((0, 1), (1, 0), (2, 0), (1, 1)):
+        x = (rng.standard_normal((2 * size, 3 * size, size)) * 10).astype(dtype)
+        want = reference(x, comm, split_axis, concat_axis)
+        got, order = mt.all_to_all(x, mt.new_order(), comm, split_axis=split_axis,
+                                   concat_axis=concat_axis)
+        assert got.dtype == dtype and np.array_equal(np.asarray(got), want), (dtype, split_axis)
+        jitted = jax.jit(lambda a, o: mt.all_to_all(a, o, comm, split_axis=split_axis,
+                                                    concat_axis=concat_axis))
+        got, _ = jitted(x, mt.new_order())
+        assert np.array_equal(np.asarray(got), want)
+print(rank, "ok exchange")
+
+# 2. two exchanges in one program, on two communicators (one with reversed ranks), chained by
+# the order token so every rank runs them in the same order
+reversed_comm = comm.Split(color=0, key=size - 1 - rank)
+a = rng.standard_normal((size, 5))
+b = rng.standard_normal((2 * size, 3)) + 1j * rng.standard_normal((2 * size, 3))
+
+
+@jax.jit
+def two(a, b):
+    ya, order = mt.all_to_all(a, mt.new_order(), comm, split_axis=0, concat_axis=1)
+    yb, order = mt.all_to_all(b, order, reversed_comm, split_axis=0, concat_axis=0)
+    return ya, yb, order
+
+
+for _ in range(3):
+    ya, yb, _ = two(a, b)
+    assert np.array_equal(np.asarray(ya), reference(a, comm, 0, 1))
+    assert np.array_equal(np.asarray(yb), reference(b, reversed_comm, 0, 0))
+print(rank, "ok ordering")
+
+# 3. a slab-decomposed 3-D FFT built on the transport equals numpy's fftn of the global array
+n = 4 * size
+glob = np.random.default_rng(7).standard_normal((n, n, n))
+mine = glob[rank * n // size:(rank + 1) * n // size]
+
+
+@jax.jit
+def fftn_slab(block):
+    k = jnp.fft.fftn(block, axes=(1, 2))
+    k, _ = mt.all_to_all(k, mt.new_order(), comm, split_axis=1, concat_axis=0)
+    return jnp.fft.fft(k, axis=0)  # now split along axis 1
+
+
+want = np.fft.fftn(glob)[:, rank * n // size:(rank + 1) * n // size]
+np.testing.assert_allclose(np.asarray(fftn_slab(mine)), want, rtol=1e-12, atol=1e-9)
+print(rank, "ok fftn")
+
+# 4. errors come back as exceptions, the process goes on
+call = jax.ffi.ffi_call(mt.TARGET, (jax.ShapeDtypeStruct((size + 1, 2), jnp.float64),
+                                    jax.ShapeDtypeStruct((), jnp.uint8)), has_side_effect=True)
+try:
+    call(jnp.zeros((size + 1, 2)), mt.new_order(), comm=np.int64(comm.py2f()))
+    raise AssertionError("a wrong leading dimension was accepted")
+except Exception as err:  # jax's runtime error type moved between versions
+    assert "leading dimension must equal the communicator size" in str(err), err
+try:
+    mt.all_to_all(np.zeros((size + 1, 2)), mt.new_order(), comm, split_axis=0, concat_axis=1)
+    raise AssertionError("an uneven split was accepted")
+except ValueError as err:
+    assert "not a multiple of the communicator size" in str(err)
+comm.Barrier()
+print(rank, "ok errors")
