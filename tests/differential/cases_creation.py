@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import darray
 import diff_support as ds
-from registry import Case, Example, one_array, register
+from diff_registry import Case, Example, one_array, register
 
 A, N, R, F = ds.ALL, ds.NUMERIC, ds.REAL, ds.FLOATS
 

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import darray
 import diff_support as ds
-from registry import REGISTRY, Case, Example, register
+from diff_registry import REGISTRY, Case, Example, register
 
 F, C, I, R, N, A = ds.FLOATS, ds.COMPLEX, ds.INTS, ds.REAL, ds.NUMERIC, ds.ALL
 BOOL = ("bool",)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import darray
 import diff_support as ds
-from registry import Case, Example, one_array, register
+from diff_registry import Case, Example, one_array, register
 
 F = ds.FLOATS
 
@@ -39,7 +39,8 @@ def _np_freq(name):
 def _fromfunction_example(draw):
     mesh = draw(ds.meshes)
     shape = draw(ds.shapes(1, 3))
-    return Example(mesh, [], {"shape": shape, "mesh": mesh, "spec": draw(ds.specs(mesh, len(shape))),
+    return Example(mesh, [], {"shape": shape, "mesh": mesh,
+                              "spec": draw(ds.specs(mesh, len(shape))),
                               "dtype": draw(st.sampled_from(ds.REAL))})
 
 

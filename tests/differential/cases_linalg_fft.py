@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import darray
 import diff_support as ds
-from registry import Case, Example, axis_param, one_array, register
+from diff_registry import Case, Example, axis_param, one_array, register
 
 F, C, I, R, N = ds.FLOATS, ds.COMPLEX, ds.INTS, ds.REAL, ds.NUMERIC
 SMALL = (1, 2, 3, 5, 7)

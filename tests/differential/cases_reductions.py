@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 import darray
 import diff_support as ds
-from registry import Case, Example, axis_param, one_array, reduced_length, register
+from diff_registry import (Case, Example, axis_param, one_array, reduced_length,
+                           register)
 
 F, C, I, R, N, A = ds.FLOATS, ds.COMPLEX, ds.INTS, ds.REAL, ds.NUMERIC, ds.ALL
 

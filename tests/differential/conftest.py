@@ -30,7 +30,7 @@ if PROFILE not in ("fast", "large"):
 def pytest_terminal_summary(terminalreporter):
     """State the fft refusals (NotImplementedError on a drawn layout) the suite recorded."""
     try:
-        import runner
+        import diff_runner as runner
     except ImportError:
         return
     if runner.REFUSALS:

@@ -53,7 +53,8 @@ class Operand:
         return darray.asarray(self.host, mesh=self.mesh, spec=self.spec)
 
     def __repr__(self) -> str:
-        return (f"Operand({self.host.dtype}{list(self.host.shape)}, mesh={describe_mesh(self.mesh)}, "
+        return (f"Operand({self.host.dtype}{list(self.host.shape)}, "
+                f"mesh={describe_mesh(self.mesh)}, "
                 f"spec={self.spec})")
 
 
@@ -169,7 +170,8 @@ def check_layout(result, mesh, what: str):
             f"{what}: result on mesh {describe_mesh(result.mesh)}, inputs on {describe_mesh(mesh)}")
         assert result.layout.shape == tuple(result.shape), f"{what}: layout shape != shape"
         # a size-0 array holds no data; jax normalises its sharding to replicated
-        assert result.size == 0 or result.data.sharding.is_equivalent_to(result.sharding, result.data.ndim), (
+        physical = result.data.sharding
+        assert result.size == 0 or physical.is_equivalent_to(result.sharding, result.data.ndim), (
             f"{what}: physical sharding {result.data.sharding} differs from the layout's "
             f"{result.sharding}")
         return

@@ -5,14 +5,19 @@ is the slow tier. DARRAY_DIFF_PROFILE=large makes the default test use the large
 A Case's `weight` multiplies its examples (the functions whose output shape depends on the data,
 where partly replicated layouts have broken before).
 """
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import cases  # noqa: F401  (fills the registry)
-from conftest import PROFILE
-from registry import REGISTRY
-from runner import run_case
+import diff_cases  # noqa: F401  (fills the registry)
+from diff_registry import REGISTRY
+from diff_runner import run_case
+
+# the profiles are registered in this directory's conftest.py (which also validates the name);
+# read the variable here rather than import "conftest", a name tests/conftest.py shares
+PROFILE = os.environ.get("DARRAY_DIFF_PROFILE", "fast")
 
 
 def _params():

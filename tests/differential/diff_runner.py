@@ -61,4 +61,5 @@ def run_case(case, example):
         # inputs are never modified
         for d, a in zip(dist_args, example.args):
             if isinstance(a, Operand):
-                np.testing.assert_array_equal(np.asarray(d), a.host, err_msg=f"{what}: input changed")
+                np.testing.assert_array_equal(np.asarray(d), a.host,
+                                              err_msg=f"{what}: input changed")
