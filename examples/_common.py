@@ -42,10 +42,11 @@ def parse_args(description: str, argv=None) -> argparse.Namespace:
 
 
 def mesh_2d():
-    """A 2x4 pencil mesh over the 8 devices (both axes of a 2-D or 3-D grid split)."""
-    if jax.device_count() < 8:
-        raise SystemExit(f"these examples use a 2x4 mesh of 8 devices, found {jax.device_count()}")
-    return jax.make_mesh((2, 4), ("x", "y"))
+    """A 2-D ("x", "y") mesh over every device: 2x4 on the default 8 virtual CPU devices,
+    2 x n/2 on any even count (GPUs), 1 x n otherwise. Both axes of a 2-D or 3-D grid split."""
+    n = jax.device_count()
+    shape = (2, n // 2) if n % 2 == 0 else (1, n)
+    return jax.make_mesh(shape, ("x", "y"))
 
 
 def save_figure(fig, out: pathlib.Path, name: str) -> pathlib.Path:

@@ -77,11 +77,12 @@ def main(argv=None) -> int:
     for ax, field, title in zip(axes, (u0_host, got), ("u(t=0)", f"u after {STEPS} steps")):
         im = ax.imshow(field.T, origin="lower", cmap="inferno", vmin=0, vmax=u0_host.max())
         ax.set_title(title)
-        # The 2x4 device blocks: each device owns one tile and exchanges only its faces.
-        for k in range(1, 2):
-            ax.axvline(k * N / 2 - 0.5, color="w", lw=0.5, ls=":")
-        for k in range(1, 4):
-            ax.axhline(k * N / 4 - 0.5, color="w", lw=0.5, ls=":")
+        # The device blocks: each device owns one tile and exchanges only its faces.
+        px, py = mesh.shape["x"], mesh.shape["y"]
+        for k in range(1, px):
+            ax.axvline(k * N / px - 0.5, color="w", lw=0.5, ls=":")
+        for k in range(1, py):
+            ax.axhline(k * N / py - 0.5, color="w", lw=0.5, ls=":")
     fig.colorbar(im, ax=axes, shrink=0.8)
     fig.suptitle("heat equation, 5-point stencil on halo(1) ghost cells (dotted: device blocks)")
     _common.save_figure(fig, args.out, "heat_equation.png")

@@ -79,7 +79,8 @@ def main(argv=None) -> int:
         im = ax.imshow(field[:, :, mid].T, origin="lower", cmap=cmap, extent=(0, 1, 0, 1))
         ax.set_title(f"{title} (slice z = 1/2)")
         fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.suptitle(f"periodic Poisson solve, {N}^3 grid on a 2x4 device mesh")
+    fig.suptitle(f"periodic Poisson solve, {N}^3 grid on a "
+                 f"{mesh.shape['x']}x{mesh.shape['y']} device mesh")
     _common.save_figure(fig, args.out, "poisson.png")
     return checks.finish()
 
