@@ -4,7 +4,8 @@ Build:  python3 -m sphinx -W -b html docs docs/_build/html   (pip install -e '.[
 
 Pages are MyST Markdown. The API reference lists every public name of darray, darray.fft,
 darray.linalg, darray.random and darray.distributed: the lists are computed from the modules at
-build time (api/darray*.rst and api/_generated/, git-ignored), so a new re-export appears without editing the docs.
+build time (api/darray*.rst and api/_generated/, git-ignored), so a new re-export appears without
+editing the docs.
 The example figures are committed under _static/examples/, so the build never runs a simulation.
 """
 from __future__ import annotations
@@ -72,7 +73,8 @@ def public_names(module):
     mod = importlib.import_module(module)
     callables, constants = [], []
     for name, value in vars(mod).items():
-        if name.startswith("_") and name not in ("__array_namespace_info__", "__array_api_version__"):
+        if name.startswith("_") and name not in ("__array_namespace_info__",
+                                                 "__array_api_version__"):
             continue
         if inspect.ismodule(value):
             continue

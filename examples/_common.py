@@ -12,7 +12,6 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
 import argparse  # noqa: E402
 import pathlib  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
@@ -76,10 +75,6 @@ class Checks:
             return 1
         print(f"{self.name}: SELF-CHECK PASSED in {elapsed:.1f} s")
         return 0
-
-
-def exit_with(status: int) -> None:
-    sys.exit(status)
 
 
 def wavenumbers(k_layout, real_shape, box=1.0):

@@ -81,7 +81,8 @@ def main(argv=None) -> int:
     raised = float(loss_along(w0, g, alpha, target))
     predicted = float(value) + alpha * g_norm2
     checks.check("a gradient step raises the loss about as predicted",
-                 raised > float(value) and abs(raised - predicted) < 0.1 * (predicted - float(value)),
+                 raised > float(value)
+                 and abs(raised - predicted) < 0.1 * (predicted - float(value)),
                  f"{float(value):.5f} -> {raised:.5f} (linear prediction {predicted:.5f})")
 
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.6))

@@ -42,7 +42,7 @@ OFFSETS = [(a, b, c) for a in (0, 1) for b in (0, 1) for c in (0, 1)]
 
 
 # -- block functions (run on every device's own block inside shard_map) ----------------------
-def _cic(block_shape, d, lo):
+def _cic(d, lo):
     """Lower cell index and CIC weights per axis of particles at Lagrangian cell q + d, in the
     coordinates of a block whose owned cells start at `lo` (ghosts before them)."""
     cells, fracs = [], []
@@ -56,8 +56,8 @@ def _cic(block_shape, d, lo):
 
 
 def paint_block(grid, dx, dy, dz):
-    lo = [h[0] for h in GHOST_WIDTHS]
-    cells, fracs = _cic(grid.shape, (dx, dy, dz), lo)
+    lo = [GHOST] * 3          # owned cells start after GHOST ghost cells on every axis
+    cells, fracs = _cic((dx, dy, dz), lo)
     for offset in OFFSETS:
         weight = 1.0
         for f, o in zip(fracs, offset):
@@ -68,8 +68,8 @@ def paint_block(grid, dx, dy, dz):
 
 
 def read_block(field, dx, dy, dz):
-    lo = [h[0] for h in GHOST_WIDTHS]
-    cells, fracs = _cic(field.shape, (dx, dy, dz), lo)
+    lo = [GHOST] * 3          # owned cells start after GHOST ghost cells on every axis
+    cells, fracs = _cic((dx, dy, dz), lo)
     out = jnp.zeros(dx.shape, field.dtype)
     for offset in OFFSETS:
         weight = 1.0
@@ -78,8 +78,6 @@ def read_block(field, dx, dy, dz):
         out = out + weight * field[tuple(c + o for c, o in zip(cells, offset))]
     return out
 
-
-GHOST_WIDTHS = ((GHOST, GHOST),) * 3
 
 
 # -- distributed steps -----------------------------------------------------------------------
@@ -213,7 +211,8 @@ def main(argv=None) -> int:
     reach = max(float(darray.max(darray.abs(di))) for di in d)
     # CIC reaches one cell beyond floor(q + d): |d| < GHOST keeps every write in the ghosts
     # (jax drops out-of-bounds scatter writes silently, so this must be checked).
-    checks.check(f"particles stayed within the ghost width ({GHOST} cells)", reach < GHOST, f"max |d| = {reach:.2f} cells")
+    checks.check(f"particles stayed within the ghost width ({GHOST} cells)", reach < GHOST,
+                 f"max |d| = {reach:.2f} cells")
     checks.check("density and displacements keep the grid layout",
                  rho.layout == white.layout and all(di.layout == white.layout for di in d))
     contrast0 = float(darray.max(rho0))
