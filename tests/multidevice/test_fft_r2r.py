@@ -130,14 +130,15 @@ def test_2d_array_split_on_both_mesh_axes():
     close(compiled(x), sf.idst(a, type=3, axis=0))
 
 
-def test_split_1d_array_is_refused_with_a_way_out():
-    # no local axis exists for a split 1-D signal and darray never gathers: the message says
-    # how to place x instead (a distributed 1-D DCT is not implemented)
+def test_split_1d_array_is_transformed_in_place():
+    # no local axis exists for a split 1-D signal: r2r_split runs it through the distributed
+    # complex FFT (full coverage in test_fft_r2r_split.py)
     mesh = compat.make_auto_mesh((8,), ("d",))
-    x = darray.asarray(rand((13,)), mesh=mesh, spec=("d",))
-    with pytest.raises(NotImplementedError, match=r"dct: cannot transform axes \(0,\) of x .* "
-                                                  r"every array axis is split.*spec=\(None,\)"):
-        dfft.dct(x)
+    a = rand((13,))
+    x = darray.asarray(a, mesh=mesh, spec=("d",))
+    y = dfft.dct(x)
+    close(y, sf.dct(a))
+    assert y.layout == x.layout
 
 
 def test_host_1d_input_is_placed_whole_and_matches_scipy():

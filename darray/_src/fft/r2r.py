@@ -18,6 +18,7 @@ import numpy as np
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
 from darray._src.fft.api import _as_dist, run_r2r
+from darray._src.fft import r2r_split
 from darray._src.fft.plan import PlanError
 from darray._src.fft.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
 
@@ -123,14 +124,10 @@ def _r2r(x, family, inverse, type, lengths, axes, norm, orthogonalize, workers, 
         return x
     try:
         return run_r2r(x, tuple(axes), kernels, inverse_of=True if inverse else None)
-    except PlanError as err:
-        # the planner's wording speaks of FFTs; say what it means for this call
-        raise PlanError(
-            f"{fname}: cannot transform axes {tuple(axes)} of x with layout {x.layout!r}: every "
-            f"array axis is split, so no axis can be made local by an all-to-all, and darray "
-            f"never gathers. Place x with one array axis unsplit (e.g. split one axis over "
-            f"several mesh axes: spec=(('x', 'y'), None, ...)), or a 1-D x unsplit "
-            f"(spec=(None,)). Planner said: {err}") from None
+    except PlanError:
+        # every array axis is split (a split 1-D signal): transform each axis where it lies,
+        # through the distributed complex FFT (r2r_split), still never gathering
+        return r2r_split.transform(x, tuple(axes), kernels)
 
 
 def _one_axis(x, family, inverse, type, n, axis, norm, orthogonalize, workers, fname):
@@ -151,8 +148,8 @@ _LAYOUT_1D = """
       An unsplit `axis` needs no communication and keeps `x`'s layout. A split `axis` is moved
       to an unsplit axis and back by all-to-all (the planner's choice, as for `darray.fft.fft`);
       the output layout is recorded on the result. Never an all-gather. A DistArray whose every
-      axis is split with no axis to move the split to (a split 1-D signal) is refused
-      (NotImplementedError naming the placement to use).
+      axis is split with no axis to move the split to (a split 1-D signal) is transformed in
+      place through the distributed FFT of a zero-padded length ~2N (its split kept).
 """
 
 _LAYOUT_ND = """
