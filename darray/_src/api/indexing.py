@@ -2,22 +2,19 @@
 
 Basic keys (ints, slices, Ellipsis, None) are normalised on the host into a static *plan* (one
 entry per key item) plus the integer values, which are passed as runtime arguments so that
-reading ``x[i, j]`` in a loop compiles once. Because padding sits at the end of each split axis,
+reading ``x[i, j]`` in a loop compiles once; slicing.py runs the plan on the blocks. Because padding sits at the end of each split axis,
 physical index i is logical index i on a plain layout, which lets reads and writes address the
 physical blocks directly.
 """
 from __future__ import annotations
 
-import functools
 import operator
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
-from darray._src.api import common, compaction
+from darray._src.api import common, compaction, slicing
 from darray._src.api._helpers import (default_layout, is_plain, make_out_layout, normalize_axis,
                                       settle)
 from darray._src.api.operands import check_operand_meshes, placed
@@ -133,19 +130,6 @@ def _explicit_plan(plan, lay: Layout):
     return tuple(out)
 
 
-def _touches_split_slices(lay: Layout, plan) -> bool:
-    """True if a split axis is sliced to something other than itself (its blocks change)."""
-    axis = 0
-    for p in plan:
-        if p[0] == _NEW:
-            continue
-        if p[0] != _INT and lay.split[axis]:
-            if p != (None, None, None):
-                return True
-        axis += 1
-    return False
-
-
 # -- basic reads ------------------------------------------------------------------------------
 def _index_tuple(plan, values):
     """jnp index tuple from a plan, the ints taken in order from `values`."""
@@ -163,51 +147,6 @@ def _index_tuple(plan, values):
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=512)
-def _basic_read_fn(lay: Layout, plan, out: Layout):
-    """Read with ints on split axes done by their owners: each device indexes its block at the
-    local position (clamped), zeroes the result unless it owns the cell, and a psum over those
-    mesh axes delivers the cell everywhere. Only the result crosses the network."""
-    int_axes, axis = [], 0
-    for p in plan:
-        if p[0] == _NEW:
-            continue
-        if p[0] == _INT:
-            int_axes.append(axis)
-        axis += 1
-    owned = [a for a in int_axes if lay.split[a]]
-    reduce_names = tuple(nm for a in owned for nm in lay.split[a])
-
-    def local(block, values):
-        starts, owner = {}, True
-        for a in owned:
-            c = lay.chunk(a)
-            starts[a] = jax.lax.axis_index(lay.split[a]) * c
-            i = values[int_axes.index(a)]
-            owner = owner & (i >= starts[a]) & (i < starts[a] + c)
-        vals = [jnp.clip(values[j] - starts.get(a, 0), 0, block.shape[a] - 1)
-                for j, a in enumerate(int_axes)]
-        piece = block[_index_tuple(plan, vals)]
-        if not reduce_names:
-            return piece
-        # the owner's cell plus zeros from the others: summed as bit patterns so that -0.0
-        # stays -0.0 (see compaction.exact_read)
-        return compaction.exact_read(
-            lambda b, own: jax.lax.psum(jnp.where(own, b, jnp.zeros((), b.dtype)),
-                                        reduce_names), piece, owner)
-
-    def run(data, values):
-        data = physical.constrain(data, lay)
-        if reduce_names:
-            fn = compat.shard_map(local, mesh=lay.mesh, in_specs=(lay.spec, PartitionSpec()),
-                                  out_specs=out.spec)
-            result = fn(data, values)
-        else:
-            result = data[_index_tuple(plan, [values[j] for j in range(len(int_axes))])]
-        return physical.constrain(result, out)
-    return jax.jit(run)
-
-
 def _key_on_mesh(x: DistArray, key: tuple, fname: str, value=None) -> tuple:
     """The mesh rule for index arrays (and a written value): DistArrays of rank >= 1 must live
     on x's mesh; 0-d ones are brought there."""
@@ -223,11 +162,11 @@ def getitem(x: DistArray, key) -> DistArray:
     and boolean masks.
 
     Layout:
-      Basic keys: surviving axes keep their split, new axes are unsplit. When every split axis
-      is either untouched or indexed by an int, the read is local: an int on a split axis is
-      read by its owner and shared with one psum of the result (``x[3, 4, 5]`` moves one
-      element). Slicing a split axis re-blocks it: the logical path (XLA moves what changes
-      owner). Integer-array and boolean-mask keys use the logical path into the default layout
+      Basic keys: surviving axes keep their split, new axes are unsplit. The read runs on the
+      blocks and never gathers x (slicing.py): an int on a split axis is read by its owner and
+      shared with one psum of the result (``x[3, 4, 5]`` moves one element); a slice of a split
+      axis re-blocks it with a few ppermute shifts of output-sized buffers. Layouts with
+      ghosts or a transposed order take the logical path. Integer-array and boolean-mask keys use the logical path into the default layout
       for the output shape; a boolean mask needs a concrete mask (its count sets the shape).
     """
     x = common.check_array(x)
@@ -239,10 +178,11 @@ def getitem(x: DistArray, key) -> DistArray:
     key = _expand_ellipsis(key, x.ndim)
     plan, ints, shape, split = _basic_plan(x, key)
     out = make_out_layout(x.mesh, shape, split)
-    if not is_plain(x.layout) or _touches_split_slices(x.layout, plan):
+    if not is_plain(x.layout):
         return _logical_read(x, plan, ints, out)
     values = np.asarray(ints, np.int64).reshape(-1)
-    return DistArray._new(settle(_basic_read_fn(x.layout, plan, out)(x.data, values)), out)
+    # on the blocks, no gather of x (slicing.py: left to XLA, x[2:5, 1] gathers all of x)
+    return DistArray._new(settle(slicing.read_fn(x.layout, plan, out)(x.data, values)), out)
 
 
 def _logical_read(x, plan, ints, out):
@@ -409,24 +349,14 @@ def _basic_write(a, value, values, plan):
     return a.at[key].set(jnp.asarray(value).astype(a.dtype))
 
 
-@functools.lru_cache(maxsize=512)
-def _physical_write_fn(lay: Layout, plan, value_layout):
-    def run(data, value, values):
-        data = physical.constrain(data, lay)
-        if value_layout is not None:
-            value = physical.to_logical(value, value_layout)
-        key = _index_tuple(plan, [values[i] for i in range(values.shape[0])])
-        return physical.constrain(data.at[key].set(value.astype(data.dtype)), lay)
-    return jax.jit(run)
-
-
 def setitem(x: DistArray, key, value) -> DistArray:
     """``x`` with ``x[key]`` replaced by `value` (broadcast); `x` itself is not modified
     (`DistArray.__setitem__` rebinds the name to the result).
 
     Layout:
       x's layout. Basic keys write the physical blocks in place of the logical cells (no
-      communication for a scalar value; an array value is moved to where its cells belong).
+      communication for a scalar value; an array value is brought to the key's read layout
+      and shifted to the blocks that own its cells, slicing.py: x is never gathered).
       A boolean mask of x's leading shape with a scalar value is an elementwise select (local,
       works under jit). Other advanced keys use the logical path.
     """
@@ -459,8 +389,9 @@ def setitem(x: DistArray, key, value) -> DistArray:
                                     static=(plan,))
     vlay = val.layout if isinstance(val, DistArray) else None
     vdata = val.data if isinstance(val, DistArray) else val
-    return DistArray._new(_physical_write_fn(x.layout, plan, vlay)(x.data, vdata, values),
-                          x.layout)
+    # block-local writes; the value moves by shifts (slicing.py), x is never gathered
+    write = slicing.write_fn(x.layout, plan, vlay, tuple(shape))
+    return DistArray._new(write(x.data, vdata, values), x.layout)
 
 
 def _broadcasts_to(src, dst) -> bool:
