@@ -305,10 +305,7 @@ register(
     Case("getitem[boolean mask]", _mask_example(), _masked, _masked, None,
          covers=("DistArray.__getitem__",), weight=3),
     Case("getitem[boolean mask, empty tail]", _mask_example(empty_tail=True), _masked, _masked,
-         None, covers=("DistArray.__getitem__",),
-         xfail="compaction.py: x[mask] with a mask over x's leading axes raises "
-               "ZeroDivisionError (integer modulo by zero in compaction.place) when the axes "
-               "after the mask hold no cells, e.g. x of shape (2, 0), mask [False, True]"),
+         None, covers=("DistArray.__getitem__",)),
     Case("setitem[basic]", _setitem_example(), _dist_set_basic, _np_set_basic, None,
          covers=("DistArray.__setitem__",), mutates=True),
     Case("setitem[boolean mask]", _mask_example(setting=True), _set_mask, _np_set_mask, None,

@@ -187,7 +187,9 @@ def _compact_fn(mask_lay: Layout, payload_lays: tuple, count: int, with_indices:
         (one writer per slot) into the split output. A scatter-add: linear and transposable."""
         rest = item.shape[k:]
         buf = jnp.zeros((padded,) + rest, item.dtype)
-        buf = buf.at[slots].add(item.reshape((-1,) + rest), mode="drop")
+        # the leading count is spelled out: reshape's -1 divides by zero when rest is empty
+        lead = int(np.prod(item.shape[:k], dtype=np.int64))
+        buf = buf.at[slots].add(item.reshape((lead,) + rest), mode="drop")
         if names:
             buf = jax.lax.psum_scatter(buf, scatter_names, scatter_dimension=0, tiled=True)
         return buf
