@@ -250,10 +250,19 @@ class DistArray:
     # -- numpy conveniences (not in the Array API, expected by numpy users) ---------------------
     @property
     def real(self):
+        """Real part; for a non-complex array the array itself, as numpy's ``x.real`` (the
+        namespace function darray.real keeps the standard's dtype rule)."""
+        if self.dtype.kind != "c":
+            return self
         return _lookup("real")(self)
 
     @property
     def imag(self):
+        """Imaginary part; zeros of x's dtype for a non-complex array, as numpy's ``x.imag``
+        (libraries probe ``hasattr(x, "imag")`` on bool arrays)."""
+        if self.dtype.kind != "c":
+            from darray._src.api.creation import zeros_like
+            return zeros_like(self)
         return _lookup("imag")(self)
 
     # -- indexing (darray._src.api.indexing) -------------------------------------------------

@@ -253,3 +253,17 @@ def test_at_scalar_update_is_block_local(how):
         z = X.at[7, 1:].add(3.0)
         jax.block_until_ready((y.data, z.data))
     assert compiled.count == 0, compiled.count
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.float64, np.complex128])
+def test_real_and_imag_properties_follow_numpy_for_every_dtype(dtype):
+    a = (np.arange(13) % 3 - 1).astype(dtype)
+    if a.dtype.kind == "c":
+        a = a + 2j * a[::-1]
+    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    x = darray.asarray(a, mesh=mesh, spec=("x",))
+    for got, want in ((x.real, a.real), (x.imag, a.imag)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), want)
+        assert got.layout == x.layout
+    assert hasattr(x == x, "imag")  # xarray's duck-array probe on bool arrays
