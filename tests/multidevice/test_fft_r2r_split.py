@@ -74,57 +74,28 @@ def check(name, typ, norm, n_arg, placement, length, seed=0, orthogonalize=None,
     return x, y, fn
 
 
-# -- default tier: each family x type once on a split signal, norms cycled ------------------------
-_DEFAULT = [(name, typ, NORMS[(i + typ) % 4], ("d8", "xy_of_2x4", "y_of_2x4")[(i + typ) % 3],
-             (13, 7, 17, 16)[(i + typ) % 4])
-            for i, name in enumerate(NAMES) for typ in (1, 2, 3, 4)]
-
-
-@pytest.mark.parametrize("name, typ, norm, placement, length", _DEFAULT)
+# -- default tier: one compile per case, each type once (families, norms, placements cycled) --------
+@pytest.mark.parametrize("name, typ, norm, placement, length", [
+    ("dct", 1, None, "d8", 13), ("dst", 2, "forward", "xy_of_2x4", 7),
+    ("idct", 3, "ortho", "y_of_2x4", 16), ("idst", 4, "backward", "d8", 17)])
 def test_split_signal_matches_scipy_and_keeps_its_split(name, typ, norm, placement, length):
     check(name, typ, norm, None, placement, length)
 
 
-@pytest.mark.parametrize("family, typ, norm, placement, length", [
-    ("dct", 2, "ortho", "d8", 13), ("dst", 1, None, "xy_of_2x4", 7),
-    ("dct", 4, "forward", "y_of_2x4", 16)])
-def test_round_trip_returns_x_in_its_layout(family, typ, norm, placement, length):
-    a = rand(length, seed=3)
-    x = place(a, placement)
-    back = jax.jit(lambda v: getattr(dfft, "i" + family)(
-        getattr(dfft, family)(v, type=typ, norm=norm), type=typ, norm=norm))(x)
+def test_round_trip_returns_x_in_its_layout_without_all_gather():
+    a = rand(13, seed=3)
+    x = place(a, "d8")
+    fn = jax.jit(lambda v: dfft.idct(dfft.dct(v, type=2, norm="ortho"), type=2, norm="ortho"))
+    compiled = fn.lower(x).compile()
+    assert "all-gather" not in compiled.as_text()
+    back = compiled(x)
     close(back, a)
     assert back.layout == x.layout
 
 
 def test_truncation_padding_orthogonalize_and_complex_input():
-    check("dct", 2, None, 9, "d8", 13)                       # n < length: truncated
-    check("dst", 3, "ortho", 20, "xy_of_2x4", 13)            # n > length: zero-padded
-    check("dct", 1, "ortho", None, "d8", 13, orthogonalize=False)
-    check("idst", 2, None, None, "y_of_2x4", 11, orthogonalize=True)
-    check("dct", 3, "backward", None, "d8", 13, complex_=True)
-
-
-def test_length_one_and_two():
-    check("dct", 2, "ortho", None, "d8", 1)
-    check("dst", 1, None, None, "xy_of_2x4", 1)
-    check("dct", 1, None, None, "d8", 2)
-
-
-def test_integer_input_is_computed_in_float64():
-    a = np.arange(13)
-    x = place(a, "d8")
-    y = dfft.dst(x, type=4)
-    assert y.dtype == np.float64
-    close(y, sf.dst(a, type=4))
-
-
-def test_no_all_gather_in_compiled_hlo():
-    x = place(rand(13), "d8")
-    for typ in (1, 2, 3, 4):
-        text = jax.jit(lambda v: dfft.idct(dfft.dst(v, type=typ, n=20), type=typ)).lower(x) \
-            .compile().as_text()
-        assert "all-gather" not in text, f"type {typ}"
+    check("dst", 3, "ortho", 20, "xy_of_2x4", 13, orthogonalize=False)   # n > length: padded
+    check("dct", 4, None, 9, "d8", 13, complex_=True)                    # n < length: truncated
 
 
 def test_all_split_2d_array_falls_back_per_axis():
@@ -135,7 +106,6 @@ def test_all_split_2d_array_falls_back_per_axis():
     y = dfft.dctn(x, type=3, norm="ortho")
     close(y, sf.dctn(a, type=3, norm="ortho"))
     assert y.layout.split == x.layout.split
-    close(dfft.idctn(y, type=3, norm="ortho"), a)
 
 
 def test_grad_matches_scipy_adjoint():
@@ -152,7 +122,7 @@ def test_grad_matches_scipy_adjoint():
     assert g.layout == x.layout
 
 
-# -- slow tier: every type x norm x orthogonalize x n x length x placement --------------------------
+# -- slow tier ------------------------------------------------------------------------------------
 _LENGTHS = (1, 2, 7, 13, 16, 17, 64)
 
 
@@ -161,9 +131,37 @@ _LENGTHS = (1, 2, 7, 13, 16, 17, 64)
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("typ", (1, 2, 3, 4))
 def test_full_sweep(placement, name, typ):
+    """Every type x norm x length x placement, and n / orthogonalize / complex input."""
     for i, (length, norm) in enumerate(itertools.product(_LENGTHS, NORMS)):
         if defined(name, typ, length):
             check(name, typ, norm, None, placement, length, seed=i)
     for length, n_arg, orth in [(13, 5, True), (13, 30, False), (7, 64, None), (64, 17, True)]:
         if defined(name, typ, n_arg):
-            check(name, typ, "ortho", n_arg, placement, length, orthogonalize=orth)
+            check(name, typ, "ortho", n_arg, placement, length, orthogonalize=orth,
+                  complex_=n_arg == 30)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, typ, norm, placement, length", [
+    ("dct", 1, "ortho", "d8", 13), ("dst", 1, None, "xy_of_2x4", 7),
+    ("dct", 3, "forward", "y_of_2x4", 16), ("dst", 4, "ortho", "d8", 64)])
+def test_round_trips(family, typ, norm, placement, length):
+    a = rand(length, seed=3)
+    x = place(a, placement)
+    back = jax.jit(lambda v: getattr(dfft, "i" + family)(
+        getattr(dfft, family)(v, type=typ, norm=norm), type=typ, norm=norm))(x)
+    close(back, a)
+    assert back.layout == x.layout
+
+
+@pytest.mark.slow
+def test_integer_input_and_hlo_of_every_type():
+    a = np.arange(13)
+    x = place(a, "d8")
+    for typ in (1, 2, 3, 4):
+        compiled = jax.jit(lambda v: dfft.idct(dfft.dst(v, type=typ, n=20), type=typ)) \
+            .lower(x).compile()
+        assert "all-gather" not in compiled.as_text(), f"type {typ}"
+        y = compiled(x)
+        assert y.dtype == np.float64
+        close(y, sf.idct(sf.dst(a, type=typ, n=20), type=typ))
