@@ -55,17 +55,7 @@ def expected_layout(x, axes, sizes):
     return fft_plan(x, axes=axes, s=sizes).out_layout
 
 
-# Every array axis split: the planner folds mesh axes onto one array axis (issue 11, part 1, owned
-# by the FFT planner, in progress at the time of writing: the 2-D case plans and passes, the
-# 3-D one fails in XLA's verifier for fftn as well). Not strict, so the planner's landing turns
-# these into passes without edits here; the mark should then go.
-_NEEDS_FOLDING = pytest.mark.xfail(strict=False,
-                                   reason="planning with every array axis split is the FFT "
-                                          "planner's (issue 11 part 1), in progress")
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=_NEEDS_FOLDING) if c.startswith("allsplit")
-                                  else c for c in CASES])
+@pytest.mark.parametrize("case", CASES)
 def test_dctn_idctn_values_layouts_and_no_all_gather(case):
     a = rand(SHAPE)
     x = place(a, case)
@@ -113,7 +103,6 @@ def test_every_type_on_a_pencil_with_norms_and_lengths(family, typ):
     assert_sharded_as_layout(y1)
 
 
-@_NEEDS_FOLDING
 def test_2d_array_split_on_both_mesh_axes():
     a = rand((13, 17), seed=12)
     mesh = compat.make_auto_mesh(*ALLSPLIT_2D[:2])

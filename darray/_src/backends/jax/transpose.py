@@ -54,6 +54,10 @@ def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: 
     x = x.reshape(shape[:dst] + (parts, chunk) + shape[dst + 1:])
     x = jnp.moveaxis(x, dst, 0)
     name = mesh_axes[0] if len(mesh_axes) == 1 else tuple(mesh_axes)
+    # The barrier materialises the operand first. Without it XLA (jax 0.10 and 0.12) fused the
+    # padding slices of an all-split 3-D fold, e.g. (7, 13, 17) on a (2, 2, 2) mesh, into an
+    # all-to-all its own HLO verifier then rejected ("operands with different shapes").
+    x = lax.optimization_barrier(x)
     x = lax.all_to_all(x, name, split_axis=0, concat_axis=0, tiled=True)
     # axis 0 now indexes the sending device, i.e. which chunk of `src` the piece holds
     x = jnp.moveaxis(x, 0, src)
