@@ -69,10 +69,10 @@ def _check_length(n, argname, fname):
 
 def _check_input(x, fname) -> DistArray:
     if isinstance(x, (jax.Array, np.ndarray)) and np.ndim(x) == 1:
-        # The default placement splits a 1-D array over every device, and a split 1-D signal has
-        # no local axis for the kernels (a distributed 1-D DCT is not implemented). Host data
-        # is not distributed yet: place it whole on every device (the devices each compute the
-        # transform, no collective), as scipy would on one.
+        # The default placement splits a 1-D array over every device, and a split 1-D signal
+        # takes the costlier path through the distributed complex FFT (r2r_split). Host data is
+        # not distributed yet: place it whole on every device (the devices each compute the
+        # local transform, no collective), as scipy would on one.
         from darray._src.api.creation import asarray  # the namespace imports darray.fft
         x = asarray(x, spec=(None,))
     x = _as_dist(x, fname)
