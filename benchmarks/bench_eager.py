@@ -15,6 +15,10 @@ Usage::
     python benchmarks/bench_eager.py                 # (64, 16) float32 on a mesh of 8
     python benchmarks/bench_eager.py --repeats 50    # quicker
     python benchmarks/bench_eager.py --shape 1024,64 --mesh 2,4
+    python benchmarks/bench_eager.py --json /tmp/eager.json   # table (and PNG) elsewhere
+
+The table is also written as JSON (default benchmarks/results/bench_eager.json) with a PNG
+plot of darray's time per call and the ratio darray / jax.numpy beside it.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import time
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _bench_common beside us
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -34,6 +39,7 @@ import numpy as np  # noqa: E402
 
 import darray  # noqa: E402
 from darray._src import compat  # noqa: E402
+from _bench_common import default_json_path, make_row, mesh_label, progress, write_table  # noqa: E402,E501
 
 
 def median_pair(dfn, jfn, repeats: int) -> tuple[float, float]:
@@ -93,6 +99,9 @@ def main(argv=None):
     parser.add_argument("--mesh", default="8", help="mesh shape, e.g. 8 or 2,4 (default 8)")
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--x64", action="store_true", help="enable jax_enable_x64")
+    parser.add_argument("--json", default=str(default_json_path("bench_eager")),
+                        help="where to write the table as JSON, a PNG plot beside it "
+                             "(default benchmarks/results/bench_eager.json)")
     args = parser.parse_args(argv)
     if args.x64:
         jax.config.update("jax_enable_x64", True)
@@ -115,12 +124,19 @@ def main(argv=None):
           f"shape {shape} float32 on mesh {dict(mesh.shape)}, spec {spec}, "
           f"median of {args.repeats}")
     print(f"{'op':<14}{'darray (us)':>13}{'jax.numpy (us)':>16}{'ratio':>8}")
-    ratios = []
-    for name, dfn, jfn in cases(x, y, a, b, sharding, shape[0]):
+    ratios, rows = [], []
+    size, mesh_name = "x".join(map(str, shape)), mesh_label(mesh_shape)
+    ops = cases(x, y, a, b, sharding, shape[0])
+    for name, dfn, jfn in progress(ops, "bench_eager"):
         td, tj = median_pair(dfn, jfn, args.repeats)
         ratios.append(td / tj)
+        rows.append(make_row(name, size, mesh_name, td, td / tj, jax_numpy_time_ms=tj * 1e3))
         print(f"{name:<14}{td * 1e6:>13.1f}{tj * 1e6:>16.1f}{td / tj:>8.2f}")
-    print(f"{'geomean':<14}{'':>13}{'':>16}{float(np.exp(np.mean(np.log(ratios)))):>8.2f}")
+    geomean = float(np.exp(np.mean(np.log(ratios))))
+    print(f"{'geomean':<14}{'':>13}{'':>16}{geomean:>8.2f}")
+    write_table(rows, args.json, "bench_eager", "jax.numpy on the same sharding",
+                f"eager {size} on {mesh_name}: darray ms, ratio to jax.numpy")
+    return rows
 
 
 if __name__ == "__main__":

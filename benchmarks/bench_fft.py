@@ -20,6 +20,10 @@ decomposition, so "darray slab / minimal" is darray's own overhead.
 Usage: python benchmarks/bench_fft.py [--small] [--sizes 128 256] [--repeats 15] [--skip-naive]
 (--small: 16^3 and 32^3, 2 repeats: a smoke run for CI). Load averages before and after are
 printed: on a shared machine compare rows of one run, never across runs.
+
+The table is also written as JSON (``--json PATH``, default benchmarks/results/bench_fft.json)
+with a PNG plot beside it: per row the median wall time and the ratio to the single-device
+round trip of the same size.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ if __name__ == "__main__":  # standalone: 8 virtual devices before jax starts
     os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _bench_common beside us
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -42,18 +47,19 @@ from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
 import darray  # noqa: E402
 import darray.fft as dfft  # noqa: E402
 from darray._src import compat  # noqa: E402
+from _bench_common import default_json_path, make_row, mesh_label, progress, write_table  # noqa: E402,E501
 
 
-def _time_interleaved(programs, repeats):
+def _time_interleaved(programs, repeats, desc="timing"):
     """Per program: (median wall s, min wall s, median CPU s). Runs are interleaved round-robin
     (program 1, 2, ..., 1, 2, ...) so that load from other processes on a shared machine hits
     every program alike."""
-    for _, fn, arg in programs:
+    for _, fn, arg in progress(programs, f"{desc} warm-up"):
         jax.block_until_ready(fn(arg))  # warm-up (compile + first run)
         jax.block_until_ready(fn(arg))
     wall = {name: [] for name, _, _ in programs}
     cpu = {name: [] for name, _, _ in programs}
-    for _ in range(repeats):
+    for _ in progress(range(repeats), f"{desc} rounds"):
         for name, fn, arg in programs:
             c0, t0 = time.process_time(), time.perf_counter()
             jax.block_until_ready(fn(arg))
@@ -79,8 +85,16 @@ def _analyse(jitted, arg):
 def _row(name, jitted, arg, repeats, n):
     """A program to time: (name, compiled program, argument) plus its static facts."""
     compiled, gather, a2a, mem, extra = _analyse(jitted, arg)
-    return {"name": name, "n": n, "program": (name, compiled, arg), "all_gather": gather,
+    return {"name": name, "n": n, "mesh": _mesh_of(arg), "program": (name, compiled, arg),
+            "all_gather": gather,
             "all_to_all": a2a, "mem_bytes": mem, "extra_arrays": extra}
+
+
+def _mesh_of(arg):
+    """The mesh an argument is spread over, "2x4"-style; "1" for a single device."""
+    sharding = arg.data.sharding if isinstance(arg, darray.DistArray) else arg.sharding
+    mesh = getattr(sharding, "mesh", None)
+    return mesh_label(mesh.shape.values()) if mesh is not None else "1"
 
 
 def _darray_rows(n, mesh_shape, names, repeats, label):
@@ -193,7 +207,7 @@ def run(n, repeats, naive=True):
     rows += _darray_rows(n, (2, 4), ("x", "y"), repeats, "pencil(2,4)")
     rows += _planner_rows(n, repeats)
     rows += _jaxdecomp_rows(n, repeats)
-    timings = _time_interleaved([r["program"] for r in rows], repeats)
+    timings = _time_interleaved([r["program"] for r in rows], repeats, f"bench_fft {n}^3")
     for r in rows:
         r["seconds"], r["min_seconds"], r["cpu_seconds"] = timings[r.pop("program")[0]]
     return rows
@@ -245,6 +259,20 @@ def report(rows):
                           f"{r['seconds'] / complex_rt[label]:.2f}")
 
 
+def _table_rows(rows):
+    """The JSON/plot rows: median wall time and its ratio to the single-device row of that n
+    (the 1-D prime rows too: the table keeps one reference per size, as the printed one)."""
+    table = []
+    for r in rows:
+        single = next(s for s in rows if s["n"] == r["n"] and s["name"].startswith("jnp single"))
+        table.append(make_row(r["name"], f"{r['n']}^3", r["mesh"], r["seconds"],
+                              r["seconds"] / single["seconds"],
+                              min_time_ms=r["min_seconds"] * 1e3,
+                              cpu_time_ms=r["cpu_seconds"] * 1e3, all_gather=r["all_gather"],
+                              all_to_all=r["all_to_all"], mem_bytes=r["mem_bytes"]))
+    return table
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="16^3 and 32^3 smoke run")
@@ -252,6 +280,9 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--skip-naive", action="store_true",
                         help="leave out the (slow, all-gathering) naive jnp row")
+    parser.add_argument("--json", default=str(default_json_path("bench_fft")),
+                        help="where to write the table as JSON, a PNG plot beside it "
+                             "(default benchmarks/results/bench_fft.json)")
     args = parser.parse_args(argv)
     sizes = args.sizes or ([16, 32] if args.small else [128, 256])
     repeats = args.repeats or (2 if args.small else 15)
@@ -265,6 +296,9 @@ def main(argv=None):
     print(f"# load average (1 min) before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores; {repeats} interleaved rounds; jax {jax.__version__}")
     report(rows)
+    write_table(_table_rows(rows), args.json, "bench_fft",
+                "single-device jnp fftn+ifftn of the same size",
+                f"FFT round trips {sizes}: median ms, ratio to one device")
     bad = [r["name"] for r in rows if r["name"].startswith("darray") and r["all_gather"]]
     if bad:
         raise SystemExit(f"all-gather found in {bad}")

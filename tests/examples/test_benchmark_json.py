@@ -1,0 +1,68 @@
+"""Benchmarks leave their table as JSON that benchmarks/plot.py reads, with a PNG beside it.
+
+(bench_halo's JSON is checked by its smoke run, tests/multidevice/test_bench_halo_smoke.py.)
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import pathlib
+import sys
+
+import pytest
+
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"_test_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_eager_tiny_run_writes_json_and_png(tmp_path, capsys):
+    bench = load("bench_eager")
+    table = tmp_path / "eager.json"
+    rows = bench.main(["--shape", "16,8", "--mesh", "2,4", "--repeats", "2",
+                       "--json", str(table)])
+    assert json.loads(table.read_text())["rows"] == rows      # JSON round trip, nothing lost
+    read = load("plot").load_rows(table)
+    assert [r["program"] for r in read][:3] == ["add", "multiply", "exp"]
+    assert len(read) == 14
+    for r in read:
+        assert r["size"] == "16x8" and r["mesh"] == "2x4"
+        assert r["label"] == f"{r['program']} | 16x8 | 2x4"
+        assert r["time_ms"] > 0 and r["jax_numpy_time_ms"] > 0
+        assert math.isclose(r["ratio"], r["time_ms"] / r["jax_numpy_time_ms"], rel_tol=1e-12)
+    load("plot").plot(read, ["time_ms", "ratio"], "label")   # plot.py accepts the rows
+    png = table.with_suffix(".png")
+    assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5000
+    err = capsys.readouterr().err
+    assert "14/14" in err or "100%" in err                    # progress went to stderr
+
+
+def test_write_table_rejects_non_finite_time(tmp_path):
+    common = load("_bench_common")
+    row = common.make_row("halo", "8^3", "2x4", float("nan"), 1.0)
+    with pytest.raises(ValueError, match=r"row 0 \('halo \| 8\^3 \| 2x4'\) has time_ms=nan"):
+        common.write_table([row], tmp_path / "t.json", "bench_x", "ref", "title")
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_without_matplotlib_json_written_png_skipped(tmp_path, monkeypatch, capsys):
+    common = load("_bench_common")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)     # import matplotlib -> ImportError
+    rows = [common.make_row("pad", "8^3", "1", 0.002, 1.0),
+            common.make_row("halo", "8^3", "2x4", 0.003, 1.5)]
+    path = common.write_table(rows, tmp_path / "t.json", "bench_x", "pad", "title")
+    assert json.loads(path.read_text())["rows"] == rows
+    assert not path.with_suffix(".png").exists()
+    assert "matplotlib is not installed: no PNG plot" in capsys.readouterr().out
+
+
+def test_default_path_is_the_ignored_results_folder():
+    common = load("_bench_common")
+    assert common.default_json_path("bench_fft") == BENCHMARKS / "results" / "bench_fft.json"
