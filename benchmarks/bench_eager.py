@@ -39,7 +39,8 @@ import numpy as np  # noqa: E402
 
 import darray  # noqa: E402
 from darray._src import compat  # noqa: E402
-from _bench_common import default_json_path, make_row, mesh_label, progress, write_table  # noqa: E402,E501
+from _bench_common import (  # noqa: E402
+    default_json_path, make_row, mesh_label, progress, write_table)
 
 
 def median_pair(dfn, jfn, repeats: int) -> tuple[float, float]:

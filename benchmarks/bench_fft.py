@@ -47,7 +47,8 @@ from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
 import darray  # noqa: E402
 import darray.fft as dfft  # noqa: E402
 from darray._src import compat  # noqa: E402
-from _bench_common import default_json_path, make_row, mesh_label, progress, write_table  # noqa: E402,E501
+from _bench_common import (  # noqa: E402
+    default_json_path, make_row, mesh_label, progress, write_table)
 
 
 def _time_interleaved(programs, repeats, desc="timing"):
