@@ -274,14 +274,15 @@ def test_errors_name_the_argument():
         dfft.fftn(x, decomposition="slab")
 
 
-def test_bench_small_smoke():
-    """The CI smoke run of the benchmark (tiny sizes, all rows, HLO check)."""
+def test_bench_small_smoke(tmp_path):
+    """The CI smoke run of the benchmark (tiny sizes, all rows, HLO check, JSON table)."""
     import importlib.util
     import pathlib
     path = pathlib.Path(__file__).parents[2] / "benchmarks" / "bench_fft.py"
     spec = importlib.util.spec_from_file_location("bench_fft", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    rows = bench.main(["--small", "--repeats", "2"])
+    rows = bench.main(["--small", "--repeats", "2", "--json", str(tmp_path / "fft.json")])
+    assert (tmp_path / "fft.json").exists()
     assert any(r["name"].startswith("darray slab") for r in rows)
     assert all(r["all_gather"] is False for r in rows if r["name"].startswith("darray"))
