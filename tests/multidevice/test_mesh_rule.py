@@ -113,3 +113,15 @@ def test_device_is_the_mesh_the_user_passed():
     np.testing.assert_array_equal(np.asarray(x + z), np.full((8, 4), 2.0))
     auto = compat.make_auto_mesh((8,), ("d",))
     assert darray.asarray(np.ones(8), mesh=auto).device == auto
+
+
+def test_default_mesh_arrays_report_the_default_device_after_an_explicit_d_mesh_exists():
+    # jax interns meshes: the Auto twin of an Explicit ('d',) mesh over all devices IS darray's
+    # default mesh, so a mesh made elsewhere in the process must not become every default
+    # array's `.device` (this broke test_namespace_info depending on test order)
+    explicit = jax.make_mesh((jax.device_count(),), ("d",))
+    darray.asarray(np.arange(8.0), mesh=explicit)
+    x = darray.asarray(np.arange(13.0))
+    assert x.device == darray.__array_namespace_info__().default_device()
+    assert x.device is darray.default_mesh()
+    np.testing.assert_array_equal(np.asarray(x), np.arange(13.0))
