@@ -22,9 +22,16 @@ _LARGE_PHASES = ([Phase.explicit, Phase.generate] if os.environ.get("DARRAY_DIFF
 settings.register_profile("darray-large", max_examples=LARGE_EXAMPLES, phases=_LARGE_PHASES,
                           **_COMMON)
 
+# seeded: random draws (pytest's --hypothesis-seed=N picks them), DARRAY_DIFF_EXAMPLES per case;
+# for surveys beyond the fixed draws of the other two profiles
+settings.register_profile("darray-seeded",
+                          max_examples=int(os.environ.get("DARRAY_DIFF_EXAMPLES", "9")),
+                          phases=[Phase.explicit, Phase.generate],
+                          **dict(_COMMON, derandomize=False))
+
 PROFILE = os.environ.get("DARRAY_DIFF_PROFILE", "fast")
-if PROFILE not in ("fast", "large"):
-    raise ValueError(f"DARRAY_DIFF_PROFILE={PROFILE!r}; use 'fast' or 'large'")
+if PROFILE not in ("fast", "large", "seeded"):
+    raise ValueError(f"DARRAY_DIFF_PROFILE={PROFILE!r}; use 'fast', 'large' or 'seeded'")
 
 
 def pytest_terminal_summary(terminalreporter):

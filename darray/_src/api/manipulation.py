@@ -231,7 +231,7 @@ def flip(x: DistArray, /, *, axis=None) -> DistArray:
     return common.apply_logical(_flip, [x], lay.without_halo(), static=(axes,))
 
 
-def _roll_blocks(block, names, parts, chunk, axis, shift):
+def _roll_blocks(block, names, parts, chunk, axis, shift, mesh):
     """Inside shard_map: roll an evenly blocked axis of length parts*chunk by `shift` cells.
 
     With shift = q*chunk + r, output block b is the last r cells of input block b-q-1 followed
@@ -243,7 +243,7 @@ def _roll_blocks(block, names, parts, chunk, axis, shift):
         if hops % parts == 0:
             return slab
         perm = [(j, (j + hops) % parts) for j in range(parts)]
-        return jax.lax.ppermute(slab, names, perm)
+        return compat.ppermute_blocks(slab, names, perm, mesh)
     head = jax.lax.slice_in_dim(block, 0, chunk - r, axis=axis)
     if r == 0:
         return send(head, q)
@@ -258,7 +258,7 @@ def _roll_split_axis(data, layout: Layout, axis: int, shift: int):
 
     def roll_padded(d, s):
         fn = compat.shard_map(
-            lambda b: _roll_blocks(b, names, parts, chunk, axis, s), mesh=layout.mesh,
+            lambda b: _roll_blocks(b, names, parts, chunk, axis, s, layout.mesh), mesh=layout.mesh,
             in_specs=(layout.spec,), out_specs=layout.spec)
         return fn(d)
     if n == padded:

@@ -71,9 +71,10 @@ def _is_identity(lay: Layout, axis: int, p) -> bool:
     return start == 0 and step == 1 and m == lay.shape[axis]
 
 
-def _perm(parts: int, shift: int):
-    """ppermute pairs sending block b to block b - shift (receivers hold output block q, whose
+def _perm(lay: Layout, axis: int, shift: int):
+    """Block pairs sending block b to block b - shift (receivers hold output block q, whose
     sources sit at q + shift)."""
+    parts = lay.parts(axis)
     return [(b, b - shift) for b in range(parts) if 0 <= b - shift < parts]
 
 
@@ -99,7 +100,7 @@ def _gather_split_slice(block, lay: Layout, axis: int, p):
         r = start + j_send * step - me * c
         buf = jnp.take(block, jnp.clip(r, 0, c - 1), axis=axis)
         if d:
-            buf = jax.lax.ppermute(buf, names, _perm(parts, d))
+            buf = compat.ppermute_blocks(buf, lay.split[axis], _perm(lay, axis, d), lay.mesh)
         # as a receiver: output cell j of my block q = me comes from block src // c
         j = me * c_out + i
         src = start + j * step
@@ -190,7 +191,7 @@ def _scatter_split_slice(vblock, lay: Layout, axis: int, p):
         buf = vblock
         if d:
             # output block q sends its value block to source block q + d
-            buf = jax.lax.ppermute(buf, names, _perm(parts, -d))
+            buf = compat.ppermute_blocks(buf, lay.split[axis], _perm(lay, axis, -d), lay.mesh)
         picked = jnp.take(buf, jnp.clip(j - (me - d) * c_out, 0, c_out - 1), axis=axis)
         shape = [1] * vblock.ndim
         shape[axis] = c
