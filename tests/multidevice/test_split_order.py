@@ -31,3 +31,16 @@ def test_slices_roll_and_dct_on_reordered_splits(spec, n):
     b = a.copy()
     b[1:4] = -1.0
     np.testing.assert_array_equal(np.asarray(y), b)
+
+
+@pytest.mark.parametrize("spec", [(("x", "y"),), (("y", "x"),)])
+def test_halo_and_reduce_on_reordered_splits(spec):
+    a = np.arange(16.0) + 1
+    x = darray.asarray(a, mesh=MESH, spec=spec)
+    h = x.halo(1)
+    blocks = np.asarray(h.data).reshape(8, 4)  # ghost, 2 cells, ghost per block
+    expected = np.stack([np.take(a, np.arange(2 * b - 1, 2 * b + 3), mode="wrap")
+                         for b in range(8)])
+    np.testing.assert_array_equal(blocks, expected)
+    assert h.layout.split == x.layout.split
+    np.testing.assert_array_equal(np.asarray(h.halo_reduce()), 2 * a)  # each cell is one ghost

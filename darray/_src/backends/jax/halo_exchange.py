@@ -47,12 +47,12 @@ def _select(mask, on_true, on_false, axis: int, ndim: int):
     return jnp.where(jnp.reshape(jnp.asarray(mask), shape), on_true, on_false)
 
 
-def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value):
+def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value, mesh):
     """The ghost slab of one side (shape of `blk` with `axis` -> width) on this device."""
     if side.covered_by_one_round(nonempty):
         start, stop = side.rounds[0].static_send
         face = lax.slice_in_dim(blk, start, stop, axis=axis)
-        return lax.ppermute(face, names, side.rounds[0].perm)
+        return compat.ppermute_blocks(face, names, side.rounds[0].perm, mesh)
     shape = list(blk.shape)
     shape[axis] = side.width
     ghosts = jnp.zeros(shape, blk.dtype)
@@ -64,7 +64,7 @@ def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value
         run = rnd.static_send
         face = (lax.slice_in_dim(blk, *run, axis=axis) if run is not None
                 else _take(blk, _row(rnd.send, block), axis))
-        got = lax.ppermute(face, names, rnd.perm)
+        got = compat.ppermute_blocks(face, names, rnd.perm, mesh)
         index = _row(rnd.recv, block)
         safe = np.maximum(index, 0) if isinstance(index, np.ndarray) else jnp.maximum(index, 0)
         ghosts = _select(index >= 0, _take(got, safe, axis), ghosts, axis, blk.ndim)
@@ -74,7 +74,7 @@ def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value
     return ghosts
 
 
-def _exchange_axis(out, plan: planning.AxisPlan, axis: int, names, halo, fill_value):
+def _exchange_axis(out, plan: planning.AxisPlan, axis: int, names, halo, fill_value, mesh):
     """Fill axis `axis`'s ghosts of `out`, the block already padded to its final shape.
 
     Writing faces into one preallocated block (in place for XLA) costs one pass over the block
@@ -88,8 +88,8 @@ def _exchange_axis(out, plan: planning.AxisPlan, axis: int, names, halo, fill_va
     sizes = [out.shape[a] if a < axis else out.shape[a] - sum(halo[a]) for a in range(out.ndim)]
     interior = lax.slice(out, starts, [s + n for s, n in zip(starts, sizes)])
     nonempty = plan.nonempty
-    ghosts_lo = _side(interior, plan.lo, nonempty, axis, names, block, fill_value)
-    ghosts_hi = _side(interior, plan.hi, nonempty, axis, names, block, fill_value)
+    ghosts_lo = _side(interior, plan.lo, nonempty, axis, names, block, fill_value, mesh)
+    ghosts_hi = _side(interior, plan.hi, nonempty, axis, names, block, fill_value, mesh)
     if plan.lo.width:
         out = lax.dynamic_update_slice(out, ghosts_lo, [*starts[:axis], 0, *starts[axis + 1:]])
     if plan.hi.width:
@@ -137,7 +137,7 @@ def fill(data, fill_value, *, in_layout: Layout, out_layout: Layout, rules) -> j
         for axis, plan in enumerate(plans):
             if plan is not None:
                 out = _exchange_axis(out, plan, axis, in_layout.split[axis], out_layout.halo,
-                                     value)
+                                     value, in_layout.mesh)
         return out
 
     spec = in_layout.spec
