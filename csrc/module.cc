@@ -16,10 +16,21 @@
 #ifdef DARRAY_HAS_CUDA
 #include <cuda_runtime_api.h>
 #endif
+#ifdef DARRAY_HAS_CUDECOMP
+#include <cudecomp_version.h>
+// Defined in cudecomp_ffi.cc and cudecomp_bind.cc (DARRAY_ENABLE_CUDECOMP=ON).
+XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayCudecompTransposeCuda);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayCudecompHaloCuda);
+namespace darray {
+void BindCudecomp(nanobind::module_& m);
+}
+#endif
 #ifdef DARRAY_HAS_MPI
 #include <mpi.h>
 // Defined in mpi_all_to_all.cc (compiled only with DARRAY_ENABLE_MPI=ON).
 XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayMpiAllToAllCpu);
+// Defined in mpi_halo.cc (likewise).
+XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayMpiSendRecvCpu);
 #endif
 
 namespace nb = nanobind;
@@ -49,6 +60,9 @@ std::string MpiLibraryVersion() {
 
 NB_MODULE(_native, m) {
   m.doc() = "darray native part: XLA FFI handlers exported as PyCapsules.";
+#ifdef DARRAY_HAS_CUDECOMP
+  darray::BindCudecomp(m);
+#endif
 
   // registrations() -> {target_name: capsule}; one entry per handler that was
   // compiled in. CPU targets always exist; CUDA ones only with DARRAY_ENABLE_CUDA.
@@ -59,9 +73,14 @@ NB_MODULE(_native, m) {
         d["darray_pad_axis_cpu"] = EncapsulateHandler(DarrayPadAxisCpu);
 #ifdef DARRAY_HAS_MPI
         d["darray_mpi_all_to_all_cpu"] = EncapsulateHandler(DarrayMpiAllToAllCpu);
+        d["darray_mpi_sendrecv_cpu"] = EncapsulateHandler(DarrayMpiSendRecvCpu);
 #endif
 #ifdef DARRAY_HAS_CUDA
         d["darray_pad_axis_cuda"] = EncapsulateHandler(DarrayPadAxisCuda);
+#endif
+#ifdef DARRAY_HAS_CUDECOMP
+        d["darray_cudecomp_transpose_cuda"] = EncapsulateHandler(DarrayCudecompTransposeCuda);
+        d["darray_cudecomp_halo_cuda"] = EncapsulateHandler(DarrayCudecompHaloCuda);
 #endif
         return d;
       },
@@ -81,6 +100,9 @@ NB_MODULE(_native, m) {
 #endif
 #ifdef DARRAY_HAS_CUDECOMP
         d["cudecomp"] = true;
+        d["cudecomp_version"] = std::to_string(CUDECOMP_MAJOR) + "." +
+                                std::to_string(CUDECOMP_MINOR) + "." +
+                                std::to_string(CUDECOMP_PATCH);
 #else
         d["cudecomp"] = false;
 #endif
