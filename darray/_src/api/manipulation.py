@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import compat
-from darray._src.api import common
+from darray._src.api import common, joining
+from darray._src.api.operands import placed
 from darray._src.api._helpers import (AxisError, check_same_mesh, is_plain, make_out_layout,
                                       normalize_axes, normalize_axis, run_physical,
                                       settle)
@@ -336,27 +337,26 @@ def _as_list(arrays, argname="arrays") -> list[DistArray]:
     return arrays
 
 
-def _concat(*args):
-    *arrays, axis = args
-    if axis is None:
-        return jnp.concatenate([a.reshape(-1) for a in arrays])
-    return jnp.concatenate(arrays, axis=axis)
-
-
 def concat(arrays, /, *, axis=0) -> DistArray:
     """Join arrays along an existing axis (axis=None: flatten each first).
 
     Layout:
-      The first array's split. Joining along an unsplit axis with every input in that layout is
-      local; otherwise the logical path (XLA moves what changes owner).
+      The first array's split (axis=None: one axis split over every mesh axis the first array
+      uses). Inputs in another layout are redistributed to it first. Along an unsplit axis
+      each device joins its own blocks; along a split axis each output block is assembled from
+      the input blocks it overlaps by a few fixed neighbour shifts (`lax.ppermute`), never an
+      all-gather (see api/joining.py).
     """
     arrays = _as_list(arrays)
     first = arrays[0]
+    arrays = [placed(a, first.mesh) for a in arrays]  # 0-d arrays may come from another mesh
+    dtype = jnp.result_type(*[a.dtype for a in arrays])
     if axis is None:
         size = sum(a.size for a in arrays)
         names = tuple(n for a in first.layout.split for n in a)
         out = make_out_layout(first.mesh, (size,), (names,))
-        return common.apply_logical(_concat, arrays, out, static=(None,))
+        flat = [a if a.ndim == 1 else reshape(a, (-1,)) for a in arrays]
+        return joining.concat_arrays(flat, 0, out, dtype)
     nd = first.ndim
     if any(a.ndim != nd for a in arrays):
         raise ValueError(f"concat needs arrays of one rank, got shapes {[a.shape for a in arrays]}")
@@ -370,35 +370,27 @@ def concat(arrays, /, *, axis=0) -> DistArray:
     shape = list(first.shape)
     shape[axis] = sum(a.shape[axis] for a in arrays)
     out = make_out_layout(first.mesh, shape, first.layout.split)
-    if (not first.layout.split[axis] and all(is_plain(a.layout) for a in arrays)
-            and all(a.layout.split == first.layout.split for a in arrays)):
-        return run_physical(_concat, arrays, out, static=(axis,))
-    return common.apply_logical(_concat, arrays, out, static=(axis,))
-
-
-def _stack(*args):
-    *arrays, axis = args
-    return jnp.stack(arrays, axis=axis)
+    return joining.concat_arrays(arrays, axis, out, dtype)
 
 
 def stack(arrays, /, *, axis=0) -> DistArray:
     """Join arrays of one shape along a new axis.
 
-    Layout: the new axis is unsplit, the others keep the first array's split; local when all
-    inputs share that layout, otherwise the logical path.
+    Layout: the new axis is unsplit, the others keep the first array's split; inputs in another
+    layout are redistributed to it first, then each device stacks its own blocks.
     """
     arrays = _as_list(arrays)
     first = arrays[0]
     if any(a.shape != first.shape for a in arrays):
         raise ValueError(f"stack needs arrays of one shape, got {[a.shape for a in arrays]}")
+    arrays = [placed(a, first.mesh) for a in arrays]  # 0-d arrays may come from another mesh
     axis = normalize_axis(axis, first.ndim + 1)
     shape, split = list(first.shape), list(first.layout.split)
     shape.insert(axis, len(arrays))
     split.insert(axis, ())
     out = make_out_layout(first.mesh, shape, split)
-    if all(a.layout == first.layout for a in arrays) and is_plain(first.layout):
-        return run_physical(_stack, arrays, out, static=(axis,))
-    return common.apply_logical(_stack, arrays, out, static=(axis,))
+    dtype = jnp.result_type(*[a.dtype for a in arrays])
+    return joining.stack_arrays(arrays, axis, out, dtype)
 
 
 def _unstack(a, axis):
