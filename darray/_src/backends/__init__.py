@@ -32,8 +32,8 @@ HOW_TO_GET = {
                 "docs/native.md); `darray._src.native.build_info()` shows what was compiled",
     "mpi": "install an MPI and mpi4py (e.g. `pip install mpich mpi4py`), reinstall darray with "
            "`python3 -m pip install -e . -C cmake.define.DARRAY_ENABLE_MPI=ON` and run under "
-           "`mpiexec` with one device per process (see docs/native.md; the MPI transport "
-           "handler itself is not written yet, issue 12 part 3)",
+           "`mpiexec` with one JAX device per process, after `darray.distributed.initialize()` "
+           "(see docs/native.md)",
 }
 
 
@@ -150,6 +150,31 @@ class Registry:
     def _ensure_builtin(self) -> None:
         if "jax" not in self._entries:
             self._entries["jax"] = self._load_builtin()
+            for name, (impl, usable) in _NATIVE.get(self.kind, {}).items():
+                if name not in self._entries:
+                    self.register(name, impl, usable=usable)
+
+
+# The MPI backend (CPU): registered in every build; `usable` says when it cannot run here (not
+# compiled in, no mpi4py), and selecting it then raises BackendUnavailableError with the fix.
+# Imported late: mpi_exec pulls in the JAX executors, which import this module.
+def _mpi_usable():
+    from darray._src.backends import mpi_exec
+    return mpi_exec.why_unusable()
+
+
+def _mpi_fft(plan, data, norm):
+    from darray._src.backends import mpi_exec
+    return mpi_exec.execute(plan, data, norm)
+
+
+def _mpi_halo(data, fill_value, **layouts_and_rules):
+    from darray._src.backends import mpi_exec
+    return mpi_exec.halo_fill(data, fill_value, **layouts_and_rules)
+
+
+# kind -> {name: (impl, usable)}: native backends every Registry of that kind starts with.
+_NATIVE = {"FFT": {"mpi": (_mpi_fft, _mpi_usable)}, "halo": {"mpi": (_mpi_halo, _mpi_usable)}}
 
 
 def _jax_fft_executor():

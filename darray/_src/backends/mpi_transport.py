@@ -1,42 +1,142 @@
-"""The MPI transport: lax.all_to_all's exchange done by MPI (csrc/mpi_all_to_all.cc) on CPUs.
+"""The MPI transport: collectives of darray's executors done by MPI on CPUs (csrc/mpi_*.cc).
 
-One JAX device per process: the block given here is the process's whole local block, and the
+Two exchanges, each a JAX primitive lowered to an XLA FFI custom call:
+
+- `exchange_rows(x, order, comm)`: ``lax.all_to_all(x, split_axis=0, concat_axis=0,
+  tiled=True)`` over `comm` (row j goes to rank j; row j of the result came from rank j), with
+  ``MPI_Alltoall`` (csrc/mpi_all_to_all.cc). `all_to_all` wraps it with lax's axis arguments.
+- `sendrecv(x, order, comm, pairs)`: ``lax.ppermute`` over `comm` (`pairs` of ranks
+  ``(source, destination)``; a rank that receives nothing gets zeros), with ``MPI_Sendrecv``
+  (csrc/mpi_halo.cc).
+
+One JAX device per process: the block given is the process's whole local block, and the
 communicator (an mpi4py communicator, e.g. one split per mesh axis) spans the processes that
-exchange. Every call takes and returns an `order` token (any small array): pass the token one
-call returned to the next call, so that two exchanges in one jitted program run in the same
-order on every rank (XLA would otherwise be free to run independent exchanges concurrently, and
-mismatched collectives deadlock or mix data). Calls are declared side-effecting.
+exchange. Every call takes and returns an `order` token (a small array): pass the token one call
+returned to the next, so that the exchanges of one jitted program run in the same order on every
+rank (XLA may otherwise run independent custom calls concurrently or reordered, and mismatched
+collectives deadlock or mix data). Calls are declared side-effecting.
 
-Not yet wired into the FFT/halo executors (issue 12, part 3): this is the transport primitive.
+Why primitives and not bare ffi_calls: both exchanges are linear permutations of the data, so
+their JVP is the exchange of the tangent and their transpose is the inverse exchange (the
+all-to-all is its own inverse; a ppermute's inverse swaps sources and destinations). Declaring
+that makes grad, jvp and jax.linear_transpose (halo_reduce) work through the MPI backend.
 """
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend import core as jex_core
+from jax.interpreters import ad, mlir
 
 from darray._src import native
 from darray._src.backends import HOW_TO_GET, BackendUnavailableError
 
 TARGET = "darray_mpi_all_to_all_cpu"
+SENDRECV_TARGET = "darray_mpi_sendrecv_cpu"
 
 
 def available() -> bool:
-    """True if this build has the MPI transport handler compiled in."""
-    return TARGET in native.build_info().get("targets", ())
+    """True if this build has the MPI transport handlers compiled in."""
+    targets = native.build_info().get("targets", ())
+    return TARGET in targets and SENDRECV_TARGET in targets
 
 
 def _require() -> None:
     if not available():
         raise BackendUnavailableError(
-            f"the MPI transport ({TARGET}) is not compiled into this darray build; to get it, "
-            f"{HOW_TO_GET['mpi']}")
+            f"the MPI transport ({TARGET}, {SENDRECV_TARGET}) is not compiled into this darray "
+            f"build; to get it, {HOW_TO_GET['mpi']}")
     native.register_targets("cpu")
 
 
 def new_order() -> jax.Array:
     """A fresh order token for the first exchange of a program."""
     return jnp.zeros((), jnp.uint8)
+
+
+def _comm_handle(comm) -> int:
+    return int(comm.py2f())
+
+
+# --- the primitives ------------------------------------------------------------------------
+
+def _same_avals(x, order, **_):
+    # Outputs have the inputs' shapes, dtypes (and, inside shard_map, their varying axes).
+    return x, order
+
+
+def _zero_tangent(value):
+    return ad.Zero(jax.typeof(value).to_tangent_aval())
+
+
+def _primitive(name: str, target: str, inverse_params):
+    prim = jex_core.Primitive(name)
+    prim.multiple_results = True
+    prim.def_abstract_eval(_same_avals)
+    lower = jax.ffi.ffi_lowering(target, has_side_effect=True)
+
+    def lowering(ctx, x, order, **params):
+        # params are hashable tuples/ints (jaxpr equations compare them); FFI wants arrays.
+        attrs = {k: (np.asarray(v, np.int64) if isinstance(v, tuple) else np.int64(v))
+                 for k, v in params.items()}
+        return lower(ctx, x, order, **attrs)
+    mlir.register_lowering(prim, lowering, platform="cpu")
+
+    def jvp(primals, tangents, **params):
+        x, order = primals
+        x_dot = tangents[0]
+        y, order_out = prim.bind(x, order, **params)
+        if type(x_dot) is ad.Zero:
+            y_dot = _zero_tangent(y)
+        else:
+            # the tangent's exchange runs after the primal's (same token chain)
+            y_dot, order_out = prim.bind(x_dot, order_out, **params)
+        return (y, order_out), (y_dot, _zero_tangent(order_out))
+    ad.primitive_jvps[prim] = jvp
+
+    def transpose(cts, x, order, **params):
+        ct_y = cts[0]
+        if type(ct_y) is ad.Zero:
+            return [ad.Zero(x.aval), None]
+        ct_x, _ = prim.bind(ct_y, order, **inverse_params(params))
+        return [ct_x, None]
+    ad.primitive_transposes[prim] = transpose
+    return prim
+
+
+_all_to_all_p = _primitive("darray_mpi_all_to_all", TARGET, lambda params: params)
+_sendrecv_p = _primitive("darray_mpi_sendrecv", SENDRECV_TARGET,
+                         lambda p: dict(p, dests=p["sources"], sources=p["dests"]))
+
+
+def exchange_rows(x, order, comm):
+    """``lax.all_to_all(x, split_axis=0, concat_axis=0, tiled=True)`` over `comm` with MPI;
+    ``x.shape[0]`` must equal ``comm.Get_size()`` (one row per rank). Returns ``(y, order)``."""
+    _require()
+    size = comm.Get_size()
+    if jnp.ndim(x) == 0 or jnp.shape(x)[0] != size:
+        raise ValueError(f"exchange_rows: x.shape={jnp.shape(x)} must lead with the "
+                         f"communicator size {size}")
+    return _all_to_all_p.bind(x, order, comm=_comm_handle(comm))
+
+
+def sendrecv(x, order, comm, pairs):
+    """``lax.ppermute`` of `x` over `comm` with MPI_Sendrecv: for every ``(src, dst)`` in
+    `pairs` (ranks of `comm`, each at most once as a source and once as a destination) rank
+    `dst` receives `src`'s `x`; ranks that receive nothing get zeros. Returns ``(y, order)``."""
+    _require()
+    size = comm.Get_size()
+    dests, sources = [-1] * size, [-1] * size
+    for src, dst in pairs:
+        if not (0 <= src < size and 0 <= dst < size):
+            raise ValueError(f"sendrecv: pairs={pairs!r} name ranks outside 0..{size - 1}")
+        if dests[src] != -1 or sources[dst] != -1:
+            raise ValueError(f"sendrecv: pairs={pairs!r} is not a permutation (rank {src} or "
+                             f"{dst} appears twice)")
+        dests[src], sources[dst] = dst, src
+    return _sendrecv_p.bind(x, order, comm=_comm_handle(comm), dests=tuple(dests),
+                            sources=tuple(sources))
 
 
 def all_to_all(x, order, comm, *, split_axis: int, concat_axis: int):
@@ -68,12 +168,13 @@ def all_to_all(x, order, comm, *, split_axis: int, concat_axis: int):
     chunk = x.shape[split_axis] // size
     rows = x.reshape(x.shape[:split_axis] + (size, chunk) + x.shape[split_axis + 1:])
     rows = jnp.moveaxis(rows, split_axis, 0)
-    call = jax.ffi.ffi_call(TARGET, (jax.ShapeDtypeStruct(rows.shape, rows.dtype),
-                                     jax.ShapeDtypeStruct(jnp.shape(order), jnp.result_type(order))),
-                            has_side_effect=True)
-    got, order = call(rows, order, comm=np.int64(comm.py2f()))
+    got, order = exchange_rows(rows, order, comm)
     # row j came from rank j: put the rank axis just before concat_axis and merge them
     got = jnp.moveaxis(got, 0, concat_axis)
     shape = list(got.shape)
     merged = shape[:concat_axis] + [size * shape[concat_axis + 1]] + shape[concat_axis + 2:]
     return got.reshape(merged), order
+
+
+__all__ = ["TARGET", "SENDRECV_TARGET", "all_to_all", "available", "exchange_rows",
+           "new_order", "sendrecv"]

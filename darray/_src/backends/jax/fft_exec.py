@@ -20,7 +20,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from darray._src import compat
-from darray._src.backends.jax.transpose import all_to_all_move, merge_move, scatter_move
+from darray._src.backends.jax.transpose import (all_to_all_move, lax_exchange, merge_move,
+                                                scatter_move)
 from darray._src.fft.plan import Merge, Plan, Transpose
 
 
@@ -60,19 +61,21 @@ def apply_r2r(block, axis: int, kernel):
     return r2r_local.apply_kernel(block, axis, kernel)
 
 
-def _run_merge(block, stage: Merge, order: list):
+def _run_merge(block, stage: Merge, order: list, exchange):
     moves = stage.moves
     groups = [m.mesh_axes for m in moves]
     parts = [m.parts for m in moves]
     if stage.gathers:
         return merge_move(block, groups, [order.index(m.src) for m in moves],
-                          order.index(moves[0].dst), [m.src_len for m in moves], parts)
+                          order.index(moves[0].dst), [m.src_len for m in moves], parts,
+                          exchange)
     return scatter_move(block, groups, order.index(moves[0].src),
-                        [order.index(m.dst) for m in moves], moves[0].src_len, parts)
+                        [order.index(m.dst) for m in moves], moves[0].src_len, parts, exchange)
 
 
-def run_stages(block, plan: Plan, norm: str):
-    """The per-device body: apply every stage of `plan` to one local block."""
+def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange):
+    """The per-device body: apply every stage of `plan` to one local block. `exchange` does the
+    row exchanges of the transposes (XLA's all-to-all; the MPI backend passes its own)."""
     ndim = block.ndim
     order = list(range(ndim))  # order[p]: the logical axis held by axis p of `block`
     if plan.stages:
@@ -81,10 +84,11 @@ def run_stages(block, plan: Plan, norm: str):
     for stage in plan.stages:
         if isinstance(stage, Transpose):
             block = all_to_all_move(block, stage.mesh_axes, order.index(stage.src),
-                                    order.index(stage.dst), stage.src_local_len, stage.parts)
+                                    order.index(stage.dst), stage.src_local_len, stage.parts,
+                                    exchange)
             continue
         if isinstance(stage, Merge):
-            block = _run_merge(block, stage, order)
+            block = _run_merge(block, stage, order, exchange)
             continue
         new = _working_order(order, stage.axes)
         block, order = _reorder(block, order, new), new

@@ -47,12 +47,12 @@ def _select(mask, on_true, on_false, axis: int, ndim: int):
     return jnp.where(jnp.reshape(jnp.asarray(mask), shape), on_true, on_false)
 
 
-def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value, mesh):
+def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value, mesh, permute):
     """The ghost slab of one side (shape of `blk` with `axis` -> width) on this device."""
     if side.covered_by_one_round(nonempty):
         start, stop = side.rounds[0].static_send
         face = lax.slice_in_dim(blk, start, stop, axis=axis)
-        return compat.ppermute_blocks(face, names, side.rounds[0].perm, mesh)
+        return permute(face, names, side.rounds[0].perm, mesh)
     shape = list(blk.shape)
     shape[axis] = side.width
     ghosts = jnp.zeros(shape, blk.dtype)
@@ -64,7 +64,7 @@ def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value
         run = rnd.static_send
         face = (lax.slice_in_dim(blk, *run, axis=axis) if run is not None
                 else _take(blk, _row(rnd.send, block), axis))
-        got = compat.ppermute_blocks(face, names, rnd.perm, mesh)
+        got = permute(face, names, rnd.perm, mesh)
         index = _row(rnd.recv, block)
         safe = np.maximum(index, 0) if isinstance(index, np.ndarray) else jnp.maximum(index, 0)
         ghosts = _select(index >= 0, _take(got, safe, axis), ghosts, axis, blk.ndim)
@@ -74,7 +74,8 @@ def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value
     return ghosts
 
 
-def _exchange_axis(out, plan: planning.AxisPlan, axis: int, names, halo, fill_value, mesh):
+def _exchange_axis(out, plan: planning.AxisPlan, axis: int, names, halo, fill_value, mesh,
+                   permute):
     """Fill axis `axis`'s ghosts of `out`, the block already padded to its final shape.
 
     Writing faces into one preallocated block (in place for XLA) costs one pass over the block
@@ -88,8 +89,8 @@ def _exchange_axis(out, plan: planning.AxisPlan, axis: int, names, halo, fill_va
     sizes = [out.shape[a] if a < axis else out.shape[a] - sum(halo[a]) for a in range(out.ndim)]
     interior = lax.slice(out, starts, [s + n for s, n in zip(starts, sizes)])
     nonempty = plan.nonempty
-    ghosts_lo = _side(interior, plan.lo, nonempty, axis, names, block, fill_value, mesh)
-    ghosts_hi = _side(interior, plan.hi, nonempty, axis, names, block, fill_value, mesh)
+    ghosts_lo = _side(interior, plan.lo, nonempty, axis, names, block, fill_value, mesh, permute)
+    ghosts_hi = _side(interior, plan.hi, nonempty, axis, names, block, fill_value, mesh, permute)
     if plan.lo.width:
         out = lax.dynamic_update_slice(out, ghosts_lo, [*starts[:axis], 0, *starts[axis + 1:]])
     if plan.hi.width:
@@ -123,11 +124,13 @@ def strip_block(blk, layout: Layout):
     return blk
 
 
-def fill(data, fill_value, *, in_layout: Layout, out_layout: Layout, rules) -> jax.Array:
+def fill(data, fill_value, *, in_layout: Layout, out_layout: Layout, rules,
+         permute=compat.ppermute_blocks) -> jax.Array:
     """Physical data of `in_layout` -> physical data of `out_layout` with ghosts filled.
 
     `fill_value` (a scalar, or None for the linear map that leaves constant ghosts zero) goes
-    into ghosts that the boundary rule leaves without a source.
+    into ghosts that the boundary rule leaves without a source. `permute(x, names, pairs,
+    mesh)` moves the faces (`compat.ppermute_blocks`; the MPI backend passes its own).
     """
     plans = plans_for(in_layout, out_layout.halo, rules)
 
@@ -137,7 +140,7 @@ def fill(data, fill_value, *, in_layout: Layout, out_layout: Layout, rules) -> j
         for axis, plan in enumerate(plans):
             if plan is not None:
                 out = _exchange_axis(out, plan, axis, in_layout.split[axis], out_layout.halo,
-                                     value, in_layout.mesh)
+                                     value, in_layout.mesh, permute)
         return out
 
     spec = in_layout.spec

@@ -14,11 +14,20 @@ passes. Splitting `dst` into (parts, chunk), moving `parts` to the front, exchan
 0 and merging the received axis into `src` leaves XLA one fused (transposing) copy on each side
 of the exchange for every transpose: the 3-pass minimum. (At 256^3 on 8 virtual CPU devices
 the wall/CPU-time difference is within the shared machine's noise; docs/fft.md.)
+
+The exchange itself is injectable (`exchange=`): by default `lax_exchange` (XLA's all-to-all);
+the MPI backend passes its own, which does the same row exchange with MPI_Alltoall.
 """
 from __future__ import annotations
 
 import jax.numpy as jnp
 from jax import lax
+
+
+def lax_exchange(x, names):
+    """Row i of the leading axis goes to device i of the mesh axes `names`; row i of the result
+    came from device i (``lax.all_to_all(split_axis=0, concat_axis=0, tiled=True)``)."""
+    return lax.all_to_all(x, names, split_axis=0, concat_axis=0, tiled=True)
 
 
 def pad_axis(x, axis: int, length: int):
@@ -32,7 +41,7 @@ def pad_axis(x, axis: int, length: int):
 
 
 def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: int,
-                    parts: int):
+                    parts: int, exchange=lax_exchange):
     """Block of an array split on `src` -> block of the array split on `dst`.
 
     Args:
@@ -41,6 +50,7 @@ def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: 
       src, dst: array axes; after the call `src` is local, `dst` split in `parts` chunks.
       src_len: true logical length of `src`.
       parts: product of the sizes of `mesh_axes`.
+      exchange: ``exchange(rows, names)``, the row exchange over the mesh axes `names`.
 
     Returns:
       The new block: `src` of length `src_len`, `dst` of length ceil(n_dst / parts).
@@ -58,7 +68,7 @@ def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: 
     # padding slices of an all-split 3-D fold, e.g. (7, 13, 17) on a (2, 2, 2) mesh, into an
     # all-to-all its own HLO verifier then rejected ("operands with different shapes").
     x = lax.optimization_barrier(x)
-    x = lax.all_to_all(x, name, split_axis=0, concat_axis=0, tiled=True)
+    x = exchange(x, name)
     # axis 0 now indexes the sending device, i.e. which chunk of `src` the piece holds
     x = jnp.moveaxis(x, 0, src)
     merged = x.shape[src] * x.shape[src + 1]
@@ -68,7 +78,7 @@ def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: 
     return x
 
 
-def merge_move(x, groups, srcs, dst: int, src_lens, parts_each):
+def merge_move(x, groups, srcs, dst: int, src_lens, parts_each, exchange=lax_exchange):
     """Several splits move onto one axis in ONE all-to-all (plan.Merge with a shared dst).
 
     Args:
@@ -89,7 +99,7 @@ def merge_move(x, groups, srcs, dst: int, src_lens, parts_each):
     x = x.reshape(shape[:dst] + (total, chunk) + shape[dst + 1:])
     x = jnp.moveaxis(x, dst, 0)
     names = tuple(name for g in groups for name in g)
-    x = lax.all_to_all(x, names, split_axis=0, concat_axis=0, tiled=True)
+    x = exchange(x, names)
     # axis 0 is the sender's linear index over `names`: one digit per group, major first
     x = x.reshape(tuple(parts_each) + x.shape[1:])
     k = len(groups)
@@ -103,7 +113,7 @@ def merge_move(x, groups, srcs, dst: int, src_lens, parts_each):
     return x
 
 
-def scatter_move(x, groups, src: int, dsts, src_len: int, parts_each):
+def scatter_move(x, groups, src: int, dsts, src_len: int, parts_each, exchange=lax_exchange):
     """The reverse of `merge_move`: a merged split on `src` is dealt out, ``groups[i]`` to
     ``dsts[i]`` (each local before), in ONE all-to-all; `src` becomes local."""
     total = 1
@@ -118,7 +128,7 @@ def scatter_move(x, groups, src: int, dsts, src_len: int, parts_each):
     k = len(groups)
     x = x.reshape((total,) + x.shape[k:])
     names = tuple(name for g in groups for name in g)
-    x = lax.all_to_all(x, names, split_axis=0, concat_axis=0, tiled=True)
+    x = exchange(x, names)
     x = jnp.moveaxis(x, 0, src)
     x = x.reshape(x.shape[:src] + (x.shape[src] * x.shape[src + 1],) + x.shape[src + 2:])
     if x.shape[src] != src_len:
