@@ -1,0 +1,195 @@
+"""concat and stack never gather their inputs (DESIGN.md principle 2).
+
+Left to XLA, ``concatenate`` along an axis split over mesh axes all-gathers every input (each
+device then holds the whole result). darray assembles each output block from the input blocks
+it overlaps by fixed ppermute shifts (api/joining.py). Each case compiles the join once, runs it
+(values against numpy in float64, output layout and sharding) and reads the compiled HLO: no
+all-gather and no all-reduce at all. Uneven extents (padding), empty inputs, splits whose mesh
+axes are not in the mesh's order, several mesh axes on one array axis, ghost cells and inputs in
+other layouts are covered.
+"""
+import jax
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding
+
+import darray
+from darray._src import compat
+
+_MESHES = {}
+
+
+def _mesh(shape):
+    if shape not in _MESHES:
+        _MESHES[shape] = compat.make_auto_mesh(shape, ("x", "y", "z")[:len(shape)])
+    return _MESHES[shape]
+
+
+def _collectives(hlo: str) -> dict[str, int]:
+    """How many gathering / reducing collectives the compiled HLO text holds."""
+    names = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all")
+    return {n: sum(1 for line in hlo.splitlines() if f" {n}(" in line or f" {n}-start(" in line)
+            for n in names}
+
+
+def _check_layout(out, mesh, split):
+    assert out.layout.split == tuple(tuple(s) for s in split), out.layout
+    assert not out.layout.has_halo
+    assert out.data.sharding.is_equivalent_to(NamedSharding(mesh, out.layout.spec), out.ndim)
+
+
+def _compiled_join(fn, inputs):
+    compiled = jax.jit(lambda *v: fn(list(v))).lower(*inputs).compile()
+    return compiled(*inputs), _collectives(compiled.as_text())
+
+
+def _host(shapes, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s) for s in shapes]
+
+
+# (mesh shape, input shapes, shared spec, axis): the join axis is split in every case
+_SPLIT_CASES = [
+    ((8,), [(13, 5), (7, 5)], ("x",), 0),                          # uneven, padded blocks
+    ((8,), [(100, 2), (3, 2), (1, 2)], ("x",), 0),                 # tiny inputs into one block
+    ((2, 4), [(13, 3), (1, 3), (30, 3)], (("y", "x"),), 0),        # mesh axes not in mesh order
+    ((2, 4), [(5, 13), (5, 2)], ("x", "y"), 1),                    # pencil, join the minor axis
+    ((2, 4), [(6, 16), (6, 8)], (None, ("x", "y")), -1),           # even, two mesh axes
+    ((2, 2, 2), [(9, 3), (4, 3), (0, 3), (17, 3)], (("z", "x"), "y"), 0),  # empty input
+    ((2, 2, 2), [(3, 5, 4), (3, 11, 4)], ("x", ("z", "y")), 1),   # 3D, reordered pair
+]
+
+
+@pytest.mark.parametrize("mesh_shape,shapes,spec,axis", _SPLIT_CASES,
+                         ids=[f"{m}-{len(s)}in-{p}-ax{a}" for m, s, p, a in _SPLIT_CASES])
+def test_concat_along_split_axis_moves_blocks_without_gather(mesh_shape, shapes, spec, axis):
+    mesh = _mesh(mesh_shape)
+    hosts = _host(shapes, seed=len(shapes) + axis)
+    xs = [darray.asarray(h, mesh=mesh, spec=spec) for h in hosts]
+    assert xs[0].layout.split[axis], "the case must join along a split axis"
+    out, coll = _compiled_join(lambda v: darray.concat(v, axis=axis), xs)
+    np.testing.assert_array_equal(np.asarray(out), np.concatenate(hosts, axis=axis))
+    _check_layout(out, mesh, xs[0].layout.split)
+    assert coll == dict.fromkeys(coll, 0), coll
+    eager = darray.concat(xs, axis=axis)
+    np.testing.assert_array_equal(np.asarray(eager), np.concatenate(hosts, axis=axis))
+    assert eager.layout == out.layout
+
+
+def test_concat_drops_ghost_cells_locally():
+    """Inputs with ghosts (x.halo) on the split join axis and on an unsplit axis: the ghosts
+    are cut off each block on its device, nothing is gathered."""
+    mesh = _mesh((2, 4))
+    a, b = _host([(13, 6), (9, 6)], seed=3)
+    xa = darray.asarray(a, mesh=mesh, spec=(("y", "x"),)).halo(1)
+    xb = darray.asarray(b, mesh=mesh, spec=(("y", "x"),)).halo(((2, 1), (1, 1)))
+    assert xa.layout.has_halo and xb.layout.has_halo
+    out, coll = _compiled_join(lambda v: darray.concat(v, axis=0), [xa, xb])
+    np.testing.assert_array_equal(np.asarray(out), np.concatenate([a, b], axis=0))
+    _check_layout(out, mesh, ((("y", "x")), ()))
+    assert coll == dict.fromkeys(coll, 0), coll
+
+
+def test_concat_redistributes_other_layouts_to_the_first():
+    """Inputs in other layouts are moved to the first input's split first (values and layout;
+    an input that is merely replicated where the output is split is cut locally)."""
+    mesh = _mesh((2, 4))
+    a, b, c = _host([(7, 10), (12, 10), (3, 10)], seed=5)
+    xa = darray.asarray(a, mesh=mesh, spec=("x", "y"))
+    xb = darray.asarray(b, mesh=mesh, spec=(None, "x"))
+    xc = darray.asarray(c, mesh=mesh, spec=(("y", "x"),))
+    out = darray.concat([xa, xb, xc], axis=0)
+    np.testing.assert_array_equal(np.asarray(out), np.concatenate([a, b, c], axis=0))
+    _check_layout(out, mesh, xa.layout.split)
+    replicated = darray.asarray(b, mesh=mesh, spec=None)
+    out, coll = _compiled_join(lambda v: darray.concat(v, axis=0), [xa, replicated])
+    np.testing.assert_array_equal(np.asarray(out), np.concatenate([a, b], axis=0))
+    _check_layout(out, mesh, xa.layout.split)
+    assert coll == dict.fromkeys(coll, 0), coll
+
+
+def test_concat_promotes_dtypes():
+    mesh = _mesh((8,))
+    a = np.arange(11, dtype=np.int32)
+    b = np.linspace(-1.0, 1.0, 6)
+    out = darray.concat([darray.asarray(a, mesh=mesh), darray.asarray(b, mesh=mesh)])
+    expected = np.concatenate([a, b])
+    assert out.dtype == expected.dtype
+    np.testing.assert_array_equal(np.asarray(out), expected)
+    _check_layout(out, mesh, (("x",),))
+
+
+# (mesh shape, shape, spec, axis): joins that never need another device's cells
+_LOCAL_CASES = [
+    ((2, 4), (13, 7), ("x", None), "concat", 1),          # join an unsplit axis
+    ((8,), (5, 13), (None, "x"), "concat", 0),
+    ((2, 4), (13, 7), ("x", "y"), "stack", 0),            # new leading axis
+    ((2, 2, 2), (5, 9), (("z", "x"), "y"), "stack", 1),   # new middle axis, reordered pair
+    ((4, 2), (13, 7), ("y", "x"), "stack", 2),            # new trailing axis
+]
+
+
+@pytest.mark.parametrize("mesh_shape,shape,spec,kind,axis", _LOCAL_CASES,
+                         ids=[f"{k}-{m}-{p}-ax{a}" for m, s, p, k, a in _LOCAL_CASES])
+def test_unsplit_concat_and_stack_stay_local(mesh_shape, shape, spec, kind, axis):
+    mesh = _mesh(mesh_shape)
+    if kind == "concat":
+        other = list(shape)
+        other[axis] = 4
+        hosts = _host([shape, tuple(other)], seed=axis)
+        fn, ref = darray.concat, np.concatenate
+    else:
+        hosts = _host([shape] * 3, seed=axis)
+        fn, ref = darray.stack, np.stack
+    xs = [darray.asarray(h, mesh=mesh, spec=spec) for h in hosts]
+    out, coll = _compiled_join(lambda v: fn(v, axis=axis), xs)
+    np.testing.assert_array_equal(np.asarray(out), ref(hosts, axis=axis))
+    split = list(xs[0].layout.split)
+    if kind == "stack":
+        split.insert(axis, ())
+    _check_layout(out, mesh, split)
+    assert coll == dict.fromkeys(coll, 0), coll
+    hlo = jax.jit(lambda *v: fn(list(v), axis=axis)).lower(*xs).compile().as_text()
+    assert "collective-permute" not in hlo
+
+
+def test_stack_of_haloed_inputs_drops_ghosts_locally():
+    mesh = _mesh((2, 4))
+    a, b = _host([(13, 7), (13, 7)], seed=9)
+    xa = darray.asarray(a, mesh=mesh, spec=("x", "y")).halo(1)
+    xb = darray.asarray(b, mesh=mesh, spec=("x", "y"))
+    out, coll = _compiled_join(lambda v: darray.stack(v, axis=1), [xa, xb])
+    np.testing.assert_array_equal(np.asarray(out), np.stack([a, b], axis=1))
+    _check_layout(out, mesh, (("x",), (), ("y",)))
+    assert coll == dict.fromkeys(coll, 0), coll
+
+
+def test_concat_gradient_flows_back_to_each_input():
+    """grad through the shift assembly: each input's cotangent is its slice of the weights,
+    in the input's own layout."""
+    mesh = _mesh((2, 4))
+    a, b, w = _host([(13, 3), (6, 3), (19, 3)], seed=11)
+    xa = darray.asarray(a, mesh=mesh, spec=(("y", "x"),))
+    xb = darray.asarray(b, mesh=mesh, spec=(("y", "x"),))
+    xw = darray.asarray(w, mesh=mesh, spec=(("y", "x"),))
+
+    def loss(p, q):
+        return darray.sum(darray.concat([p, q], axis=0) * xw)
+    ga, gb = darray.grad(loss, argnums=(0, 1))(xa, xb)
+    np.testing.assert_allclose(np.asarray(ga), w[:13], rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(gb), w[13:], rtol=1e-15)
+    assert ga.layout == xa.layout and gb.layout == xb.layout
+
+
+def test_concat_flattened_and_errors():
+    mesh = _mesh((2, 4))
+    a, b = _host([(5, 7), (3,)], seed=13)
+    xa = darray.asarray(a, mesh=mesh, spec=("x", "y"))
+    xb = darray.asarray(b, mesh=mesh, spec=("y",))
+    out = darray.concat([xa, xb], axis=None)
+    np.testing.assert_array_equal(np.asarray(out), np.concatenate([a.ravel(), b]))
+    _check_layout(out, mesh, (("x", "y"),))
+    with pytest.raises(ValueError, match="differ on another axis"):
+        darray.concat([xa, darray.asarray(np.ones((2, 6)), mesh=mesh)], axis=0)
+    with pytest.raises(ValueError, match="one rank"):
+        darray.concat([xa, xb], axis=0)
