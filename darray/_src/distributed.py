@@ -29,6 +29,8 @@ import jax
 
 DEAD_PEER_EXIT = 75
 DEFAULT_TIMEOUT_S = 30
+# How long an uncaught exception waits for the watchdog to name a peer that died first.
+CRASH_GRACE_S = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,6 +290,12 @@ class _Watchdog:
     def _crash_hook(self, *exc_info):
         # An uncaught exception is a death, not a normal end. Tell the peers now: this process
         # may yet sit in JAX's shutdown barrier for shutdown_timeout before it really exits.
+        # But first wait a moment: a collective also raises here when a peer has just died,
+        # and then the listeners name that peer (and end this process) within milliseconds;
+        # announcing this process at once would make the others blame the wrong one.
+        deadline = time.monotonic() + CRASH_GRACE_S
+        while not self.finished and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.crashed = True
         with self.lock:
             peers = list(self.peers.values())
