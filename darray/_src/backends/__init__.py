@@ -150,9 +150,29 @@ class Registry:
     def _ensure_builtin(self) -> None:
         if "jax" not in self._entries:
             self._entries["jax"] = self._load_builtin()
+            _load_native_backends()
             for name, (impl, usable) in _NATIVE.get(self.kind, {}).items():
                 if name not in self._entries:
                     self.register(name, impl, usable=usable)
+
+
+# Native backends: build_info() flag -> the module whose register() adds it to the registries.
+NATIVE_BACKENDS = {"cudecomp": "darray._src.backends.cudecomp"}
+_native_loaded: list[bool] = []
+
+
+def _load_native_backends() -> None:
+    """Register every native backend this build has compiled in (once, on first selection)."""
+    if _native_loaded:
+        return
+    _native_loaded.append(True)
+    import importlib
+
+    from darray._src import native
+    info = native.build_info()
+    for flag, module in NATIVE_BACKENDS.items():
+        if info.get(flag):
+            importlib.import_module(module).register()
 
 
 # The MPI backend (CPU): registered in every build; `usable` says when it cannot run here (not

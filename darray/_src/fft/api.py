@@ -136,6 +136,9 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
     layout, data = x.layout, x.data
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
         cast = None
+    backend = FFT_EXECUTORS.requested(backend)
+    if backend == "cudecomp" and decomposition == "auto":
+        decomposition = "pencil"  # cuDecomp runs pencil transposes, not merged or folded ones
     try:
         plan = plan_fft(layout, tuple(axes), kind, inverse, tuple(sizes),
                         strategy=decomposition)
@@ -145,7 +148,7 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
         return split_axis.transform(x, axes, sizes, kind, inverse, norm, cast, conj_in=conj_in,
                                     conj_out=conj_out, fname="darray.fft")
     out = _compiled(plan, norm, None if cast is None else np.dtype(cast), conj_in, conj_out,
-                    FFT_EXECUTORS.requested(backend))(data)
+                    backend)(data)
     return DistArray._new(out, plan.out_layout)
 
 
