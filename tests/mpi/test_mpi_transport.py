@@ -7,46 +7,16 @@ numpy, two chained exchanges in one program, a slab fftn against numpy.fft.fftn,
 """
 from __future__ import annotations
 
-import glob
-import os
-import shutil
-import subprocess
-import sys
-
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-
-
-@pytest.fixture(scope="module")
-def mpi_native(tmp_path_factory):
-    pytest.importorskip("mpi4py", reason="the MPI transport tests need mpi4py")
-    pytest.importorskip("nanobind", reason="building the MPI-enabled module needs nanobind")
-    for tool in ("cmake", "mpiexec"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"the MPI transport tests need {tool} on PATH")
-    build = tmp_path_factory.mktemp("native_mpi")
-    configure = ["cmake", "-S", ROOT, "-B", str(build), f"-DPython_EXECUTABLE={sys.executable}",
-                 "-DDARRAY_ENABLE_MPI=ON", "-DCMAKE_BUILD_TYPE=Release"]
-    if shutil.which("ninja"):
-        configure += ["-G", "Ninja"]
-    for cmd in (configure, ["cmake", "--build", str(build)]):
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, f"{' '.join(cmd)} failed:\n{out.stdout[-3000:]}{out.stderr}"
-    (so,) = glob.glob(str(build / "_native*.so"))
-    return so
+from mpi_launch import mpiexec
 
 
 @pytest.mark.slow
 @pytest.mark.multiprocess
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_transport_under_mpiexec(mpi_native, ranks):
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
-    env.pop("XLA_FLAGS", None)
-    out = subprocess.run(["mpiexec", "-n", str(ranks), sys.executable,
-                          os.path.join(HERE, "mpi_worker.py"), mpi_native],
-                         capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    out = mpiexec(ranks, "mpi_worker.py", mpi_native, timeout_s=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     for check in ("exchange", "ordering", "fftn", "errors"):
         assert out.stdout.count(f"ok {check}") == ranks, out.stdout

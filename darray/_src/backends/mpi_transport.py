@@ -51,8 +51,9 @@ def _require() -> None:
 
 
 def new_order() -> jax.Array:
-    """A fresh order token for the first exchange of a program."""
-    return jnp.zeros((), jnp.uint8)
+    """A fresh order token for the first exchange of a program (a float scalar: the exchanges
+    are linear in it too, so AD threads tokens through tangents and cotangents)."""
+    return jnp.zeros((), jnp.float32)
 
 
 def _comm_handle(comm) -> int:
@@ -83,24 +84,34 @@ def _primitive(name: str, target: str, inverse_params):
         return lower(ctx, x, order, **attrs)
     mlir.register_lowering(prim, lowering, platform="cpu")
 
+    # Linear in (x, order) jointly: (x, order) -> (P x, order). The token is a float so that
+    # its tangent and cotangent are tokens too: the tangent exchanges of a jvp and the
+    # transposed exchanges of a grad / linear_transpose then form token chains of their own,
+    # ordered like the primal one (reversed for the transpose).
     def jvp(primals, tangents, **params):
         x, order = primals
-        x_dot = tangents[0]
         y, order_out = prim.bind(x, order, **params)
-        if type(x_dot) is ad.Zero:
-            y_dot = _zero_tangent(y)
-        else:
-            # the tangent's exchange runs after the primal's (same token chain)
-            y_dot, order_out = prim.bind(x_dot, order_out, **params)
-        return (y, order_out), (y_dot, _zero_tangent(order_out))
+        x_dot, order_dot = tangents
+        if type(x_dot) is ad.Zero and type(order_dot) is ad.Zero:
+            return (y, order_out), (_zero_tangent(y), _zero_tangent(order_out))
+        x_dot, order_dot = ad.instantiate_zeros(x_dot), ad.instantiate_zeros(order_dot)
+        # the tangent's exchange runs after the primal one on every rank (adding 0 * token:
+        # a data dependence that changes no value)
+        order_dot = order_dot + order_out * 0
+        return (y, order_out), tuple(prim.bind(x_dot, order_dot, **params))
     ad.primitive_jvps[prim] = jvp
 
     def transpose(cts, x, order, **params):
-        ct_y = cts[0]
-        if type(ct_y) is ad.Zero:
-            return [ad.Zero(x.aval), None]
-        ct_x, _ = prim.bind(ct_y, order, **inverse_params(params))
-        return [ct_x, None]
+        ct_y, ct_order = cts
+        undefined = (ad.is_undefined_primal(x), ad.is_undefined_primal(order))
+        if type(ct_y) is ad.Zero and type(ct_order) is ad.Zero:
+            return [ad.Zero(v.aval) if u else None for v, u in zip((x, order), undefined)]
+        if type(ct_order) is ad.Zero:
+            # the end of a chain: start the reversed chain (after the forward one, if known)
+            ct_order = (new_order() if undefined[1] else order * 0)
+        ct_y = ad.instantiate_zeros(ct_y)
+        ct_x, ct_order = prim.bind(ct_y, ct_order, **inverse_params(params))
+        return [ct_x if undefined[0] else None, ct_order if undefined[1] else None]
     ad.primitive_transposes[prim] = transpose
     return prim
 
