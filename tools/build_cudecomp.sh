@@ -292,4 +292,12 @@ EOF
 note "installed $PREFIX/lib/$SONAME ($(du -h "$PREFIX/lib/$SONAME" | cut -f1)), symlink libcudecomp.so, headers in $PREFIX/include"
 note "run-time libraries (DT_NEEDED): $(readelf -d "$PREFIX/lib/$SONAME" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | paste -sd' ')"
 note "RUNPATH: $(readelf -d "$PREFIX/lib/$SONAME" | sed -n 's/.*\(RPATH\|RUNPATH\).*\[\(.*\)\]/\2/p')"
+# The real cuTENSOR needs cuBLASLt at run time; say so now rather than at the first transpose.
+unresolved=$(ldd "$CUTENSOR_LIB" 2>/dev/null | sed -n 's/^[[:space:]]*\([^ ]*\) => not found.*/\1/p' | paste -sd' ')
+if [[ -n "$unresolved" ]]; then
+  note "warning: $CUTENSOR_LIB needs $unresolved, not found on this machine's library path."
+  note "  The cuTENSOR wheel's run path finds it when the nvidia-cublas wheel (which jax[cuda] installs) sits in"
+  note "  the same site-packages or --target dir: e.g. $PYTHON -m pip install --no-deps --target $DEPS nvidia-cublas,"
+  note "  or CUTENSOR_ROOT=<venv site-packages>/cutensor after pip-installing cutensor-cu$CUDA_MAJOR into jax's venv."
+fi
 note "build darray against it: CUDECOMP_ROOT=$PREFIX python3 -m pip install -e . -C cmake.define.DARRAY_ENABLE_CUDA=ON -C cmake.define.DARRAY_ENABLE_CUDECOMP=ON -C cmake.define.DARRAY_ENABLE_MPI=ON"
