@@ -21,6 +21,7 @@
 #include <cstring>
 #include <string>
 
+#include "mpi_common.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace darray {
@@ -76,6 +77,8 @@ ffi::Error SendRecv(ffi::AnyBuffer x, ffi::AnyBuffer order_in,
     return Invalid("MPI is not initialised (or already finalised); import mpi4py.MPI "
                    "before the first call");
   }
+  const ExchangeGuard guard;
+  if (auto err = guard.Check(kName); !err.success()) return err;
   MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_f));
   if (comm == MPI_COMM_NULL) return Invalid("the communicator is MPI_COMM_NULL");
   int size = 0, rank = 0;
