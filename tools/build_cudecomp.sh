@@ -39,7 +39,7 @@ note() { echo "build_cudecomp.sh: $*"; }
 
 if [[ $# -ne 2 || "$1" == "-h" || "$1" == "--help" ]]; then
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-  [[ $# -eq 2 ]] && exit 0 || exit 2
+  [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]] && exit 0 || exit 2
 fi
 
 SRC_DIR=$(cd "$1" 2>/dev/null && pwd) || die "SRC_DIR '$1' is not a directory"
@@ -112,7 +112,7 @@ if [[ -z "${NVML_INCLUDE:-}" ]]; then
 fi
 if [[ ${#WANT_WHEELS[@]} -gt 0 ]]; then
   command -v "$PYTHON" >/dev/null || die "'$PYTHON' not found; it is needed to pip-install ${WANT_WHEELS[*]} (or set NCCL_ROOT / CUTENSOR_ROOT / NVML_INCLUDE)"
-  note "pip-installing ${WANT_WHEELS[*]} into $DEPS (a few hundred MB)"
+  note "pip-installing ${WANT_WHEELS[*]} into $DEPS (the NCCL and cuTENSOR wheels are about 300 MB each)"
   "$PYTHON" -m pip install --quiet --no-deps --upgrade --target "$DEPS" "${WANT_WHEELS[@]}" ||
     die "pip install of ${WANT_WHEELS[*]} failed; set NCCL_ROOT / CUTENSOR_ROOT / NVML_INCLUDE to existing installs instead"
   [[ -n "${NCCL_ROOT:-}" ]] || { h=$(find_in_deps nccl.h /include/); [[ -n "$h" ]] && NCCL_ROOT=$(dirname "$(dirname "$h")"); }
