@@ -22,9 +22,11 @@ pairs go through compat.ppermute_blocks, which translates them to the mesh's num
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from darray._src import compat, physical
 from darray._src.array import DistArray
@@ -50,60 +52,97 @@ def _strip_ghosts(block, lay: Layout):
     return block
 
 
+class _Round(NamedTuple):
+    """One lax.ppermute: every device sends at most one window and receives at most one.
+    Tables are indexed by block number (the split's order)."""
+    length: int                         # window length along the join axis
+    pairs: tuple[tuple[int, int], ...]  # (source block, output block)
+    send_start: tuple[int, ...]         # first cell of the window in the source block
+    place: tuple[int, ...]              # where the window's first cell lands in my output block
+    keep_lo: tuple[int, ...]            # window cells [keep_lo, keep_hi) are the receiver's
+    keep_hi: tuple[int, ...]
+
+
 @functools.lru_cache(maxsize=1024)
-def _transfers(n: int, c: int, offset: int, out_chunk: int, parts: int):
-    """The moves that bring an input of `n` cells (blocks of `c`), placed at output `offset`, to
-    output blocks of `out_chunk` cells: a tuple of (d, length, pairs) per block offset
-    d = source block - output block, where `length` is the longest overlap any pair of blocks
-    at that offset has and `pairs` the (source, output) block pairs that overlap."""
-    plan: dict[int, list] = {}
+def _rounds(n: int, c: int, offset: int, out_chunk: int, parts: int) -> tuple[_Round, ...]:
+    """The ppermute rounds that bring an input of `n` cells (blocks of `c`), placed at output
+    `offset`, to output blocks of `out_chunk` cells.
+
+    Each overlapping (input block b, output block q) pair is one piece. A round is one
+    permutation (a block sends at most one piece and receives at most one) whose window is
+    its longest piece, so the traffic per device is the sum of the rounds' windows. Pieces go
+    largest first into the first round where both their blocks are free: pieces of similar
+    size share rounds, and the sum stays near max(c, out_chunk) whatever the number of
+    devices (rounds of one fixed block offset would need up to `parts` full windows).
+    """
+    pieces = []
     for b in range(parts):
         lo, hi = offset + b * c, offset + min(n, (b + 1) * c)
-        if lo >= hi:
-            continue
-        for q in range(lo // out_chunk, (hi - 1) // out_chunk + 1):
-            size = min(hi, (q + 1) * out_chunk) - max(lo, q * out_chunk)
-            entry = plan.setdefault(b - q, [0, []])
-            entry[0] = max(entry[0], size)
-            entry[1].append((b, q))
-    return tuple((d, length, tuple(pairs)) for d, (length, pairs) in sorted(plan.items()))
+        for q in range(lo // out_chunk, (hi - 1) // out_chunk + 1) if lo < hi else ():
+            pieces.append((b, q, max(lo, q * out_chunk), min(hi, (q + 1) * out_chunk)))
+    pieces.sort(key=lambda p: (p[2] - p[3], p[0]))
+    rounds: list[list] = []
+    for piece in pieces:
+        free = [r for r in rounds if all(piece[0] != p[0] and piece[1] != p[1] for p in r)]
+        if free:
+            free[0].append(piece)
+        else:
+            rounds.append([piece])
+    out = []
+    for mine in rounds:
+        length = max(hi - lo for _, _, lo, hi in mine)
+        send, place, keep_lo, keep_hi = ([0] * parts for _ in range(4))
+        for b, q, lo, hi in mine:
+            first = lo - offset - b * c          # piece start in the source block
+            send[b] = min(first, c - length)     # a window that stays inside the block
+            skew = first - send[b]               # piece start inside the window
+            place[q] = lo - skew - q * out_chunk
+            keep_lo[q], keep_hi[q] = skew, skew + hi - lo
+        out.append(_Round(length, tuple((b, q) for b, q, _, _ in mine), tuple(send),
+                          tuple(place), tuple(keep_lo), tuple(keep_hi)))
+    return tuple(out)
+
+
+def _overhang(r: _Round, out_chunk: int) -> int:
+    """How far a round's windows reach before or past the receiving block."""
+    return max([max(-p, p + r.length - out_chunk) for (_, q), p in
+                zip(r.pairs, (r.place[q] for _, q in r.pairs))] + [0])
 
 
 def _join_split_axis(blocks, lays, out: Layout, axis: int, dtype):
     """My output block along the split join `axis` (module doc): every input's overlapping
-    cells travel by a few fixed ppermute shifts and are selected per cell."""
+    windows travel in a few ppermute rounds and are written where they belong."""
     parts, out_chunk = out.parts(axis), out.chunk(axis)
     split = out.split[axis]
     names = split[0] if len(split) == 1 else split
     me = jax.lax.axis_index(names)  # block number in the split's order
+    plans, offset = [], 0
+    for lay in lays:
+        plans.append(_rounds(lay.shape[axis], lay.chunk(axis), offset, out_chunk, parts))
+        offset += lay.shape[axis]
+    # my block framed by `frame` cells on both sides, so that a window landing partly before
+    # or after the block is written unclamped (dynamic_update_slice clamps, it never clips)
+    frame = max([_overhang(r, out_chunk) for plan in plans for r in plan], default=0)
     shape = list(out.block_shape)
-    index_shape = [1] * out.ndim
-    index_shape[axis] = out_chunk
-    result = jnp.zeros(shape, dtype)
-    j = me * out_chunk + jnp.arange(out_chunk)  # my output cells along `axis`
-    offset = 0
-    for block, lay in zip(blocks, lays):
-        n, c = lay.shape[axis], lay.chunk(axis)
-        t = j - offset  # input cell for each of my output cells
-        inside = (t >= 0) & (t < n)
-        src_block = jnp.where(inside, t, 0) // c
-        for d, length, pairs in _transfers(n, c, offset, out_chunk, parts):
-            # As a sender (block b = me, feeding output block me - d): the overlap starts at
-            # `first` in my block; a window of `length` cells starting at most c - length
-            # still covers it (dynamic_slice would clamp the start anyway: stated, not implied).
-            first = jnp.clip((me - d) * out_chunk - offset - me * c, 0, c - length)
-            buf = jax.lax.dynamic_slice_in_dim(block, first, length, axis=axis)
-            if d:
-                buf = compat.ppermute_blocks(buf, split, [(b, q) for b, q in pairs], out.mesh)
-            # As a receiver (output block me, fed by block b = me + d): the same window start.
-            b = me + d
-            start = jnp.clip(me * out_chunk - offset - b * c, 0, c - length)
-            pos = jnp.clip(t - b * c - start, 0, length - 1)
-            taken = jnp.take(buf, pos, axis=axis)
-            use = (inside & (src_block == b)).reshape(index_shape)
-            result = jnp.where(use, taken, result)
-        offset += n
-    return result
+    shape[axis] = out_chunk + 2 * frame
+    framed = jnp.zeros(shape, dtype)
+
+    def at_me(table):
+        return jnp.asarray(np.asarray(table, np.int32))[me]
+    for block, plan in zip(blocks, plans):
+        for r in plan:
+            buf = jax.lax.dynamic_slice_in_dim(block, at_me(r.send_start), r.length, axis=axis)
+            if any(b != q for b, q in r.pairs):
+                buf = compat.ppermute_blocks(buf, split, r.pairs, out.mesh)
+            start = at_me(r.place) + frame
+            w = jnp.arange(r.length)
+            keep = (w >= at_me(r.keep_lo)) & (w < at_me(r.keep_hi))
+            keep_shape = [1] * out.ndim
+            keep_shape[axis] = r.length
+            here = jax.lax.dynamic_slice_in_dim(framed, start, r.length, axis=axis)
+            framed = jax.lax.dynamic_update_slice_in_dim(
+                framed, jnp.where(keep.reshape(keep_shape), buf, here), start, axis=axis)
+    return jax.lax.slice_in_dim(framed, frame, frame + out_chunk, axis=axis)
 
 
 def _local_join(kind: str, lays, out: Layout, axis: int, dtype):
