@@ -75,6 +75,9 @@ def _primitive(name: str, target: str, inverse_params):
     prim = jex_core.Primitive(name)
     prim.multiple_results = True
     prim.def_abstract_eval(_same_avals)
+    # eager calls compile the one exchange (like any jax primitive outside jit)
+    prim.def_impl(lambda x, order, **params: jax.jit(
+        lambda a, o: prim.bind(a, o, **params))(x, order))
     lower = jax.ffi.ffi_lowering(target, has_side_effect=True)
 
     def lowering(ctx, x, order, **params):
