@@ -10,11 +10,13 @@ shard_map:
 * along an unsplit join axis each device joins its own blocks (no communication);
 * along a split join axis, output block q holds output cells [q*C, (q+1)*C). Input k, placed at
   output offset o_k and cut in blocks of c_k cells, feeds block q from the input blocks b whose
-  cells [o_k + b*c_k, o_k + (b+1)*c_k) overlap that range. The block offsets d = b - q that occur
-  are few and known on the host from the static shapes; each is one lax.ppermute of a buffer no
-  longer than the largest such overlap (at most min(c_k, C) cells along the axis). A select then
-  keeps, per output cell, the buffer of the shift that owns it. Traffic per device is about one
-  output block per input, never a whole input.
+  cells [o_k + b*c_k, o_k + (b+1)*c_k) overlap that range. Each overlapping (b, q) pair is a
+  piece, known on the host from the static shapes. Pieces travel in rounds; a round is one
+  lax.ppermute (every block sends and receives at most one piece) of a window as long as its
+  longest piece, and the receiver writes the cells of its piece into its block
+  (dynamic_update_slice of a select, on a block framed so no window is clamped). Packing the
+  pieces largest first keeps the traffic per device near max(c_k, C), whatever the number of
+  devices; nothing is ever gathered.
 
 Block numbers follow the split's order (major first, as the Layout counts them); the ppermute
 pairs go through compat.ppermute_blocks, which translates them to the mesh's numbering.
@@ -82,12 +84,17 @@ def _rounds(n: int, c: int, offset: int, out_chunk: int, parts: int) -> tuple[_R
             pieces.append((b, q, max(lo, q * out_chunk), min(hi, (q + 1) * out_chunk)))
     pieces.sort(key=lambda p: (p[2] - p[3], p[0]))
     rounds: list[list] = []
+    busy: list[tuple[set, set]] = []  # per round: sending blocks, receiving blocks
     for piece in pieces:
-        free = [r for r in rounds if all(piece[0] != p[0] and piece[1] != p[1] for p in r)]
-        if free:
-            free[0].append(piece)
-        else:
-            rounds.append([piece])
+        r = next((r for r, (snd, rcv) in enumerate(busy)
+                  if piece[0] not in snd and piece[1] not in rcv), None)
+        if r is None:
+            r = len(rounds)
+            rounds.append([])
+            busy.append((set(), set()))
+        rounds[r].append(piece)
+        busy[r][0].add(piece[0])
+        busy[r][1].add(piece[1])
     out = []
     for mine in rounds:
         length = max(hi - lo for _, _, lo, hi in mine)
