@@ -16,6 +16,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/string.h>
 
 #include "cudecomp_common.h"
 

@@ -12,9 +12,9 @@
 // reverses the axis order once (darray/_src/backends/cudecomp.py, to_cudecomp);
 // nothing here permutes axes.
 //
-// Workspace: from XLA's scratch allocator (so XLA accounts for it), unless
-// Python passes a buffer that cuDecomp itself allocated (NVSHMEM backends need
-// memory on the symmetric heap: cudecompMalloc).
+// Workspace: a second result buffer that XLA allocates (see Workspace below).
+// NVSHMEM backends would need cudecompMalloc'd symmetric-heap memory instead;
+// Python refuses them with that reason.
 //
 // Errors: every cuDecomp or CUDA failure is returned as an ffi::Error that
 // names the call and its code; nothing here aborts the process.
@@ -59,30 +59,29 @@ ffi::Error PencilSize(const char* handler, cudecompHandle_t handle,
   return ffi::Error::Success();
 }
 
-ffi::Error Workspace(const char* handler, ffi::ScratchAllocator& scratch,
-                     int64_t elements, int64_t elem_bytes, int64_t given,
-                     void** work) {
-  if (given != 0) {
-    *work = reinterpret_cast<void*>(given);
-    return ffi::Error::Success();
-  }
+// The workspace is a second result buffer of the call (uint8, sized by Python from cuDecomp's
+// query): XLA allocates it in its buffer assignment like any temporary, so it counts in
+// XLA's memory accounting and is reused after the call. (XLA's FFI scratch allocator was
+// measured to refuse device allocations inside a GPU executable: jax 0.11.2, H100.)
+ffi::Error Workspace(const char* handler, ffi::Result<ffi::AnyBuffer>& buffer,
+                     int64_t elements, int64_t elem_bytes, void** work) {
   const size_t bytes = static_cast<size_t>(elements) * static_cast<size_t>(elem_bytes);
-  auto got = scratch.Allocate(bytes > 0 ? bytes : 1, 256);
-  if (!got.has_value()) {
-    return Fail(handler, "XLA's scratch allocator could not provide " +
-                             std::to_string(bytes) + " bytes of workspace");
+  if (buffer->size_bytes() < bytes) {
+    return ffi::Error::InvalidArgument(
+        std::string(handler) + ": the workspace buffer has " +
+        std::to_string(buffer->size_bytes()) + " bytes; cuDecomp needs " +
+        std::to_string(bytes));
   }
-  *work = *got;
+  *work = buffer->untyped_data();
   return ffi::Error::Success();
 }
 
 constexpr const char* kTranspose = "darray_cudecomp_transpose";
 
 // One pencil transpose (op: kXToY, kYToZ, kZToY, kYToX), out of place.
-ffi::Error Transpose(cudaStream_t stream, ffi::ScratchAllocator scratch,
-                     ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
-                     int64_t handle_addr, int64_t grid_addr, int32_t op,
-                     int64_t work_elements, int64_t work_addr) {
+ffi::Error Transpose(cudaStream_t stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
+                     ffi::Result<ffi::AnyBuffer> workspace, int64_t handle_addr,
+                     int64_t grid_addr, int32_t op, int64_t work_elements) {
   auto handle = reinterpret_cast<cudecompHandle_t>(handle_addr);
   auto grid = reinterpret_cast<cudecompGridDesc_t>(grid_addr);
   if (handle == nullptr || grid == nullptr) {
@@ -119,7 +118,7 @@ ffi::Error Transpose(cudaStream_t stream, ffi::ScratchAllocator scratch,
         "pencils (" + std::to_string(in_size) + " -> " + std::to_string(out_size) + ")");
   }
   void* work = nullptr;
-  if (auto e = Workspace(kTranspose, scratch, work_elements, elem_bytes, work_addr, &work);
+  if (auto e = Workspace(kTranspose, workspace, work_elements, elem_bytes, &work);
       e.failure()) {
     return e;
   }
@@ -164,11 +163,10 @@ constexpr const char* kHalo = "darray_cudecomp_halo";
 // ghost cells already allocated (halo extents on both sides of every dim).
 // cuDecomp updates in place: when XLA did not alias y to x (aliasing is
 // declared by the caller, never assumed), x is copied to y first.
-ffi::Error Halo(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyBuffer x,
-                ffi::Result<ffi::AnyBuffer> y, int64_t handle_addr, int64_t grid_addr,
+ffi::Error Halo(cudaStream_t stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
+                ffi::Result<ffi::AnyBuffer> workspace, int64_t handle_addr, int64_t grid_addr,
                 int32_t axis, ffi::Span<const int64_t> extents,
-                ffi::Span<const int64_t> periodic, int64_t work_elements,
-                int64_t work_addr) {
+                ffi::Span<const int64_t> periodic, int64_t work_elements) {
   auto handle = reinterpret_cast<cudecompHandle_t>(handle_addr);
   auto grid = reinterpret_cast<cudecompGridDesc_t>(grid_addr);
   if (handle == nullptr || grid == nullptr) {
@@ -209,7 +207,7 @@ ffi::Error Halo(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyBuff
     }
   }
   void* work = nullptr;
-  if (auto e = Workspace(kHalo, scratch, work_elements, elem_bytes, work_addr, &work);
+  if (auto e = Workspace(kHalo, workspace, work_elements, elem_bytes, &work);
       e.failure()) {
     return e;
   }
@@ -246,25 +244,23 @@ ffi::Error Halo(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyBuff
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DarrayCudecompTransposeCuda, darray::Transpose,
                               xla::ffi::Ffi::Bind()
                                   .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()
-                                  .Ctx<xla::ffi::ScratchAllocator>()
                                   .Arg<xla::ffi::AnyBuffer>()
+                                  .Ret<xla::ffi::AnyBuffer>()
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Attr<int64_t>("handle")
                                   .Attr<int64_t>("grid")
                                   .Attr<int32_t>("op")
-                                  .Attr<int64_t>("work_elements")
-                                  .Attr<int64_t>("work"));
+                                  .Attr<int64_t>("work_elements"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DarrayCudecompHaloCuda, darray::Halo,
                               xla::ffi::Ffi::Bind()
                                   .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()
-                                  .Ctx<xla::ffi::ScratchAllocator>()
                                   .Arg<xla::ffi::AnyBuffer>()
+                                  .Ret<xla::ffi::AnyBuffer>()
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Attr<int64_t>("handle")
                                   .Attr<int64_t>("grid")
                                   .Attr<int32_t>("axis")
                                   .Attr<xla::ffi::Span<const int64_t>>("extents")
                                   .Attr<xla::ffi::Span<const int64_t>>("periodic")
-                                  .Attr<int64_t>("work_elements")
-                                  .Attr<int64_t>("work"));
+                                  .Attr<int64_t>("work_elements"));

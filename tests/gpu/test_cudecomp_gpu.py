@@ -85,12 +85,18 @@ def test_c2c_matches_numpy_and_the_jax_backend(name, dtype):
     a = _field(dtype)
     x = _dist(a)
     got = _on("cudecomp", getattr(darray.fft, name), x)
-    ref = _on("jax", getattr(darray.fft, name), x)
+    # the same (pencil) plan on the JAX backend: with "auto" it would pick a merged plan
+    ref = _on("jax", getattr(darray.fft, name), x, decomposition="pencil")
     want = getattr(np.fft, name)(a.astype(np.complex128))
     np.testing.assert_allclose(np.asarray(got), want, **_tol(dtype))
     np.testing.assert_allclose(np.asarray(got), np.asarray(ref), **_tol(dtype))
     assert got.layout == ref.layout
     assert got.data.sharding.is_equivalent_to(ref.data.sharding, 3)
+    # fftn of an X-pencil is cuDecomp's X->Y->Z; ifftn of an X-pencil retraces a path cuDecomp
+    # has no transpose for (Z->X), so it runs on "jax" and the Selection says so.
+    plan = fft_plan(x, inverse=name == "ifftn", decomposition="pencil")
+    sel = FFT_EXECUTORS.select("cudecomp", plan)
+    assert sel.backend == ("cudecomp" if name == "fftn" else "jax"), sel
 
 
 def test_the_pencil_plan_runs_on_cudecomp_not_on_a_fallback():

@@ -18,6 +18,9 @@ device per process in cuDecomp's row-major or column-major rank order. Local FFT
 on the blocks (cuFFT). In cuDecomp's default memory order (transpose_axis_contiguous false) a
 pencil's bytes are exactly darray's C-ordered block, so no copy is made around a call.
 
+Workspace: an extra uint8 result of each call, sized from cuDecomp's query; XLA allocates it
+like any temporary (its FFI scratch allocator refused device memory inside GPU executables).
+
 Descriptors: the cuDecomp handle (over mpi4py's COMM_WORLD) and one grid descriptor per full
 key (global dims, process grid, rank order, dtype, memory order, halo extents and periodicity,
 both comm backends) are created from Python on first use, collectively, and cached; handlers
@@ -248,11 +251,19 @@ def pencil_info(entry: dict, axis: int, halo=(0, 0, 0)) -> dict:
 
 # -- the FFT executor ------------------------------------------------------------------------
 def _transpose(block, op: int, entry: dict, out_shape):
-    call = jax.ffi.ffi_call(TRANSPOSE_TARGET, jax.ShapeDtypeStruct(out_shape, block.dtype),
-                            vmap_method="sequential")
-    return call(block, handle=np.int64(entry["handle"]), grid=np.int64(entry["grid"]),
-                op=np.int32(op), work_elements=np.int64(entry["transpose_work"]),
-                work=np.int64(0))
+    work = entry["transpose_work"]
+    call = jax.ffi.ffi_call(TRANSPOSE_TARGET,
+                            (jax.ShapeDtypeStruct(out_shape, block.dtype),
+                             _workspace(work, block.dtype)), vmap_method="sequential")
+    out, _ = call(block, handle=np.int64(entry["handle"]), grid=np.int64(entry["grid"]),
+                  op=np.int32(op), work_elements=np.int64(work))
+    return out
+
+
+def _workspace(elements: int, dtype):
+    """The workspace result buffer: cuDecomp's element count in bytes of `dtype`. XLA allocates
+    it as a temporary of the call; nothing reads it afterwards."""
+    return jax.ShapeDtypeStruct((max(1, int(elements) * np.dtype(dtype).itemsize),), np.uint8)
 
 
 def _local_fft(block, stage: LocalFFT, norm: str):
@@ -377,12 +388,13 @@ def halo_fill(data, fill_value, *, in_layout, out_layout, rules):
         work = native.require().cudecomp_halo_workspace(entry["handle"], entry["grid"], axis,
                                                         halo_c)
         padded = jax.lax.pad(blk, jnp.zeros((), blk.dtype), [(w, w, 0) for w in widths])
-        call = jax.ffi.ffi_call(HALO_TARGET, jax.ShapeDtypeStruct(padded.shape, padded.dtype),
+        call = jax.ffi.ffi_call(HALO_TARGET, (jax.ShapeDtypeStruct(padded.shape, padded.dtype),
+                                              _workspace(work, padded.dtype)),
                                 input_output_aliases={0: 0}, vmap_method="sequential")
-        return call(padded, handle=np.int64(entry["handle"]), grid=np.int64(entry["grid"]),
-                    axis=np.int32(axis), extents=np.asarray(halo_c, np.int64),
-                    periodic=np.asarray(periodic, np.int64),
-                    work_elements=np.int64(work), work=np.int64(0))
+        out, _ = call(padded, handle=np.int64(entry["handle"]), grid=np.int64(entry["grid"]),
+                      axis=np.int32(axis), extents=np.asarray(halo_c, np.int64),
+                      periodic=np.asarray(periodic, np.int64), work_elements=np.int64(work))
+        return out
 
     spec = in_layout.spec
     body = compat.shard_map(per_device, mesh=in_layout.mesh, in_specs=(spec,), out_specs=spec)

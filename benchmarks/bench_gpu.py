@@ -1,0 +1,125 @@
+"""GPU: darray on cuDecomp vs darray on the JAX backend vs single-GPU jnp, side by side.
+
+For every size it runs, each in a fresh process (so each has its own peak-memory counter):
+
+* ``fftn round trip``: ``ifftn(fftn(x))`` of an n^3 complex64 array;
+* ``halo``: ghost cells of width 2 on every axis of an n^3 float32 array (periodic);
+
+as ``darray cudecomp`` (``transpose_backend="cudecomp"``), ``darray jax`` (the JAX backend:
+shard_map + XLA's NCCL all-to-all) and ``jnp`` (``jnp.fft.fftn``/``jnp.pad(mode="wrap")`` on one
+GPU). darray runs on a (rows, cols) mesh of all GPUs in the X-pencil layout (c, r, None).
+Printed: median time, its ratio to ``jnp``, and the peak device memory
+(``memory_stats()["peak_bytes_in_use"]``) as a multiple of the input array.
+
+Usage::
+
+    python benchmarks/bench_gpu.py                  # 256^3 and 512^3
+    python benchmarks/bench_gpu.py --n 128 --repeats 5
+    mpiexec -n 4 python benchmarks/bench_gpu.py     # several GPUs (one per rank)
+
+Needs an NVIDIA GPU and a darray built with cuDecomp; ``darray cudecomp`` rows are marked
+``not built`` otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+PROGRAMS = ("jnp", "darray jax", "darray cudecomp")
+OPS = ("fftn round trip", "halo")
+
+
+def _one(program: str, op: str, n: int, repeats: int) -> dict:
+    """Time one (program, op, n) in this process; returns the measurement."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, PartitionSpec as P
+
+    import darray
+    dtype = np.complex64 if op.startswith("fftn") else np.float32
+    host = np.random.default_rng(0).standard_normal((n, n, n)).astype(dtype)
+    if program == "jnp":
+        x = jax.device_put(host)
+        f = (jax.jit(lambda a: jnp.fft.ifftn(jnp.fft.fftn(a))) if op.startswith("fftn")
+             else jax.jit(lambda a: jnp.pad(a, 2, mode="wrap")))
+    else:
+        backend = program.split()[-1]
+        devs = jax.devices()
+        rows = int(np.sqrt(len(devs)))
+        while len(devs) % rows:
+            rows -= 1
+        mesh = Mesh(np.array(devs).reshape(rows, len(devs) // rows), ("r", "c"))
+        x = darray.asarray(host, mesh=mesh, spec=P("c", "r", None))
+
+        def run(a):
+            with darray.config_context(transpose_backend=backend):
+                if op.startswith("fftn"):
+                    return darray.fft.ifftn(darray.fft.fftn(a))
+                return a.halo(2)
+        f = jax.jit(run)
+    del host
+    jax.block_until_ready(f(x))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(f(x))
+        times.append(time.perf_counter() - start)
+    stats = jax.devices()[0].memory_stats() or {}
+    return {"program": program, "op": op, "n": n, "seconds": statistics.median(times),
+            "peak_bytes": stats.get("peak_bytes_in_use", float("nan")),
+            "array_bytes": n ** 3 * np.dtype(dtype).itemsize}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, nargs="*", default=[256, 512])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--one", nargs=3, metavar=("PROGRAM", "OP", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        program, op, n = args.one
+        print("RESULT " + json.dumps(_one(program, op, int(n), args.repeats)), flush=True)
+        return
+    from _bench_common import default_json_path, make_row, progress, write_table
+    results = []
+    cases = [(n, op, p) for n in args.n for op in OPS for p in PROGRAMS]
+    for n, op, program in progress(cases, "bench_gpu"):
+        proc = subprocess.run([sys.executable, __file__, "--repeats", str(args.repeats),
+                               "--one", program, op, str(n)], capture_output=True, text=True)
+        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if line is None:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            print(f"{program:16s} {op:16s} n={n}: failed: {' | '.join(tail)}")
+            continue
+        results.append(json.loads(line[len("RESULT "):]))
+    rows = []
+    print(f"{'op':16s} {'n':>5s} {'program':16s} {'time ms':>9s} {'vs jnp':>7s} "
+          f"{'peak MiB':>9s} {'peak/array':>10s}")
+    for r in results:
+        base = next((b for b in results if b["program"] == "jnp" and b["op"] == r["op"]
+                     and b["n"] == r["n"]), None)
+        ratio = r["seconds"] / base["seconds"] if base else float("nan")
+        peak = r["peak_bytes"]
+        print(f"{r['op']:16s} {r['n']:5d} {r['program']:16s} {r['seconds'] * 1e3:9.2f} "
+              f"{ratio:7.2f} {peak / 2 ** 20:9.0f} {peak / r['array_bytes']:10.2f}")
+        if ratio == ratio:
+            rows.append(make_row(f"{r['program']} {r['op']}", f"{r['n']}^3", "gpu",
+                                 r["seconds"], ratio, peak_bytes=peak))
+    if rows:
+        write_table(rows, args.json or default_json_path("bench_gpu"), "bench_gpu",
+                    "jnp on one GPU", "darray on GPU: cuDecomp vs JAX backend vs jnp")
+
+
+if __name__ == "__main__":
+    main()
