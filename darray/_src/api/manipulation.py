@@ -349,12 +349,14 @@ def concat(arrays, /, *, axis=0) -> DistArray:
     """
     arrays = _as_list(arrays)
     first = arrays[0]
-    arrays = [placed(a, first.mesh) for a in arrays]  # 0-d arrays may come from another mesh
+    # 0-d arrays may come from another mesh: they join the first distributed array's mesh
+    mesh = next((a.mesh for a in arrays if a.ndim), first.mesh)
+    arrays = [placed(a, mesh) for a in arrays]
     dtype = jnp.result_type(*[a.dtype for a in arrays])
     if axis is None:
         size = sum(a.size for a in arrays)
         names = tuple(n for a in first.layout.split for n in a)
-        out = make_out_layout(first.mesh, (size,), (names,))
+        out = make_out_layout(mesh, (size,), (names,))
         flat = [a if a.ndim == 1 else reshape(a, (-1,)) for a in arrays]
         return joining.concat_arrays(flat, 0, out, dtype)
     nd = first.ndim
