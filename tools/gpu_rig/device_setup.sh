@@ -78,6 +78,11 @@ for backend in (1, 4):                     # MPI_P2P and NCCL
         for oop in ("", " -o"):
             lines.append(f"--backend {backend} --gx 37 --gy 19 --gz 23 --pr 1 --pc 1 "
                          f"--acx {acx} --acy {acy} --acz {acz}{oop}")
+        for extra in ("--hex 1 1 1 --hey 1 1 1 --hez 1 1 1",       # halos: strided permutes
+                      "--pdx 1 2 3 --pdy 2 0 1 --pdz 0 3 2",       # padding: strided permutes
+                      "--gd 3 0 5"):                                # gdims_dist smaller than gdims
+            lines.append(f"--backend {backend} --gx 37 --gy 19 --gz 23 --pr 1 --pc 1 "
+                         f"--acx {acx} --acy {acy} --acz {acz} {extra}")
     for x, y in itertools.product(orders, orders):   # memory orders: x-pencil, y-pencil, z=x
         lines.append(f"--backend {backend} --gx 37 --gy 19 --gz 23 --pr 1 --pc 1 --mem_order {x} {y} {x}")
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
