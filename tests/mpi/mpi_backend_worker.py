@@ -39,7 +39,9 @@ JAX_ON = dict(transpose_backend="jax")
 
 
 def ok(check):
-    print(rank, "ok", check, flush=True)
+    # one write per line: mpiexec merges the ranks' streams, pieces of a print could interleave
+    sys.stdout.write(f"RANK {rank} ok {check}\n")
+    sys.stdout.flush()
 
 
 def local(a):

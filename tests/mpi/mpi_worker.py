@@ -46,7 +46,8 @@ for dtype in (np.float32, np.float64, np.complex128):
                                                     concat_axis=concat_axis))
         got, _ = jitted(x, mt.new_order())
         assert np.array_equal(np.asarray(got), want)
-print(rank, "ok exchange")
+sys.stdout.write(f"{rank} ok exchange\n")
+sys.stdout.flush()
 
 # 2. two exchanges in one program, on two communicators (one with reversed ranks), chained by
 # the order token so every rank runs them in the same order
@@ -66,7 +67,8 @@ for _ in range(3):
     ya, yb, _ = two(a, b)
     assert np.array_equal(np.asarray(ya), reference(a, comm, 0, 1))
     assert np.array_equal(np.asarray(yb), reference(b, reversed_comm, 0, 0))
-print(rank, "ok ordering")
+sys.stdout.write(f"{rank} ok ordering\n")
+sys.stdout.flush()
 
 # 3. a slab-decomposed 3-D FFT built on the transport equals numpy's fftn of the global array
 n = 4 * size
@@ -83,7 +85,8 @@ def fftn_slab(block):
 
 want = np.fft.fftn(glob)[:, rank * n // size:(rank + 1) * n // size]
 np.testing.assert_allclose(np.asarray(fftn_slab(mine)), want, rtol=1e-12, atol=1e-9)
-print(rank, "ok fftn")
+sys.stdout.write(f"{rank} ok fftn\n")
+sys.stdout.flush()
 
 # 4. errors come back as exceptions, the process goes on
 call = jax.ffi.ffi_call(mt.TARGET, (jax.ShapeDtypeStruct((size + 1, 2), jnp.float64),
@@ -99,4 +102,5 @@ try:
 except ValueError as err:
     assert "not a multiple of the communicator size" in str(err)
 comm.Barrier()
-print(rank, "ok errors")
+sys.stdout.write(f"{rank} ok errors\n")
+sys.stdout.flush()

@@ -30,7 +30,8 @@ def test_mpi_backend_under_mpiexec(mpi_native, ranks):
     out = mpiexec(ranks, "mpi_backend_worker.py", mpi_native, timeout_s=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-6000:]
     for check in CHECKS:
-        assert out.stdout.count(f"ok {check}") == ranks, (check, out.stdout)
+        done = {line for line in out.stdout.splitlines() if line.endswith(f" ok {check}")}
+        assert done == {f"RANK {r} ok {check}" for r in range(ranks)}, (check, out.stdout)
 
 
 NOT_INITIALISED = r"""

@@ -127,16 +127,12 @@ def halo_fill(data, fill_value, *, in_layout, out_layout, rules):
     """The halo backend: `halo_exchange.fill` with MPI_Sendrecv moving the faces. Linear in
     `data` when `fill_value` is None (the exchange primitive has a transpose), so halo_reduce
     runs on it too."""
-    return _fill_with_fresh_chain(data, fill_value, in_layout, out_layout, rules)
-
-
-def _fill_with_fresh_chain(data, fill_value, in_layout, out_layout, rules):
-    chains = {}
+    chain = []
 
     def permute(x, names, pairs, mesh):
-        # one chain per traced body: a new trace (e.g. the transpose of halo_reduce) starts anew
-        chain = chains.setdefault("body", _Exchanges(mesh))
-        return chain.permute(x, names, pairs, mesh)
+        if not chain:  # first face of the (one) shard_map body: the chain starts there
+            chain.append(_Exchanges(mesh))
+        return chain[0].permute(x, names, pairs, mesh)
     return halo_exchange.fill(data, fill_value, in_layout=in_layout, out_layout=out_layout,
                               rules=rules, permute=permute)
 
