@@ -197,35 +197,43 @@ def test_concat_flattened_and_errors():
 
 
 def _simulate_rounds(sizes, parts):
-    """Run the host plan of every input (joining._rounds) on numpy blocks: each round must be a
-    permutation whose windows stay inside the sending block, every output cell must be
-    written exactly once with the right value, and the windows a device sends per input must
-    add up to at most one input block plus one output block."""
+    """Run the host plan (joining.plan_rounds) on numpy blocks: each round must be a
+    permutation whose windows stay inside the receiving block and inside the sender's source
+    (with its zero frame, whose cells must never be kept), every output cell must be
+    written exactly once with the right value, and the windows (what a device holds in
+    flight) must add up to at most twice (one output block + one source)."""
     total = sum(sizes)
     out_chunk = -(-total // parts)
     out = np.full(parts * out_chunk, np.nan)
     writes = np.zeros(parts * out_chunk, int)
-    offset = 0
-    for n in sizes:
+    sources, offset = [[] for _ in range(parts)], 0
+    for n in sizes:  # each device's source: its block of every input, side by side
         c = -(-n // parts)
         padded = np.full(parts * c, np.nan)
         padded[:n] = offset + np.arange(n)  # each cell holds its output index
-        rounds = joining._rounds(n, c, offset, out_chunk, parts) if n else ()
-        assert sum(r.length for r in rounds) <= c + out_chunk
-        for r in rounds:
-            senders, receivers = [b for b, _ in r.pairs], [q for _, q in r.pairs]
-            assert len(set(senders)) == len(senders) and len(set(receivers)) == len(receivers)
-            for b, q in r.pairs:
-                assert 0 <= r.send_start[b] <= c - r.length
-                window = padded[b * c + r.send_start[b]:][:r.length]
-                for w in range(r.keep_lo[q], r.keep_hi[q]):
-                    at = q * out_chunk + r.place[q] + w
-                    assert q * out_chunk <= at < (q + 1) * out_chunk
-                    out[at] = window[w]
-                    writes[at] += 1
+        for b in range(parts):
+            sources[b].extend(padded[b * c:(b + 1) * c])
         offset += n
+    rounds = joining.plan_rounds(tuple(sizes), parts)
+    assert sum(r.length for r in rounds) <= 2 * (out_chunk + len(sources[0]))
+    frame = joining.source_frame(rounds, len(sources[0]))
+    assert frame <= max(r.length for r in rounds)
+    framed = [[np.nan] * frame + src + [np.nan] * frame for src in sources]
+    for r in rounds:
+        senders, receivers = [b for b, _ in r.pairs], [q for _, q in r.pairs]
+        assert len(set(senders)) == len(senders) and len(set(receivers)) == len(receivers)
+        for b, q in r.pairs:
+            start = r.send_start[b] + frame
+            assert 0 <= start <= len(framed[b]) - r.length
+            assert 0 <= r.place[q] <= out_chunk - r.length  # the window lies in the block
+            window = framed[b][start:start + r.length]
+            for w in range(r.keep_lo[q], r.keep_hi[q]):
+                at = q * out_chunk + r.place[q] + w
+                out[at] = window[w]
+                writes[at] += 1
     np.testing.assert_array_equal(out[:total], np.arange(total))
     assert (writes[:total] == 1).all() and (writes[total:] == 0).all()
+    return rounds
 
 
 @pytest.mark.parametrize("parts", [2, 3, 8, 64, 1024])
@@ -234,8 +242,12 @@ def test_round_plan_moves_every_cell_once_with_bounded_traffic(parts):
     distributed concat from degenerating into a gather on large meshes."""
     rng = np.random.default_rng(parts)
     for _ in range(12):
-        sizes = [int(rng.integers(0, 6 * parts + 40)) for _ in range(int(rng.integers(1, 4)))]
-        if sum(sizes):
-            _simulate_rounds(sizes, parts)
+        sizes = [int(rng.integers(1, 6 * parts + 40)) for _ in range(int(rng.integers(1, 5)))]
+        _simulate_rounds(sizes, parts)
     _simulate_rounds([1, 10 * parts + 3], parts)
     _simulate_rounds([10 * parts + 3, parts // 2 + 1, 1], parts)
+    # many large inputs: about one round per input (not one per input block), and windows
+    # adding up to little more than one output block
+    rounds = _simulate_rounds([100 * parts + 7] * 10, parts)
+    assert len(rounds) <= 16
+    assert sum(r.length for r in rounds) <= 1.6 * -(-(1000 * parts + 70) // parts)
