@@ -11,12 +11,12 @@ shard_map:
 * along a split join axis, output block q holds output cells [q*C, (q+1)*C). Input k, placed at
   output offset o_k and cut in blocks of c_k cells, feeds block q from the input blocks b whose
   cells [o_k + b*c_k, o_k + (b+1)*c_k) overlap that range. Each overlapping (b, q) pair is a
-  piece, known on the host from the static shapes. Pieces travel in rounds; a round is one
-  lax.ppermute (every block sends and receives at most one piece) of a window as long as its
-  longest piece, and the receiver writes the cells of its piece into its block
-  (dynamic_update_slice of a select, on a block framed so no window is clamped). Packing the
-  pieces largest first keeps the traffic per device near max(c_k, C), whatever the number of
-  devices; nothing is ever gathered.
+  piece, known on the host from the static shapes (`plan_rounds`). Pieces travel in rounds: a
+  round is one lax.ppermute (every block sends and receives at most one piece) of a window as
+  long as its longest piece, cut from the sender's blocks of all inputs side by side; the
+  receiver writes the piece's cells into its block (dynamic_update_slice of a select). The
+  windows a device handles add up to about one output block, whatever the number of devices
+  or inputs; nothing is ever gathered.
 
 Block numbers follow the split's order (major first, as the Layout counts them); the ppermute
 pairs go through compat.ppermute_blocks, which translates them to the mesh's numbering.
@@ -33,12 +33,6 @@ import numpy as np
 from darray._src import compat, physical
 from darray._src.array import DistArray
 from darray._src.layout import Layout
-
-
-def _plain_like(lay: Layout, shape, split) -> Layout:
-    """`shape` with `split`, no ghosts, natural axis order, on `lay`'s mesh."""
-    n = len(shape)
-    return Layout(tuple(shape), lay.mesh, tuple(split), ((0, 0),) * n, tuple(range(n)))
 
 
 def _goes_in_directly(lay: Layout, split) -> bool:
@@ -184,8 +178,7 @@ def _local_join(kind: str, lays, out: Layout, axis: int, dtype):
             return jnp.stack(blocks, axis=axis)
         if not out.split[axis]:
             return jnp.concatenate(blocks, axis=axis)
-        plain = [_plain_like(lay, lay.shape, lay.split) for lay in lays]
-        return _join_split_axis(blocks, plain, out, axis, dtype)
+        return _join_split_axis(blocks, lays, out, axis, dtype)
     return local
 
 
@@ -210,15 +203,18 @@ def _join_fn(kind: str, in_layouts, targets, out: Layout, axis: int, dtype):
     return jax.jit(run)
 
 
-def _run(kind, arrays, per_input_split, out: Layout, axis: int, dtype) -> DistArray:
+def _run(kind: str, arrays, split, out: Layout, axis: int, dtype) -> DistArray:
+    """Every input brought to `split` (no ghosts), then joined by `kind` into `out`."""
     if 0 in out.shape:
         return DistArray._new(physical.filled(out, 0, dtype), out)
     if kind == "concat":
         # inputs with nothing along the join axis contribute no cells
         arrays = [a for a in arrays if a.shape[axis]]
     in_layouts = tuple(a.layout for a in arrays)
-    targets = tuple(None if _goes_in_directly(lay, split) else _plain_like(lay, lay.shape, split)
-                    for lay, split in zip(in_layouts, per_input_split(in_layouts)))
+    n = len(split)
+    targets = tuple(None if _goes_in_directly(lay, split) else
+                    Layout(lay.shape, out.mesh, tuple(split), ((0, 0),) * n, tuple(range(n)))
+                    for lay in in_layouts)
     fn = _join_fn(kind, in_layouts, targets, out, axis, jnp.dtype(dtype))
     return DistArray._new(fn(*[a.data for a in arrays]), out)
 
@@ -226,10 +222,9 @@ def _run(kind, arrays, per_input_split, out: Layout, axis: int, dtype) -> DistAr
 def concat_arrays(arrays, axis: int, out: Layout, dtype) -> DistArray:
     """Join DistArrays of one rank (>= 1) along `axis` into layout `out` (no ghosts, natural
     order); their shapes agree off `axis` and their extents along it sum to out's."""
-    return _run("concat", arrays, lambda lays: [out.split] * len(lays), out, axis, dtype)
+    return _run("concat", arrays, out.split, out, axis, dtype)
 
 
 def stack_arrays(arrays, axis: int, out: Layout, dtype) -> DistArray:
     """Join DistArrays of one shape along a new `axis` of `out` (which is unsplit there)."""
-    inner = out.split[:axis] + out.split[axis + 1:]
-    return _run("stack", arrays, lambda lays: [inner] * len(lays), out, axis, dtype)
+    return _run("stack", arrays, out.split[:axis] + out.split[axis + 1:], out, axis, dtype)
