@@ -58,13 +58,19 @@ needs_mpiexec = pytest.mark.skipif(MPIEXEC is None,
 
 
 def _alive(pid):
+    """Running or stopped; an exited rank that its launcher has not reaped yet (a zombie:
+    Hydra's proxy reaps late) counts as gone."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
         return False
-    except PermissionError:
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
         return True
-    return True
 
 
 def _logs(outdir, nproc):
@@ -78,11 +84,13 @@ def _logs(outdir, nproc):
     return "\n".join(parts)
 
 
-def _mpiexec(nproc, args, outdir, *, options=(), timeout=TIMEOUT_S):
-    """Run the worker under mpiexec; per-rank logs in outdir/rank<r>.{out,err}.
+def _mpiexec(nproc, args, outdir, *, options=(), timeout=TIMEOUT_S, reap=None):
+    """Run the worker under mpiexec; per-rank logs in outdir/rank<r>.{out,err}. Rank `reap`
+    (a stopped one) is killed once every other rank has ended.
 
     Returns (mpiexec's status, its own output, {rank: wall-clock time (time.time()) at which
-    that rank's pid was last seen alive}). Past `timeout` every rank is killed and the test fails."""
+    that rank's pid was last seen alive}). Past `timeout` every rank is killed and the test
+    fails."""
     for stale in glob.glob(os.path.join(outdir, "pid-*")):
         os.remove(stale)
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
@@ -107,6 +115,10 @@ def _mpiexec(nproc, args, outdir, *, options=(), timeout=TIMEOUT_S):
             for rank, pid in pids.items():
                 if _alive(pid):
                     last_alive[rank] = time.time()
+            others = [pid for rank, pid in pids.items() if rank != reap]
+            if (reap in pids and len(pids) == nproc and not any(map(_alive, others))
+                    and _alive(pids[reap])):
+                os.kill(pids[reap], signal.SIGKILL)
             if now > timeout:
                 pytest.fail(f"mpiexec -n {nproc} {args} ran past {timeout} s; every rank was "
                             f"killed\n{_logs(outdir, nproc)}")
@@ -189,7 +201,8 @@ def test_under_mpiexec_a_killed_rank_ends_every_other_rank_naming_it(tmp_path):
     assert statuses[dead] == 9, f"{statuses}\n{logs}"
     died = _died_at(tmp_path)
     for rank in set(range(nproc)) - {dead}:
-        assert statuses[rank] == darray.distributed.DEAD_PEER_EXIT, f"rank {rank}: {statuses}\n{logs}"
+        assert statuses[rank] == darray.distributed.DEAD_PEER_EXIT, \
+            f"rank {rank}: {statuses}\n{logs}"
         err = open(tmp_path / f"rank{rank}.err").read()
         assert f"darray.distributed: process {dead} of {nproc} died" in err, logs
         assert "RESULT survived" not in open(tmp_path / f"rank{rank}.out").read(), logs
@@ -217,3 +230,28 @@ def test_under_mpiexec_with_its_cleanup_a_killed_rank_ends_all(tmp_path, dead):
         lived_on = last_alive[rank] - died
         print(f"rank {rank} ended {lived_on:.2f} s after rank {dead} crashed")
         assert lived_on < BOUND_S, f"rank {rank} lived on {lived_on:.1f} s\n{logs}"
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+@needs_mpiexec
+def test_under_mpiexec_a_hung_rank_is_found_by_its_missing_heartbeat(tmp_path):
+    # A stopped rank closes no socket and exits with no status: Hydra cannot see it, only the
+    # heartbeat (10 s in the worker) can. Every other rank must name it and exit with status 75.
+    nproc, hung = 3, 2
+    rc, launcher_out, last_alive = _mpiexec(
+        nproc, (1, "hang", tmp_path, hung), tmp_path, timeout=180, reap=hung,
+        options=("-disable-auto-cleanup", "-print-all-exitcodes"))
+    logs = _logs(tmp_path, nproc)
+    codes = re.search(r"Exit codes: \[[^\]]*\] ([\d,]+)", launcher_out)
+    assert codes, f"no per-rank exit codes from mpiexec:\n{launcher_out}\n{logs}"
+    statuses = [int(c) >> 8 for c in codes.group(1).split(",")]
+    stopped = _died_at(tmp_path)
+    for rank in set(range(nproc)) - {hung}:
+        assert statuses[rank] == darray.distributed.DEAD_PEER_EXIT, \
+            f"rank {rank}: {statuses}\n{logs}"
+        err = open(tmp_path / f"rank{rank}.err").read()
+        assert f"darray.distributed: process {hung} of {nproc} died" in err, logs
+        lived_on = last_alive[rank] - stopped
+        print(f"rank {rank} ended {lived_on:.2f} s after rank {hung} stopped")
+        assert lived_on < 10 + BOUND_S, f"rank {rank} lived on {lived_on:.1f} s\n{logs}"

@@ -14,9 +14,12 @@ Each check prints "CHECK <name> ok"; the end prints "RESULT ok".
 
 mode "die": rank `dead_rank` records its death time and crashes (os._exit(9)) after the first
 collective; the others keep calling collectives until the watchdog (or the launcher) ends them.
+mode "hang": that rank stops itself (SIGSTOP: alive but silent) instead; the parent kills it
+once the others are gone.
 Every rank writes its pid to outdir/pid-<rank> so the parent can time each exit.
 """
 import os
+import signal
 import sys
 import time
 
@@ -43,7 +46,7 @@ with open(os.path.join(outdir, f"pid-{rank}"), "w") as f:
 
 from jax.experimental import multihost_utils  # noqa: E402
 
-if mode == "die":
+if mode in ("die", "hang"):
     dead = int(sys.argv[4])
     multihost_utils.sync_global_devices("started")
     print("RANK", rank, "started", flush=True)
@@ -51,6 +54,8 @@ if mode == "die":
         time.sleep(1)
         with open(os.path.join(outdir, "died_at"), "w") as f:
             f.write(repr(time.time()))
+        if mode == "hang":
+            os.kill(os.getpid(), signal.SIGSTOP)
         os._exit(9)  # a crash: no goodbye, no shutdown
     start = time.time()
     while time.time() - start < 120:  # the watchdog must end this long before
