@@ -31,6 +31,7 @@ Usage::
 
     python3 benchmarks/bench_multiprocess.py                 # 2 and 4 processes, 128^3, 256^3
     python3 benchmarks/bench_multiprocess.py --procs 2 --sizes 64 --io-n 64 --repeats 2
+    python3 benchmarks/bench_multiprocess.py --one-thread    # 1 compute thread per process
 """
 from __future__ import annotations
 
@@ -184,7 +185,8 @@ def _io_job(n, repeats, root, comm):
 def rank_main(argv):
     """One rank of one job: argv = kind, result_path, then the job's parameters."""
     kind, result_path = argv[0], argv[1]
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=1"
+    os.environ["XLA_FLAGS"] = ("--xla_force_host_platform_device_count=1 "
+                               + os.environ.get("DARRAY_BENCH_XLA_FLAGS", ""))
     os.environ["JAX_PLATFORMS"] = "cpu"
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
@@ -247,6 +249,9 @@ def main(argv=None):
     parser.add_argument("--io-n", type=int, default=256, help="save/load an n^3 float32 array")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=int, default=600, help="seconds per mpiexec job")
+    parser.add_argument("--one-thread", action="store_true",
+                        help="one compute thread per process (XLA's intra-op pool, OpenMP), as "
+                             "FFTW in mpi4py-fft uses; default: XLA's own thread pools")
     parser.add_argument("--json", default=None, help="where to write the table as JSON "
                         "(default benchmarks/results/bench_multiprocess.json)")
     args = parser.parse_args(argv)
@@ -266,6 +271,9 @@ def main(argv=None):
     mpi_built = bool(darray.build_info().get("mpi"))
     have_pfft = _have_mpi4py_fft()
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    if args.one_thread:
+        env.update(DARRAY_BENCH_XLA_FLAGS="--xla_cpu_multi_thread_eigen=false "
+                   "intra_op_parallelism_threads=1", OMP_NUM_THREADS="1")
     load_before = os.getloadavg()
 
     jobs = [("fft", p, lib, n) for p in procs for n in sizes for lib in FFT_LIBRARIES]
@@ -301,11 +309,13 @@ def main(argv=None):
     mb = 1e6
     rows = []
     print(f"\nbench_multiprocess: jax {jax.__version__}, {os.cpu_count()} CPU cores, "
-          f"1 CPU device per process, {args.dtype}, median of {args.repeats}; load average "
+          f"1 CPU device per process, "
+          f"{'1 thread' if args.one_thread else 'default threads'} per process, "
+          f"{args.dtype}, median of {args.repeats}; load average "
           f"{load_before[0]:.2f}/{load_before[1]:.2f} before, {load_after[0]:.2f}/"
           f"{load_after[1]:.2f} after (1/5 min)")
     print(f"{'fftn round trip':14s} {'procs':>5s} {'n^3':>5s} {'time ms':>9s} {'x pfft':>7s} "
-          f"{'maxrss MB':>10s} {'growth MB':>10s} {'x pfft mem':>10s}  status")
+          f"{'maxrss MB':>10s} {'input MB':>9s} {'growth MB':>10s} {'x pfft mem':>10s}  status")
     for p in procs:
         for n in sizes:
             ref = results["fft", p, "mpi4py-fft", n]
@@ -314,8 +324,8 @@ def main(argv=None):
             for lib in FFT_LIBRARIES:
                 r = results["fft", p, lib, n]
                 if r.get("status") != "ok":
-                    print(f"{lib:14s} {p:5d} {n:5d} {'':>9s} {'':>7s} {'':>10s} {'':>10s} "
-                          f"{'':>10s}  {r['status']}")
+                    print(f"{lib:14s} {p:5d} {n:5d} {'':>9s} {'':>7s} {'':>10s} {'':>9s} "
+                          f"{'':>10s} {'':>10s}  {r['status']}")
                     if "log" in r:
                         print(r["log"])
                     continue
@@ -323,10 +333,12 @@ def main(argv=None):
                 ratio = t / statistics.median(ref["times"]) if ref.get("status") == "ok" else 1.0
                 mem_ratio = (r["maxrss"] / ref["maxrss"]) if ref.get("status") == "ok" else 1.0
                 print(f"{lib:14s} {p:5d} {n:5d} {t * 1e3:9.1f} {ratio:7.2f} "
-                      f"{r['maxrss'] / mb:10.0f} {r['growth'] / mb:10.0f} {mem_ratio:10.2f}  "
+                      f"{r['maxrss'] / mb:10.0f} {r['rss_before'] / mb:9.0f} "
+                      f"{r['growth'] / mb:10.0f} {mem_ratio:10.2f}  "
                       f"ok (err {r['error']:.1e})")
                 rows.append(make_row(f"{lib} fftn+ifftn", f"{n}^3 {args.dtype}", f"{p} proc",
                                      t, ratio, maxrss_mb=r["maxrss"] / mb,
+                                     rss_with_input_mb=r["rss_before"] / mb,
                                      rss_growth_mb=r["growth"] / mb, error=r["error"]))
     io_mb = args.io_n ** 3 * 4 / mb
     print(f"\n{'checkpoint ' + str(args.io_n) + '^3 float32':32s} {'procs':>5s} "
@@ -348,10 +360,13 @@ def main(argv=None):
             print(f"{'darray ' + engine:32s} {p:5d} {io_mb / ts:10.0f} {io_mb / tl:10.0f} "
                   f"{t_np_save / ts:10.2f} {t_np_load / tl:10.2f} {r['maxrss'] / mb:10.0f}")
             rows.append(make_row(f"darray {engine} save", f"{args.io_n}^3 f32", f"{p} proc", ts,
-                                 ts / t_np_save, mb_per_s=io_mb / ts))
+                                 ts / t_np_save, mb_per_s=io_mb / ts, maxrss_mb=r["maxrss"] / mb))
             rows.append(make_row(f"darray {engine} load", f"{args.io_n}^3 f32", f"{p} proc", tl,
-                                 tl / t_np_load, mb_per_s=io_mb / tl))
+                                 tl / t_np_load, mb_per_s=io_mb / tl, maxrss_mb=r["maxrss"] / mb))
     print("(x pfft: time or ru_maxrss over mpi4py-fft's; x np.save/np.load: MB/s over numpy's)")
+    for row in rows:  # a shared machine: the load the numbers were taken under
+        row["load_average_1min"] = [round(load_before[0], 2), round(load_after[0], 2)]
+        row["threads"] = "1" if args.one_thread else "default"
     path = args.json or str(default_json_path("bench_multiprocess"))
     write_table(rows, path, "bench_multiprocess",
                 "mpi4py-fft round trip (fft rows), np.save / np.load from one process (io rows)",
