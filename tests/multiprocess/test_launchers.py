@@ -6,8 +6,9 @@ start on each rank costs seconds on a small machine): fft round trips, halo fill
 reductions, from_callback, fromfunction, random fields and checkpoints written by 4 processes
 and read by 2 and 3 on other meshes and specs. This process then compares the random fields
 with its own draws on 1 and on 8 devices. The failure case kills one rank and times how long
-the others live on. Every run is bounded: past its timeout every rank is killed (SIGKILL to the
-launcher's process group and to each rank's recorded pid) and the test fails with the logs.
+the others live on. Every run is bounded: past its timeout every rank is killed (SIGKILL to
+mpiexec and every process descended from it, and to each rank's recorded pid) and the test fails
+with the logs.
 """
 from __future__ import annotations
 
@@ -73,6 +74,34 @@ def _alive(pid):
         return True
 
 
+def _process_tree(root):
+    """`root` and every process descended from it. Hydra starts its proxy and each rank in a
+    session of their own: killing mpiexec's process group would leave the ranks running."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile
+            children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    return tree
+
+
+def _kill(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def _logs(outdir, nproc):
     parts = []
     for rank in range(nproc):
@@ -99,8 +128,7 @@ def _mpiexec(nproc, args, outdir, *, options=(), timeout=TIMEOUT_S, reap=None):
            sys.executable, WORKER, *map(str, args)]
     own = open(os.path.join(outdir, "mpiexec.log"), "w+")
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=own, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)  # its own group: killable as a whole
+    proc = subprocess.Popen(cmd, stdout=own, stderr=subprocess.STDOUT, env=env)
     pids, last_alive = {}, {}
     try:
         while proc.poll() is None:
@@ -124,12 +152,10 @@ def _mpiexec(nproc, args, outdir, *, options=(), timeout=TIMEOUT_S, reap=None):
                             f"killed\n{_logs(outdir, nproc)}")
             time.sleep(0.05)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:  # mpiexec, its proxies and every rank, found before any dies
+            _kill(_process_tree(proc.pid))
             proc.wait()
-        for pid in pids.values():  # ranks that left the launcher's group
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        _kill(pid for pid in pids.values() if _alive(pid))  # a rank orphaned some other way
         own.seek(0)
         launcher_out = own.read()
         own.close()
