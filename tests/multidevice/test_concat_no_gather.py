@@ -1,10 +1,11 @@
 """concat and stack never gather their inputs (DESIGN.md principle 2).
 
 Left to XLA, ``concatenate`` along an axis split over mesh axes all-gathers every input (each
-device then holds the whole result). darray assembles each output block from the input blocks
-it overlaps by fixed ppermute shifts (api/joining.py). Each case compiles the join once, runs it
-(values against numpy in float64, output layout and sharding) and reads the compiled HLO: no
-all-gather and no all-reduce at all. Uneven extents (padding), empty inputs, splits whose mesh
+device then holds the whole result). darray assembles each output block from the pieces of the
+input blocks it overlaps, moved in a few ppermute rounds planned on the host (api/joining.py).
+Each case compiles the join once, runs it (values against numpy in float64, output layout and
+sharding) and reads the compiled HLO: no all-gather, all-reduce, reduce-scatter or all-to-all.
+The host plan itself is checked up to 1024 blocks (every cell moved once, bounded traffic). Uneven extents (padding), empty inputs, splits whose mesh
 axes are not in the mesh's order, several mesh axes on one array axis, ghost cells and inputs in
 other layouts are covered.
 """
