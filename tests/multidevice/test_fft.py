@@ -59,7 +59,10 @@ PENCIL_KSPACE = {"slab8": ((), ("d",), ()), "pencil2x4": ((), ("x",), ("y",)),
 
 def kspace(mesh, last_len):
     """k-space split of a 3-D fftn: a pencil input merges both splits onto the last axis in
-    one all-to-all over all 8 devices when that axis (halved for rfftn) has >= 8 entries."""
+    one all-to-all over all 8 devices when that axis (halved for rfftn) has >= 8 entries.
+    On the (1, 8) mesh x (size 1) splits nothing: it stays on axis 0 and only y moves."""
+    if mesh == "pencil1x8":
+        return (("x",), (), ("y",))
     if mesh != "slab8" and last_len >= 8:
         return ((), (), ("x", "y"))
     return PENCIL_KSPACE[mesh]
