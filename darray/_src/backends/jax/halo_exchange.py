@@ -124,6 +124,52 @@ def strip_block(blk, layout: Layout):
     return blk
 
 
+_NUMPY_MODE = {"periodic": "wrap", "constant": "constant", "edge": "edge", "reflect": "reflect",
+               "symmetric": "symmetric"}
+
+
+def _local_pad(blk, axis: int, lo: int, hi: int, rule: str, value):
+    """Ghosts of an axis held whole by every block: one jnp.pad along it (np.pad's rules)."""
+    widths = [(0, 0)] * blk.ndim
+    widths[axis] = (lo, hi)
+    if rule == "constant":
+        return jnp.pad(blk, widths, constant_values=jnp.zeros((), blk.dtype) if value is None
+                       else value)
+    return jnp.pad(blk, widths, mode=_NUMPY_MODE[rule])
+
+
+def _pad_block(blk, value, plans, rules, layout: Layout, halo, permute):
+    """One block without ghosts -> with ghosts, axis by axis in order (corners as np.pad).
+
+    An axis in one part (unsplit, or split only over mesh axes of size 1) is padded locally:
+    the zero pad, slices, selects and size-1 ppermutes of the exchange cost 2.4-2.7x a jnp.pad
+    on one H100. A run of consecutive split axes is padded with zeros once and exchanged in
+    place (one pass over the block). Both are linear in the block (halo_reduce transposes it).
+    """
+    ndim, axis = blk.ndim, 0
+    while axis < ndim:
+        if plans[axis] is None:
+            axis += 1
+        elif plans[axis].parts == 1:
+            blk = _local_pad(blk, axis, *halo[axis], rules[axis], value)
+            axis += 1
+        else:
+            end = axis
+            while end < ndim and (plans[end] is None or plans[end].parts > 1):
+                end += 1
+            # Axes before the run carry their ghosts already, axes after it get theirs later.
+            run = [halo[a] if a < end else (0, 0) for a in range(ndim)]
+            blk = lax.pad(blk, jnp.zeros((), blk.dtype),
+                          [(lo, hi, 0) if a >= axis else (0, 0, 0) for a, (lo, hi) in
+                           enumerate(run)])
+            for a in range(axis, end):
+                if plans[a] is not None:
+                    blk = _exchange_axis(blk, plans[a], a, layout.split[a], run, value,
+                                         layout.mesh, permute)
+            axis = end
+    return blk
+
+
 def fill(data, fill_value, *, in_layout: Layout, out_layout: Layout, rules,
          permute=compat.ppermute_blocks) -> jax.Array:
     """Physical data of `in_layout` -> physical data of `out_layout` with ghosts filled.
@@ -135,13 +181,8 @@ def fill(data, fill_value, *, in_layout: Layout, out_layout: Layout, rules,
     plans = plans_for(in_layout, out_layout.halo, rules)
 
     def per_device(blk, value):
-        blk = strip_block(blk, in_layout)
-        out = lax.pad(blk, jnp.zeros((), blk.dtype), [(lo, hi, 0) for lo, hi in out_layout.halo])
-        for axis, plan in enumerate(plans):
-            if plan is not None:
-                out = _exchange_axis(out, plan, axis, in_layout.split[axis], out_layout.halo,
-                                     value, in_layout.mesh, permute)
-        return out
+        return _pad_block(strip_block(blk, in_layout), value, plans, rules, in_layout,
+                          out_layout.halo, permute)
 
     spec = in_layout.spec
     if fill_value is None:
