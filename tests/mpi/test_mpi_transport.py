@@ -18,7 +18,7 @@ from mpi_launch import mpiexec
 def test_transport_under_mpiexec(mpi_native, ranks):
     out = mpiexec(ranks, "mpi_worker.py", mpi_native, timeout_s=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
-    for check in ("exchange", "ordering", "fftn", "errors"):
+    for check in ("exchange", "ordering", "vmap", "fftn", "errors"):
         done = {line for line in out.stdout.splitlines() if line.endswith(f" ok {check}")}
         assert done == {f"{r} ok {check}" for r in range(ranks)}, (check, out.stdout)
 

@@ -27,7 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jex_core
-from jax.interpreters import ad, mlir
+from jax import lax
+from jax.interpreters import ad, batching, mlir
 
 from darray._src import native
 from darray._src.backends import HOW_TO_GET, BackendUnavailableError
@@ -71,7 +72,7 @@ def _zero_tangent(value):
     return ad.Zero(jax.typeof(value).to_tangent_aval())
 
 
-def _primitive(name: str, target: str, inverse_params):
+def _primitive(name: str, target: str, inverse_params, rows_leading: bool):
     prim = jex_core.Primitive(name)
     prim.multiple_results = True
     prim.def_abstract_eval(_same_avals)
@@ -116,12 +117,31 @@ def _primitive(name: str, target: str, inverse_params):
         ct_x, ct_order = prim.bind(ct_y, ct_order, **inverse_params(params))
         return [ct_x if undefined[0] else None, ct_order if undefined[1] else None]
     ad.primitive_transposes[prim] = transpose
+
+    # vmap (and so jacfwd / jacrev): the handlers move bytes per rank, so a batch axis placed
+    # right after the rows axis rides along; a batched token is cut to one element.
+    def batch(args, dims, **params):
+        x, order = args
+        bx, border = dims
+        if border is not None:
+            order = lax.index_in_dim(order, 0, border, keepdims=False)
+        if bx is None:
+            return prim.bind(x, order, **params), (None, None)
+        if rows_leading:
+            x = jnp.swapaxes(jnp.moveaxis(x, bx, 0), 0, 1)
+            bx = 1
+        y, order = prim.bind(x, order, **params)
+        return (y, order), (bx, None)
+    batching.primitive_batchers[prim] = batch
     return prim
 
 
-_all_to_all_p = _primitive("darray_mpi_all_to_all", TARGET, lambda params: params)
+# rows_leading: axis 0 holds one row per rank (the all-to-all), else the buffer is sent whole
+_all_to_all_p = _primitive("darray_mpi_all_to_all", TARGET, lambda params: params,
+                           rows_leading=True)
 _sendrecv_p = _primitive("darray_mpi_sendrecv", SENDRECV_TARGET,
-                         lambda p: dict(p, dests=p["sources"], sources=p["dests"]))
+                         lambda p: dict(p, dests=p["sources"], sources=p["dests"]),
+                         rows_leading=False)
 
 
 def exchange_rows(x, order, comm):
