@@ -12,12 +12,13 @@ numbers blocks along those mesh axes (major first, in the split's order).
 
 Ordering: every exchange of one program takes the order token the previous one returned, so
 XLA runs them in the same order on every rank. Separate programs (two darray ops in one user
-jit) each start their own chain; between chains XLA orders them by data dependence only.
+jit) each start their own chain; between chains XLA orders them by data dependence only, and
+the handlers return an error if two exchanges ever overlap in one process (csrc/mpi_common.h)
+rather than let them pair with the wrong exchange on another rank.
 """
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from darray._src import compat
