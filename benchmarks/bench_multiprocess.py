@@ -17,8 +17,8 @@ this file as the rank program), one job per case and prints every result side by
   processes, each engine available (built-in "numpy" writer, "tensorstore"), in MB/s of the
   logical array, next to np.save / np.load of the same values from this one process.
 
-Each job is one `mpiexec` launch (bounded: `--timeout` per job, then its process group is
-killed). The table is also written as JSON (default benchmarks/results/bench_multiprocess.json)
+Each job is one `mpiexec` launch (bounded: `--timeout` per job, then mpiexec and every
+process under it are killed). The table is also written as JSON (default benchmarks/results/bench_multiprocess.json)
 with a PNG beside it: `ratio` is the time over mpi4py-fft's for the same grid and process count
 (fft rows; over darray-jax's when mpi4py-fft is missing) or over np.save's / np.load's (io rows).
 
@@ -217,11 +217,11 @@ def _launch(nproc, args, timeout, env):
     cmd = [shutil.which("mpiexec"), "-n", str(nproc), sys.executable, os.path.abspath(__file__),
            "--rank", args[0], result_path, *map(str, args[1:])]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env, start_new_session=True)
+                            env=env)
     try:
         log, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # every rank, not just mpiexec
+        _kill_tree(proc.pid)
         proc.communicate()
         return {"status": f"timed out after {timeout} s"}
     if proc.returncode != 0 or not os.path.exists(result_path):
@@ -231,6 +231,30 @@ def _launch(nproc, args, timeout, env):
         result = json.load(f)
     os.remove(result_path)
     return result
+
+
+def _kill_tree(root):
+    """SIGKILL mpiexec and every process descended from it, all found before any dies (Hydra
+    starts each rank in a session of its own: mpiexec's process group does not hold them)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]),
+                                        []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _have_mpi4py_fft():

@@ -281,3 +281,28 @@ def test_under_mpiexec_a_hung_rank_is_found_by_its_missing_heartbeat(tmp_path):
         lived_on = last_alive[rank] - stopped
         print(f"rank {rank} ended {lived_on:.2f} s after rank {hung} stopped")
         assert lived_on < 10 + BOUND_S, f"rank {rank} lived on {lived_on:.1f} s\n{logs}"
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+@needs_mpiexec
+def test_bench_multiprocess_runs_and_writes_its_table(tmp_path):
+    import json
+    bench = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks",
+                         "bench_multiprocess.py")
+    out = subprocess.run([sys.executable, bench, "--procs", "2", "--sizes", "16", "--io-n", "16",
+                          "--repeats", "1", "--timeout", "240", "--json",
+                          str(tmp_path / "t.json")], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    rows = json.loads((tmp_path / "t.json").read_text())["rows"]
+    programs = {row["program"] for row in rows}
+    assert {"darray-jax fftn+ifftn", "np.save", "np.load", "darray numpy save",
+            "darray numpy load"} <= programs, programs
+    for row in rows:
+        assert row["time_ms"] > 0 and row["ratio"] > 0, row
+        if "fftn" in row["program"]:
+            assert row["error"] < 1e-10 and row["maxrss_mb"] > 0, row
+    if darray.build_info().get("mpi"):
+        assert "darray-mpi fftn+ifftn" in programs, out.stdout
+    else:
+        assert "not built" in out.stdout, out.stdout
