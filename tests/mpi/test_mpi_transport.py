@@ -3,7 +3,7 @@
 The default install builds without MPI, so this test compiles its own copy of darray._native
 with -DDARRAY_ENABLE_MPI=ON into a temporary directory (CMake, nanobind, an MPI with mpicc such
 as the mpich wheel, and mpi4py), then runs mpi_worker.py on every rank: the exchange against
-numpy, two chained exchanges in one program, a slab fftn against numpy.fft.fftn, error paths.
+numpy, two chained exchanges in one program, vmap of both exchanges, a slab fftn against numpy.fft.fftn, error paths.
 """
 from __future__ import annotations
 
