@@ -12,8 +12,35 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
+def _descendants(root: int) -> list[int]:
+    """`root` and every process below it, from /proc. Killing mpiexec's process group is not
+    enough: MPICH's Hydra starts its proxy and every rank in sessions of their own."""
+    parent_of = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent_of[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # ended meanwhile
+    found, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parent_of.items() if parent in frontier]
+        found.extend(frontier)
+    return found
+
+
+def _kill_tree(root: int) -> None:
+    # stop the launcher first so it cannot start or restart ranks, then everything below it
+    for pid in _descendants(root):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def run_bounded(cmd, timeout_s: float, **kwargs) -> subprocess.CompletedProcess:
-    """Run `cmd` in its own process group; on timeout kill the whole group (mpiexec AND every
+    """Run `cmd`; on timeout kill it and every process descended from it (mpiexec AND every
     rank it started), so no rank outlives the test, then fail with the output so far."""
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
     env.pop("XLA_FLAGS", None)  # one CPU device per process
@@ -22,7 +49,7 @@ def run_bounded(cmd, timeout_s: float, **kwargs) -> subprocess.CompletedProcess:
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        _kill_tree(proc.pid)
         out, err = proc.communicate()
         pytest.fail(f"{' '.join(cmd)} ran past {timeout_s} s (all ranks killed):\n"
                     f"{out[-3000:]}{err[-3000:]}")
