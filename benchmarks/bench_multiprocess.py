@@ -4,23 +4,25 @@ One run of this script launches, for 2 and 4 processes with 1 CPU device each (`
 this file as the rank program), one job per case and prints every result side by side:
 
 * fftn round trip (`ifftn(fftn(x))`) of an n^3 complex128 array (`--dtype complex64` for
-  single precision), slab split over the processes, for n = 128 and 256:
-  darray with the JAX transpose backend (gloo collectives between processes); darray with the
-  MPI transport backend (`darray.set_config(transpose_backend="mpi")`, only in a darray built
-  with -DDARRAY_ENABLE_MPI=ON: otherwise the row says "not built"); mpi4py-fft's PFFT (slab,
-  FFTW backend) on the same grid. Time: median over `--repeats` round trips after one warm-up
-  (compilation/planning), between barriers. Memory per process (the largest over the ranks):
-  ru_maxrss (the job's lifetime peak; each case is its own job) and RSS growth (peak RSS sampled
-  every 2 ms during warm-up and timed round trips, minus the RSS once the input exists).
-  Every round trip is checked: max |ifftn(fftn(x)) - x| must be at rounding level.
+  single precision), slab split over the processes, for n = 128 and 256: darray with the JAX
+  transpose backend (gloo collectives between processes); darray with the MPI transport backend
+  (`darray.set_config(transpose_backend="mpi")`, only in a darray built with
+  -DDARRAY_ENABLE_MPI=ON, installed or given as `--native-so PATH`: otherwise the row says "not
+  built"); mpi4py-fft's PFFT (slab, FFTW backend) on the same grid. Time: median over
+  `--repeats` round trips after one warm-up (compilation/planning), between barriers. Memory
+  per process (the largest over the ranks): ru_maxrss (the job's lifetime peak; each case is
+  its own job), the RSS once the input exists, and the RSS growth (peak RSS sampled every 2 ms
+  during warm-up and timed round trips, minus that). Every round trip is checked:
+  max |ifftn(fftn(x)) - x| must be at rounding level.
 * darray.save / darray.load (onto another spec) of a 256^3 float32 array (`--io-n`) by P
   processes, each engine available (built-in "numpy" writer, "tensorstore"), in MB/s of the
   logical array, next to np.save / np.load of the same values from this one process.
 
-Each job is one `mpiexec` launch (bounded: `--timeout` per job, then mpiexec and every
-process under it are killed). The table is also written as JSON (default benchmarks/results/bench_multiprocess.json)
-with a PNG beside it: `ratio` is the time over mpi4py-fft's for the same grid and process count
-(fft rows; over darray-jax's when mpi4py-fft is missing) or over np.save's / np.load's (io rows).
+Each job is one `mpiexec` launch (bounded: `--timeout` per job, then mpiexec and every process
+under it are killed). The table is also written as JSON (default
+benchmarks/results/bench_multiprocess.json) with a PNG beside it: `ratio` is the time over
+mpi4py-fft's for the same grid and process count (fft rows; over darray-jax's when mpi4py-fft
+is missing) or over np.save's / np.load's (io rows).
 
 Needs MPICH's or Open MPI's mpiexec and mpi4py (`pip install 'darray[mpi]'`). mpi4py-fft has no
 wheels: it compiles against FFTW, so install FFTW's headers first, e.g.
@@ -188,6 +190,13 @@ def rank_main(argv):
     os.environ["XLA_FLAGS"] = ("--xla_force_host_platform_device_count=1 "
                                + os.environ.get("DARRAY_BENCH_XLA_FLAGS", ""))
     os.environ["JAX_PLATFORMS"] = "cpu"
+    native_so = os.environ.get("DARRAY_BENCH_NATIVE_SO")
+    if native_so:  # an MPI-enabled build kept outside the installed package (--native-so)
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("darray._native", native_so)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["darray._native"] = module
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     if kind == "fft":
@@ -273,6 +282,9 @@ def main(argv=None):
     parser.add_argument("--io-n", type=int, default=256, help="save/load an n^3 float32 array")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=int, default=600, help="seconds per mpiexec job")
+    parser.add_argument("--native-so", default=None,
+                        help="a darray._native built with -DDARRAY_ENABLE_MPI=ON, used by the "
+                             "ranks instead of the installed one (for the darray-mpi rows)")
     parser.add_argument("--one-thread", action="store_true",
                         help="one compute thread per process (XLA's intra-op pool, OpenMP), as "
                              "FFTW in mpi4py-fft uses; default: XLA's own thread pools")
@@ -292,12 +304,14 @@ def main(argv=None):
         sys.exit("bench_multiprocess needs mpiexec and mpi4py: pip install 'darray[mpi]'")
     procs = [int(p) for p in args.procs.split(",")]
     sizes = [int(s) for s in args.sizes.split(",")]
-    mpi_built = bool(darray.build_info().get("mpi"))
+    mpi_built = bool(darray.build_info().get("mpi")) or args.native_so is not None
     have_pfft = _have_mpi4py_fft()
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     if args.one_thread:
         env.update(DARRAY_BENCH_XLA_FLAGS="--xla_cpu_multi_thread_eigen=false "
                    "intra_op_parallelism_threads=1", OMP_NUM_THREADS="1")
+    if args.native_so:
+        env["DARRAY_BENCH_NATIVE_SO"] = os.path.abspath(args.native_so)
     load_before = os.getloadavg()
 
     jobs = [("fft", p, lib, n) for p in procs for n in sizes for lib in FFT_LIBRARIES]
