@@ -42,7 +42,8 @@ ffi::Error MpiError(const char* call, int code) {
 
 ffi::Error AllToAll(ffi::AnyBuffer x, ffi::AnyBuffer order_in,
                     ffi::Result<ffi::AnyBuffer> y,
-                    ffi::Result<ffi::AnyBuffer> order_out, int64_t comm_f) {
+                    ffi::Result<ffi::AnyBuffer> order_out, int64_t comm_f,
+                    int64_t call_id) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -86,6 +87,7 @@ ffi::Error AllToAll(ffi::AnyBuffer x, ffi::AnyBuffer order_in,
         " bytes per rank exceed MPI's int count; split the exchange");
   }
   const int count = static_cast<int>(per_rank);
+  if (auto err = CheckSameExchange(kName, comm, call_id); !err.success()) return err;
   if (int rc = MPI_Alltoall(x.untyped_data(), count, MPI_BYTE,
                             y->untyped_data(), count, MPI_BYTE, comm);
       rc != MPI_SUCCESS) {
@@ -102,11 +104,14 @@ ffi::Error AllToAll(ffi::AnyBuffer x, ffi::AnyBuffer order_in,
 }  // namespace darray
 
 // Binding: data and order token in; exchanged data and the token out; the
-// communicator's Fortran handle (mpi4py: comm.py2f()) as the attribute `comm`.
+// communicator's Fortran handle (mpi4py: comm.py2f()) as the attribute `comm`, and the
+// exchange's id (identical on every rank at the same exchange; see CheckSameExchange) as
+// `call_id`.
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DarrayMpiAllToAllCpu, darray::AllToAll,
                               xla::ffi::Ffi::Bind()
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Arg<xla::ffi::AnyBuffer>()
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Ret<xla::ffi::AnyBuffer>()
-                                  .Attr<int64_t>("comm"));
+                                  .Attr<int64_t>("comm")
+                                  .Attr<int64_t>("call_id"));

@@ -69,7 +69,7 @@ ffi::Error SendRecv(ffi::AnyBuffer x, ffi::AnyBuffer order_in,
                     ffi::Result<ffi::AnyBuffer> y,
                     ffi::Result<ffi::AnyBuffer> order_out, int64_t comm_f,
                     ffi::Span<const int64_t> dests,
-                    ffi::Span<const int64_t> sources) {
+                    ffi::Span<const int64_t> sources, int64_t call_id) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -102,6 +102,7 @@ ffi::Error SendRecv(ffi::AnyBuffer x, ffi::AnyBuffer order_in,
     return Invalid(std::to_string(bytes) + " bytes exceed MPI's int count; split the face");
   }
   const int count = static_cast<int>(bytes);
+  if (auto err = CheckSameExchange(kName, comm, call_id); !err.success()) return err;
   if (source == MPI_PROC_NULL && bytes) {
     std::memset(y->untyped_data(), 0, bytes);  // ppermute: no sender -> zeros
   }
@@ -124,7 +125,8 @@ ffi::Error SendRecv(ffi::AnyBuffer x, ffi::AnyBuffer order_in,
 
 // Binding: data and order token in; received data and the token out; attributes: the
 // communicator's Fortran handle (mpi4py: comm.py2f()) as `comm`, and the permutation as
-// `dests` / `sources` (int64 arrays with one entry per rank, -1 for none).
+// `dests` / `sources` (int64 arrays with one entry per rank, -1 for none), and the exchange's
+// id (see CheckSameExchange in mpi_common.h) as `call_id`.
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DarrayMpiSendRecvCpu, darray::SendRecv,
                               xla::ffi::Ffi::Bind()
                                   .Arg<xla::ffi::AnyBuffer>()
@@ -133,4 +135,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(DarrayMpiSendRecvCpu, darray::SendRecv,
                                   .Ret<xla::ffi::AnyBuffer>()
                                   .Attr<int64_t>("comm")
                                   .Attr<xla::ffi::Span<const int64_t>>("dests")
-                                  .Attr<xla::ffi::Span<const int64_t>>("sources"));
+                                  .Attr<xla::ffi::Span<const int64_t>>("sources")
+                                  .Attr<int64_t>("call_id"));

@@ -202,7 +202,7 @@ raw = jax.ffi.ffi_call(mpi_transport.TARGET, (jax.ShapeDtypeStruct((comm.Get_siz
                        has_side_effect=True)
 try:
     raw(jnp.zeros((comm.Get_size() + 1, 2)), mpi_transport.new_order(),
-        comm=np.int64(comm.py2f()))
+        comm=np.int64(comm.py2f()), call_id=np.int64(1))
     raise AssertionError("the handler accepted a wrong leading dimension")
 except Exception as err:  # jax's runtime error type moved between versions
     assert "darray_mpi_all_to_all" in str(err) and "communicator size" in str(err), err
@@ -211,7 +211,7 @@ raw = jax.ffi.ffi_call(mpi_transport.SENDRECV_TARGET, (jax.ShapeDtypeStruct((3,)
                        has_side_effect=True)
 try:  # a permutation table of the wrong length
     raw(jnp.zeros(3), mpi_transport.new_order(), comm=np.int64(comm.py2f()),
-        dests=np.zeros(comm.Get_size() + 1, np.int64), sources=np.zeros(1, np.int64))
+        call_id=np.int64(1), dests=np.zeros(comm.Get_size() + 1, np.int64), sources=np.zeros(1, np.int64))
     raise AssertionError("the handler accepted a permutation of the wrong length")
 except Exception as err:
     assert "darray_mpi_sendrecv" in str(err) and "one per rank" in str(err), err

@@ -108,7 +108,8 @@ sys.stdout.flush()
 call = jax.ffi.ffi_call(mt.TARGET, (jax.ShapeDtypeStruct((size + 1, 2), jnp.float64),
                                     jax.ShapeDtypeStruct((), jnp.uint8)), has_side_effect=True)
 try:
-    call(jnp.zeros((size + 1, 2)), mt.new_order(), comm=np.int64(comm.py2f()))
+    call(jnp.zeros((size + 1, 2)), mt.new_order(), comm=np.int64(comm.py2f()),
+         call_id=np.int64(0))
     raise AssertionError("a wrong leading dimension was accepted")
 except Exception as err:  # jax's runtime error type moved between versions
     assert "leading dimension must equal the communicator size" in str(err), err
@@ -119,4 +120,54 @@ except ValueError as err:
     assert "not a multiple of the communicator size" in str(err)
 comm.Barrier()
 sys.stdout.write(f"{rank} ok errors\n")
+sys.stdout.flush()
+
+# 5. ranks at different exchanges get an error, never each other's data. Both exchanges move
+# 32 bytes per rank (4 float64 / 8 float32 a row), so MPI_Alltoall alone would pair them and
+# mix the data silently; the handlers' id check must refuse on every rank first.
+MISMATCH = "reached different MPI exchanges"
+wide = np.arange(size * 4, dtype=np.float64).reshape(size, 4) + 100 * rank
+narrow = np.arange(size * 8, dtype=np.float32).reshape(size, 8) - 100 * rank
+
+
+def expect_mismatch(run, what):
+    try:
+        jax.block_until_ready(run())
+    except Exception as err:  # jax's runtime error type moved between versions
+        assert MISMATCH in str(err) and "no data was moved" in str(err), (what, err)
+        return
+    raise AssertionError(f"rank {rank}: {what} ran exchanges out of step without an error")
+
+
+# 5a. one program whose order is picked per rank: rank 0 exchanges `wide` first, the others
+# `narrow` first (each chain is consistent in itself; the ranks disagree)
+def swapped(a, b):
+    order = mt.new_order()
+    if rank == 0:
+        ya, order = mt.exchange_rows(a, order, comm)
+        yb, order = mt.exchange_rows(b, order, comm)
+    else:
+        yb, order = mt.exchange_rows(b, order, comm)
+        ya, order = mt.exchange_rows(a, order, comm)
+    return ya, yb
+
+
+expect_mismatch(lambda: jax.jit(swapped)(wide, narrow), "a rank-dependent order in one jit")
+# 5b. two separately jitted exchanges called in a different order on rank 0 than on the others:
+# both calls fail on every rank (each time rank 0 meets the other exchange)
+first = jax.jit(lambda a: mt.exchange_rows(a, mt.new_order(), comm)[0])
+second = jax.jit(lambda b: mt.exchange_rows(b, mt.new_order(), comm)[0])
+calls = [lambda: first(wide), lambda: second(narrow)]
+for call in (calls if rank == 0 else calls[::-1]):
+    expect_mismatch(call, "two jitted exchanges in a different order per rank")
+# 5c. an exchange of a token chain differs from the same exchange at another position, so the
+# ids tell apart two chains that run the same shapes in different orders
+assert mt._call_id("all_to_all", (size, 4), "float64", size, 0) != \
+    mt._call_id("all_to_all", (size, 4), "float64", size, 1)
+# every check above completed on every rank, so MPI is in step again: the process goes on
+got_wide, got_narrow = first(wide), second(narrow)
+assert np.array_equal(np.asarray(got_wide), reference(wide, comm, 0, 0))
+assert np.array_equal(np.asarray(got_narrow), reference(narrow, comm, 0, 0))
+comm.Barrier()
+sys.stdout.write(f"{rank} ok mismatch\n")
 sys.stdout.flush()

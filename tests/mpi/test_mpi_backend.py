@@ -49,7 +49,7 @@ for target, attrs in ((mt.TARGET, {}), (mt.SENDRECV_TARGET, dict(
                                      jax.ShapeDtypeStruct((), jnp.float32)), has_side_effect=True)
     try:
         jax.block_until_ready(call(jnp.zeros((1, 2), jnp.float32), mt.new_order(),
-                                   comm=np.int64(0), **attrs))
+                                   comm=np.int64(0), call_id=np.int64(0), **attrs))
     except Exception as err:
         print("RAISED", target, str(err).replace(chr(10), " ")[:300])
 print("ALIVE")

@@ -3,7 +3,10 @@
 The default install builds without MPI, so this test compiles its own copy of darray._native
 with -DDARRAY_ENABLE_MPI=ON into a temporary directory (CMake, nanobind, an MPI with mpicc such
 as the mpich wheel, and mpi4py), then runs mpi_worker.py on every rank: the exchange against
-numpy, two chained exchanges in one program, vmap of both exchanges, a slab fftn against numpy.fft.fftn, error paths.
+numpy, two chained exchanges in one program, vmap of both exchanges, a slab fftn against
+numpy.fft.fftn, error paths, and ranks that reach different exchanges (a rank-dependent order in
+one jit; two jitted exchanges called in a different order per rank) getting an error on every
+rank instead of mixed data, after which the process still exchanges correctly.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from mpi_launch import mpiexec
 def test_transport_under_mpiexec(mpi_native, ranks):
     out = mpiexec(ranks, "mpi_worker.py", mpi_native, timeout_s=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
-    for check in ("exchange", "ordering", "vmap", "fftn", "errors"):
+    for check in ("exchange", "ordering", "vmap", "fftn", "errors", "mismatch"):
         done = {line for line in out.stdout.splitlines() if line.endswith(f" ok {check}")}
         assert done == {f"{r} ok {check}" for r in range(ranks)}, (check, out.stdout)
 

@@ -13,8 +13,11 @@ numbers blocks along those mesh axes (major first, in the split's order).
 Ordering: every exchange of one program takes the order token the previous one returned, so
 XLA runs them in the same order on every rank. Separate programs (two darray ops in one user
 jit) each start their own chain; between chains XLA orders them by data dependence only, and
-the handlers return an error if two exchanges ever overlap in one process (csrc/mpi_common.h)
-rather than let them pair with the wrong exchange on another rank.
+the handlers return an error if two exchanges ever overlap in one process, or if the ranks of a
+communicator reach exchanges with different ids (kind, shape, dtype, permutation, position in
+the chain; csrc/mpi_common.h), rather than let them pair with the wrong exchange on another rank.
+Two ops whose exchanges have the same ids (same op, same shapes) are not told apart by that
+check: make one depend on the other, or jit them separately.
 """
 from __future__ import annotations
 
@@ -95,6 +98,7 @@ class _Exchanges:
     def __init__(self, mesh):
         self.mesh = mesh
         self.order = None
+        self.position = 0  # goes into each exchange's id (the same on every rank)
 
     def _token(self):
         if self.order is None:  # created inside the body, on first use
@@ -103,12 +107,18 @@ class _Exchanges:
 
     def all_to_all(self, rows, names):
         comm = communicator(self.mesh, names)
-        out, self.order = mpi_transport.exchange_rows(rows, self._token(), comm)
+        out, self.order = mpi_transport.exchange_rows(rows, self._token(), comm,
+                                                      tag=(names, self._next()))
         return out
+
+    def _next(self) -> int:
+        self.position += 1
+        return self.position - 1
 
     def permute(self, x, names, pairs, mesh):
         comm = communicator(mesh, names)
-        out, self.order = mpi_transport.sendrecv(x, self._token(), comm, pairs)
+        out, self.order = mpi_transport.sendrecv(x, self._token(), comm, pairs,
+                                                 tag=(names, self._next()))
         return out
 
 

@@ -16,12 +16,22 @@ returned to the next, so that the exchanges of one jitted program run in the sam
 rank (XLA may otherwise run independent custom calls concurrently or reordered, and mismatched
 collectives deadlock or mix data). Calls are declared side-effecting.
 
+Separate token chains in one program (two darray ops in one user jit) are ordered by XLA only
+through data dependence. As a safety net every exchange carries a `call_id`, the same on every
+rank (a stable hash of the kind, shape, dtype, communicator size, permutation, a caller's `tag`,
+e.g. the position in its chain), and the handler checks with one small MPI_Allreduce that every
+rank of the communicator is at the same id before moving data; otherwise it returns an error
+(csrc/mpi_common.h). Two exchanges with the SAME id (e.g. the first exchanges of two fftn of
+same-shaped arrays, whose compiled op darray caches and reuses) cannot be told apart this way.
+
 Why primitives and not bare ffi_calls: both exchanges are linear permutations of the data, so
 their JVP is the exchange of the tangent and their transpose is the inverse exchange (the
 all-to-all is its own inverse; a ppermute's inverse swaps sources and destinations). Declaring
 that makes grad, jvp and jax.linear_transpose (halo_reduce) work through the MPI backend.
 """
 from __future__ import annotations
+
+import hashlib
 
 import jax
 import jax.numpy as jnp
@@ -59,6 +69,19 @@ def new_order() -> jax.Array:
 
 def _comm_handle(comm) -> int:
     return int(comm.py2f())
+
+
+def _call_id(*parts) -> int:
+    """A stable id of an exchange, equal on every rank that traces the same exchange (Python's
+    hash() is salted per process, so hash the text of the parts); below 2^62 so the handler can
+    negate it."""
+    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 2
+
+
+def _derived_id(call_id: int, role: str) -> int:
+    # the tangent (jvp) and transposed (grad) exchanges: distinct from the primal one
+    return _call_id(call_id, role)
 
 
 # --- the primitives ------------------------------------------------------------------------
@@ -102,7 +125,8 @@ def _primitive(name: str, target: str, inverse_params, rows_leading: bool):
         # the tangent's exchange runs after the primal one on every rank (adding 0 * token:
         # a data dependence that changes no value)
         order_dot = order_dot + order_out * 0
-        return (y, order_out), tuple(prim.bind(x_dot, order_dot, **params))
+        tangent_params = dict(params, call_id=_derived_id(params["call_id"], "jvp"))
+        return (y, order_out), tuple(prim.bind(x_dot, order_dot, **tangent_params))
     ad.primitive_jvps[prim] = jvp
 
     def transpose(cts, x, order, **params):
@@ -114,7 +138,9 @@ def _primitive(name: str, target: str, inverse_params, rows_leading: bool):
             # the end of a chain: start the reversed chain (after the forward one, if known)
             ct_order = (new_order() if undefined[1] else order * 0)
         ct_y = ad.instantiate_zeros(ct_y)
-        ct_x, ct_order = prim.bind(ct_y, ct_order, **inverse_params(params))
+        inverse = inverse_params(params)
+        inverse["call_id"] = _derived_id(params["call_id"], "transpose")
+        ct_x, ct_order = prim.bind(ct_y, ct_order, **inverse)
         return [ct_x if undefined[0] else None, ct_order if undefined[1] else None]
     ad.primitive_transposes[prim] = transpose
 
@@ -137,28 +163,32 @@ def _primitive(name: str, target: str, inverse_params, rows_leading: bool):
 
 
 # rows_leading: axis 0 holds one row per rank (the all-to-all), else the buffer is sent whole
-_all_to_all_p = _primitive("darray_mpi_all_to_all", TARGET, lambda params: params,
+_all_to_all_p = _primitive("darray_mpi_all_to_all", TARGET, dict,
                            rows_leading=True)
 _sendrecv_p = _primitive("darray_mpi_sendrecv", SENDRECV_TARGET,
                          lambda p: dict(p, dests=p["sources"], sources=p["dests"]),
                          rows_leading=False)
 
 
-def exchange_rows(x, order, comm):
+def exchange_rows(x, order, comm, *, tag=0):
     """``lax.all_to_all(x, split_axis=0, concat_axis=0, tiled=True)`` over `comm` with MPI;
-    ``x.shape[0]`` must equal ``comm.Get_size()`` (one row per rank). Returns ``(y, order)``."""
+    ``x.shape[0]`` must equal ``comm.Get_size()`` (one row per rank). `tag` (any value with a
+    stable repr, the same on every rank) goes into the exchange's id, e.g. its position in its
+    token chain. Returns ``(y, order)``."""
     _require()
     size = comm.Get_size()
     if jnp.ndim(x) == 0 or jnp.shape(x)[0] != size:
         raise ValueError(f"exchange_rows: x.shape={jnp.shape(x)} must lead with the "
                          f"communicator size {size}")
-    return _all_to_all_p.bind(x, order, comm=_comm_handle(comm))
+    call_id = _call_id("all_to_all", tuple(jnp.shape(x)), str(jnp.result_type(x)), size, tag)
+    return _all_to_all_p.bind(x, order, comm=_comm_handle(comm), call_id=call_id)
 
 
-def sendrecv(x, order, comm, pairs):
+def sendrecv(x, order, comm, pairs, *, tag=0):
     """``lax.ppermute`` of `x` over `comm` with MPI_Sendrecv: for every ``(src, dst)`` in
     `pairs` (ranks of `comm`, each at most once as a source and once as a destination) rank
-    `dst` receives `src`'s `x`; ranks that receive nothing get zeros. Returns ``(y, order)``."""
+    `dst` receives `src`'s `x`; ranks that receive nothing get zeros. `tag`: as in
+    `exchange_rows`. Returns ``(y, order)``."""
     _require()
     size = comm.Get_size()
     dests, sources = [-1] * size, [-1] * size
@@ -169,11 +199,13 @@ def sendrecv(x, order, comm, pairs):
             raise ValueError(f"sendrecv: pairs={pairs!r} is not a permutation (rank {src} or "
                              f"{dst} appears twice)")
         dests[src], sources[dst] = dst, src
+    call_id = _call_id("sendrecv", tuple(jnp.shape(x)), str(jnp.result_type(x)), size,
+                       tuple(dests), tag)
     return _sendrecv_p.bind(x, order, comm=_comm_handle(comm), dests=tuple(dests),
-                            sources=tuple(sources))
+                            sources=tuple(sources), call_id=call_id)
 
 
-def all_to_all(x, order, comm, *, split_axis: int, concat_axis: int):
+def all_to_all(x, order, comm, *, split_axis: int, concat_axis: int, tag=0):
     """``lax.all_to_all(x, ..., split_axis, concat_axis, tiled=True)`` over `comm` with MPI.
 
     Args:
@@ -182,6 +214,7 @@ def all_to_all(x, order, comm, *, split_axis: int, concat_axis: int):
       comm: an mpi4py communicator (its error handler should be ``MPI.ERRORS_RETURN``, mpi4py's
         default, so MPI errors come back as exceptions instead of aborting).
       split_axis, concat_axis: as in ``lax.all_to_all``.
+      tag: as in `exchange_rows`.
 
     Returns:
       ``(y, order)``: chunk j of `split_axis` went to rank j; `y` holds the chunks received from
@@ -202,7 +235,7 @@ def all_to_all(x, order, comm, *, split_axis: int, concat_axis: int):
     chunk = x.shape[split_axis] // size
     rows = x.reshape(x.shape[:split_axis] + (size, chunk) + x.shape[split_axis + 1:])
     rows = jnp.moveaxis(rows, split_axis, 0)
-    got, order = exchange_rows(rows, order, comm)
+    got, order = exchange_rows(rows, order, comm, tag=tag)
     # row j came from rank j: put the rank axis just before concat_axis and merge them
     got = jnp.moveaxis(got, 0, concat_axis)
     shape = list(got.shape)
