@@ -88,6 +88,9 @@ def test_one_device_real_and_r2r_are_local():
     z = darray.fft.irfftn(y, s=a.shape)
     assert z.layout == x.layout
     np.testing.assert_allclose(np.asarray(z), a, rtol=1e-12, atol=1e-12)
+    # The real stage and the complex stage beside it run as one rfftn / irfftn, as jnp's.
+    round_trip = lambda v: darray.fft.irfftn(darray.fft.rfftn(v), s=a.shape)  # noqa: E731
+    assert compiled_ops(round_trip, x, "fft") == 2
     d = darray.fft.dctn(x, type=2)
     np.testing.assert_allclose(np.asarray(d), scipy.fft.dctn(a, type=2), rtol=1e-10,
                                atol=1e-10)
@@ -133,6 +136,24 @@ def test_size_one_mesh_axis_beside_a_real_one(spec, kspace):
     assert z.layout == x.layout
     assert_placed(z, x.layout.split)
     np.testing.assert_allclose(np.asarray(z), a, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("axes, s", [((0, 1, 2), None), ((0, 2), (9, 7)), ((1,), (5,))])
+def test_fused_real_stages_after_an_exchange(axes, s):
+    # (2, 4) pencil: the real stage runs next to a complex one after/before all-to-alls.
+    a = rand((16, 12, 10), seed=4)
+    x = darray.asarray(a, mesh=mesh_of((2, 4)), spec=P("r", "c", None))
+    y = darray.fft.rfftn(x, s=s, axes=axes)
+    np.testing.assert_allclose(np.asarray(y), np.fft.rfftn(a, s=s, axes=axes), rtol=1e-12,
+                               atol=1e-10)
+    assert_placed(y)
+    n = s if s is not None else tuple(a.shape[i] for i in axes)
+    z = darray.fft.irfftn(y, s=n, axes=axes)
+    np.testing.assert_allclose(np.asarray(z), np.fft.irfftn(np.fft.rfftn(a, s=s, axes=axes),
+                                                            s=n, axes=axes),
+                               rtol=1e-12, atol=1e-12)
+    assert z.layout.split == x.layout.split
+    assert_placed(z)
 
 
 def test_size_one_axis_minor_in_a_group_keeps_the_plain_plan():

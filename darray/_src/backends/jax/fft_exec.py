@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from darray._src import compat
 from darray._src.backends.jax.transpose import (all_to_all_move, lax_exchange, merge_move,
                                                 scatter_move)
-from darray._src.fft.plan import Merge, Plan, Transpose
+from darray._src.fft.plan import LocalFFT, Merge, Plan, Transpose
 
 
 def _working_order(order: list, axes) -> list:
@@ -32,16 +32,51 @@ def _working_order(order: list, axes) -> list:
     return [a for a in order if a not in axes] + list(axes)
 
 
+def _real_order(order: list, axes) -> list:
+    """`order` with logical `axes` at the end and the halved axis `axes[-1]` last of all (what
+    rfftn/irfftn transform over): kept as it is if it already is."""
+    if order[-1] == axes[-1] and set(order[len(order) - len(axes):]) == set(axes):
+        return order
+    return ([a for a in order if a not in axes] + [a for a in order if a in axes[:-1]]
+            + [axes[-1]])
+
+
+def _order_for(order: list, stage: LocalFFT) -> list:
+    if stage.kind in ("r2c", "c2r"):
+        return _real_order(order, stage.axes)
+    return _working_order(order, stage.axes)
+
+
+def _fused(stages) -> list:
+    """The plan's stages with each real stage and the complex stage beside it (no exchange
+    between) run as one rfftn / irfftn: XLA then runs one multi-axis real FFT, as jnp's rfftn,
+    instead of a 1-D real FFT, a transposing copy and a complex FFT (1.28x jnp's time for a
+    128^3 round trip on one CPU device). ``axes[-1]`` of a fused stage is the halved axis."""
+    out = []
+    for stage in stages:
+        prev = out[-1] if out else None
+        if (isinstance(stage, LocalFFT) and isinstance(prev, LocalFFT) and prev.kind == "r2c"
+                and stage.kind == "c2c" and not stage.inverse):
+            out[-1] = LocalFFT(stage.axes + prev.axes, "r2c", False, stage.sizes + prev.sizes)
+        elif (isinstance(stage, LocalFFT) and isinstance(prev, LocalFFT)
+              and prev.kind == "c2c" and prev.inverse and stage.kind == "c2r"):
+            out[-1] = LocalFFT(prev.axes + stage.axes, "c2r", True, prev.sizes + stage.sizes)
+        else:
+            out.append(stage)
+    return out
+
+
 def _start_order(plan: Plan, ndim: int) -> list:
     """The working order to start in: the order the mirror-image plan (the forward path, for
     an inverse plan) ends in, if it suits the first stage. In a round trip inside one jit the
     forward's closing move back to logical order and this opening move then cancel."""
     order = list(range(ndim))
-    for stage in reversed(plan.stages):
+    stages = _fused(plan.stages)
+    for stage in reversed(stages):
         if not isinstance(stage, (Transpose, Merge)):
-            order = _working_order(order, stage.axes)
-    first = plan.stages[0]
-    if isinstance(first, (Transpose, Merge)) or set(order[ndim - len(first.axes):]) != set(first.axes):
+            order = _order_for(order, stage)
+    first = stages[0]
+    if isinstance(first, (Transpose, Merge)) or _order_for(order, first) != order:
         return list(range(ndim))
     return order
 
@@ -81,7 +116,7 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange):
     if plan.stages:
         start = _start_order(plan, ndim)
         block, order = _reorder(block, order, start), start
-    for stage in plan.stages:
+    for stage in _fused(plan.stages):
         if isinstance(stage, Transpose):
             block = all_to_all_move(block, stage.mesh_axes, order.index(stage.src),
                                     order.index(stage.dst), stage.src_local_len, stage.parts,
@@ -90,21 +125,21 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange):
         if isinstance(stage, Merge):
             block = _run_merge(block, stage, order, exchange)
             continue
-        new = _working_order(order, stage.axes)
+        new = _order_for(order, stage)
         block, order = _reorder(block, order, new), new
         k = len(stage.axes)
         size_of = dict(zip(stage.axes, stage.sizes))
+        s = tuple(size_of[a] for a in order[ndim - k:])
         if stage.kind == "r2r":
             for a, kernel in zip(stage.axes, stage.kernels):
                 block = apply_r2r(block, order.index(a), kernel)
         elif stage.kind == "r2c":
-            block = jnp.fft.rfft(block, n=stage.sizes[0], axis=-1, norm=norm)
+            block = jnp.fft.rfftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
         elif stage.kind == "c2r":
-            block = jnp.fft.irfft(block, n=stage.sizes[0], axis=-1, norm=norm)
+            block = jnp.fft.irfftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
         else:
             fn = jnp.fft.ifftn if stage.inverse else jnp.fft.fftn
-            block = fn(block, s=tuple(size_of[a] for a in order[ndim - k:]),
-                       axes=tuple(range(ndim - k, ndim)), norm=norm)
+            block = fn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
     return _reorder(block, order, list(range(ndim)))
 
 
