@@ -11,6 +11,10 @@
 // XLA cannot run two exchanges of one program concurrently or in a different
 // order on different ranks (either would mismatch the collectives). The call is
 // declared side-effecting in Python so XLA never drops or duplicates it.
+// Separate chains in one program (two darray ops in one jit) are ordered only by
+// data dependence, so before moving data every rank checks that the whole
+// communicator is at the same exchange (`call_id`, CheckSameExchange in
+// mpi_common.h) and returns an error otherwise.
 //
 // Errors (MPI not initialised, wrong shapes, any MPI error code) are returned
 // as ffi::Error; the communicator must use MPI_ERRORS_RETURN (mpi4py's default)

@@ -10,7 +10,8 @@
 //
 // Ordering: like mpi_all_to_all.cc, an "order" token is copied from input to output, and the
 // Python side threads it through every exchange of a program (and declares the call
-// side-effecting), so the exchanges run in the same order on every rank.
+// side-effecting), so the exchanges run in the same order on every rank; exchanges of
+// separate chains are checked to match across ranks (`call_id`, mpi_common.h) before any send.
 //
 // Errors (MPI not initialised, a permutation of the wrong length or with out-of-range ranks,
 // more than INT_MAX bytes, any MPI error code) are returned as ffi::Error, never fatal; the
