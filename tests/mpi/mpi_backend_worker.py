@@ -211,7 +211,8 @@ raw = jax.ffi.ffi_call(mpi_transport.SENDRECV_TARGET, (jax.ShapeDtypeStruct((3,)
                        has_side_effect=True)
 try:  # a permutation table of the wrong length
     raw(jnp.zeros(3), mpi_transport.new_order(), comm=np.int64(comm.py2f()),
-        call_id=np.int64(1), dests=np.zeros(comm.Get_size() + 1, np.int64), sources=np.zeros(1, np.int64))
+        call_id=np.int64(1), dests=np.zeros(comm.Get_size() + 1, np.int64),
+        sources=np.zeros(1, np.int64))
     raise AssertionError("the handler accepted a permutation of the wrong length")
 except Exception as err:
     assert "darray_mpi_sendrecv" in str(err) and "one per rank" in str(err), err
@@ -225,3 +226,30 @@ except ValueError as err:
 with darray.config_context(**MPI_ON):
     np.testing.assert_allclose(np.asarray(darray.fft.fftn(xc)), np.fft.fftn(host_c), **TOL)
 ok("errors")
+
+# --- 6. two separately jitted darray ops called in a different order on rank 0 than on the
+# others: every call fails on every rank with the same-exchange error, never mixed data; called
+# in the same order afterwards they are right (a 1-D mesh: every exchange on one communicator)
+MISMATCH = "reached different MPI exchanges"
+line = jax.make_mesh((nproc,), ("x",), axis_types=(AUTO,))
+small_c, large_c = host_c[:8], host_c[:12]
+xa = darray.asarray(small_c, mesh=line, spec=("x", None, None))
+xb = darray.asarray(large_c, mesh=line, spec=("x", None, None))
+with darray.config_context(**MPI_ON):
+    fa = jax.jit(darray.fft.fftn)
+    fb = jax.jit(darray.fft.fftn)
+    calls = [lambda: fa(xa), lambda: fb(xb)]
+    for call in (calls if rank == 0 else calls[::-1]):
+        try:
+            jax.block_until_ready(call().data)
+            raise AssertionError(f"rank {rank}: darray ops out of step ran without an error")
+        except AssertionError:
+            raise
+        except Exception as err:  # jax's runtime error type moved between versions
+            assert MISMATCH in str(err), err
+    ka, kb = fa(xa), fb(xb)
+with darray.config_context(**JAX_ON):
+    ka_ref, kb_ref = darray.fft.fftn(xa), darray.fft.fftn(xb)
+assert_same(ka, ka_ref, np.fft.fftn(small_c))
+assert_same(kb, kb_ref, np.fft.fftn(large_c))
+ok("mismatch")

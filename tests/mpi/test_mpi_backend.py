@@ -3,7 +3,8 @@
 Slow tier: under `mpiexec -n 2` and `-n 4` (one CPU device per process, a build with
 DARRAY_ENABLE_MPI=ON made by the `mpi_native` fixture), mpi_backend_worker.py checks on every
 rank fftn/ifftn/rfftn/irfftn and halo fills / halo_reduce against numpy and the "jax" backend with
-layouts asserted, two independent FFTs in one jit, grad and jvp through fftn, and error paths;
+layouts asserted, two independent FFTs in one jit, grad and jvp through fftn, error paths, and two
+jitted fftn called in a different order per rank failing on every rank (then right in order);
 and a process without MPI initialised gets a Python exception naming the handler.
 Default tier: in a build without MPI, selecting "mpi" raises BackendUnavailableError with the fix.
 """
@@ -20,7 +21,7 @@ import darray
 from darray._src import native
 from darray._src.backends import BackendUnavailableError, select_fft_backend
 
-CHECKS = ("fft", "halo", "ordering", "grad", "errors")
+CHECKS = ("fft", "halo", "ordering", "grad", "errors", "mismatch")
 
 
 @pytest.mark.slow
