@@ -338,7 +338,8 @@ def halo_supports(key):
         return f"asymmetric halo widths {widths} (cuDecomp's extents are symmetric)"
     if any(r is not None and r != "periodic" for r, (lo, _) in zip(rules, widths) if lo):
         return f"boundary {rules}: cuDecomp fills periodic ghosts only"
-    return _halo_grid(out_layout) if isinstance(_halo_grid(out_layout), str) else None
+    found = _halo_grid(out_layout)
+    return found if isinstance(found, str) else None
 
 
 def _halo_grid(layout):
