@@ -150,34 +150,14 @@ class Registry:
     def _ensure_builtin(self) -> None:
         if "jax" not in self._entries:
             self._entries["jax"] = self._load_builtin()
-            _load_native_backends()
-            for name, (impl, usable) in _NATIVE.get(self.kind, {}).items():
+            for name, (impl, supports, usable) in _NATIVE.get(self.kind, {}).items():
                 if name not in self._entries:
-                    self.register(name, impl, usable=usable)
+                    self.register(name, impl, supports=supports, usable=usable)
 
 
-# Native backends: build_info() flag -> the module whose register() adds it to the registries.
-NATIVE_BACKENDS = {"cudecomp": "darray._src.backends.cudecomp"}
-_native_loaded: list[bool] = []
-
-
-def _load_native_backends() -> None:
-    """Register every native backend this build has compiled in (once, on first selection)."""
-    if _native_loaded:
-        return
-    _native_loaded.append(True)
-    import importlib
-
-    from darray._src import native
-    info = native.build_info()
-    for flag, module in NATIVE_BACKENDS.items():
-        if info.get(flag):
-            importlib.import_module(module).register()
-
-
-# The MPI backend (CPU): registered in every build; `usable` says when it cannot run here (not
-# compiled in, no mpi4py), and selecting it then raises BackendUnavailableError with the fix.
-# Imported late: mpi_exec pulls in the JAX executors, which import this module.
+# The native backends: registered in every build; `usable` says when one cannot run here (not
+# compiled in, no mpi4py, no GPU), and selecting it then raises BackendUnavailableError with the
+# fix. Imported late: they pull in the JAX executors, which import this module.
 def _mpi_usable():
     from darray._src.backends import mpi_exec
     return mpi_exec.why_unusable()
@@ -193,8 +173,21 @@ def _mpi_halo(data, fill_value, **layouts_and_rules):
     return mpi_exec.halo_fill(data, fill_value, **layouts_and_rules)
 
 
-# kind -> {name: (impl, usable)}: native backends every Registry of that kind starts with.
-_NATIVE = {"FFT": {"mpi": (_mpi_fft, _mpi_usable)}, "halo": {"mpi": (_mpi_halo, _mpi_usable)}}
+def _cudecomp(name):
+    def call(*args, **kwargs):
+        from darray._src.backends import cudecomp
+        return getattr(cudecomp, name)(*args, **kwargs)
+    return call
+
+
+# kind -> {name: (impl, supports, usable)}: native backends every Registry of that kind has.
+_NATIVE = {
+    "FFT": {"mpi": (_mpi_fft, None, _mpi_usable),
+            "cudecomp": (_cudecomp("execute"), _cudecomp("supports"), _cudecomp("usable"))},
+    "halo": {"mpi": (_mpi_halo, None, _mpi_usable),
+             "cudecomp": (_cudecomp("halo_fill"), _cudecomp("halo_supports"),
+                          _cudecomp("usable"))},
+}
 
 
 def _jax_fft_executor():

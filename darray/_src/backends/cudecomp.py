@@ -1,8 +1,10 @@
 """The cuDecomp backend: darray's pencil transposes and halo fills as cuDecomp custom calls.
 
-Registered as FFT executor and halo fill "cudecomp" when the native module was built with
-cuDecomp (``darray._src.native.build_info()["cudecomp"]``). It runs the same `Plan` as the JAX
-backend; a plan it cannot express runs on "jax" and the Selection says why (`plan_ops`).
+Registered as FFT executor and halo fill "cudecomp" in every build (darray._src.backends); its
+`usable()` says when it cannot run here (no cuDecomp in ``darray._src.native.build_info()``,
+no GPU), and selecting it then raises BackendUnavailableError with the fix. It runs the same
+`Plan` as the JAX backend; a plan it cannot express runs on "jax" and the Selection says why
+(`plan_ops`).
 
 What maps onto cuDecomp. cuDecomp numbers axes column-major (X fastest); darray is C-ordered,
 so darray's axes (a0, a1, a2) are cuDecomp's (Z, Y, X). `to_cudecomp` is the one place that
@@ -409,11 +411,3 @@ def halo_fill(data, fill_value, *, in_layout, out_layout, rules):
         return body(primals[0]), halo_exchange.fill(tangents[0], None, in_layout=in_layout,
                                                     out_layout=out_layout, rules=rules)
     return run(data)
-
-
-def register() -> None:
-    """Register "cudecomp" with the FFT and halo registries (called when the build has it)."""
-    from darray._src.backends import FFT_EXECUTORS
-    from darray._src.halo.api import _HALO_BACKENDS
-    FFT_EXECUTORS.register("cudecomp", execute, supports=supports, usable=usable)
-    _HALO_BACKENDS.register("cudecomp", halo_fill, supports=halo_supports, usable=usable)
