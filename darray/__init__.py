@@ -141,7 +141,7 @@ from darray._src.api.utility import any as any
 from darray._src.api.utility import diff as diff
 from darray._src.api.searching import argmax as argmax
 from darray._src.api.searching import argmin as argmin
-from darray._src.api.searching import count_nonzero as count_nonzero
+from darray._src.api.statistical import count_nonzero as count_nonzero
 from darray._src.api.searching import nonzero as nonzero
 from darray._src.api.searching import searchsorted as searchsorted
 from darray._src.api.searching import where as where
@@ -201,3 +201,10 @@ from darray import distributed as distributed
 
 # -- native part --------------------------------------------------------------------------
 from darray._src.native import build_info as build_info
+
+# -- DistArray's operators and methods ----------------------------------------------------
+# Attached once, here, from the namespace above (as jax.numpy attaches jax.Array's): the type
+# in darray._src.array knows nothing of the namespace; darray._src.methods holds the tables.
+from darray._src.methods import register as _register_methods
+_register_methods(DistArray, __import__("sys").modules[__name__])
+del _register_methods

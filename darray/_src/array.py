@@ -4,20 +4,45 @@ A DistArray is a JAX pytree whose only leaf is the physical array and whose stat
 the Layout, so it passes through `jax.jit`, `grad` and `vmap` like any array. JAX rebuilds
 DistArrays from odd leaves during transformations (None, PartitionSpec, ShapedArray, tracers of
 another rank), so the pytree path never validates; `DistArray._new` is the checked path.
+
+This module is the type alone: data, Layout, pytree, constructors, properties and host
+conversion. It imports nothing above `physical`/`placement`. The operators, the numpy-style
+methods, indexing, ``.at``, ``halo``, ``__array_namespace__``, ``str`` and ``to_device`` come
+from the namespace and are attached once, at import, by `darray._src.methods` (which stands
+above the namespace), as `jax/_src/numpy/array_methods.py` does for `jax.Array`.
 """
 from __future__ import annotations
 
+import itertools
+import threading
+
 import numpy as np
 import jax
+import jax.numpy as jnp
 
-from darray._src import physical
+from darray._src import compat, physical
 from darray._src.layout import Layout
+from darray._src.placement import default_mesh, user_mesh
+
+
+_LOCK_GUARD = threading.Lock()
+
+
+def mutation_lock(x: "DistArray") -> threading.RLock:
+    """x's mutation lock, made on first use (most arrays are never mutated). Re-entrant: a
+    view's write-back mutates its base while the view's own lock is held."""
+    lock = x._lock
+    if lock is None:
+        with _LOCK_GUARD:
+            if x._lock is None:
+                x._lock = threading.RLock()
+            lock = x._lock
+    return lock
 
 
 def settle(data):
     """See compat.bound_in_flight: keeps eager dispatch from outrunning jax 0.10's CPU
     collectives."""
-    from darray._src import compat
     return compat.bound_in_flight(data)
 
 
@@ -41,7 +66,6 @@ def reconcile_rank(layout: Layout, data) -> Layout:
                           _leading_split(data, layout, len(extra)) + layout.split,
                           ((0, 0),) * len(shape), tuple(range(len(shape))))
         raise ValueError(f"data of shape {shape} does not extend {layout!r}")
-    import itertools
     for dropped in itertools.combinations(range(layout.ndim), layout.ndim - len(shape)):
         keep = [a for a in range(layout.ndim) if a not in dropped]
         if tuple(physical_shape[a] for a in keep) == shape:
@@ -54,7 +78,6 @@ def reconcile_rank(layout: Layout, data) -> Layout:
 def _leading_split(data, layout: Layout, count: int):
     """Split of `count` leading axes JAX added (vmap outputs): read from the data's concrete
     sharding when it is on the layout's mesh (e.g. vmap with spmd_axis_name), else unsplit."""
-    from darray._src import compat
     sharding = getattr(data, "sharding", None) if not compat.is_tracer(data) else None
     unsplit = ((),) * count
     mesh = getattr(sharding, "mesh", None)
@@ -82,12 +105,30 @@ class DistArray:
     cells are physical facts recorded in ``layout``.
     """
 
-    __slots__ = ("_data", "_layout")
+    # _stored: the physical jax.Array (read it as `_data`, which brings a view up to date);
+    # _version: bumped by every mutation; _view: None, or the link of a view to its base
+    # (api/views.py); _lock: made on first mutation (see `_mutate`).
+    __slots__ = ("_stored", "_layout", "_version", "_view", "_lock", "__weakref__")
     __array_priority__ = 100  # numpy defers binary operators to DistArray
+    __hash__ = None  # arrays are unhashable, as in numpy (methods.py attaches __eq__)
 
     def __init__(self, data, layout: Layout):
-        self._data = data
+        self._stored = data
         self._layout = layout
+        self._version = 0
+        self._view = None
+        self._lock = None
+
+    @property
+    def _data(self):
+        view = self._view
+        if view is not None:
+            view.refresh(self)  # a view whose base was written since reads the base again
+        return self._stored
+
+    @_data.setter
+    def _data(self, data):
+        self._stored = data
 
     @classmethod
     def _new(cls, data, layout: Layout) -> "DistArray":
@@ -106,23 +147,39 @@ class DistArray:
     @classmethod
     def _wrap_scalar(cls, value, mesh=None) -> "DistArray":
         """A 0-d DistArray (internal: lets functions treat a jax scalar like any operand)."""
-        import jax.numpy as jnp
-        from darray._src.placement import default_mesh
         data = value if isinstance(value, jax.Array) else jnp.asarray(value)
         if mesh is None and not isinstance(data, jax.core.Tracer) and isinstance(
                 getattr(data, "sharding", None), jax.sharding.NamedSharding):
             # keep the scalar on its own mesh (e.g. a sum over a (2, 4) mesh), not the default
-            from darray._src import compat
             mesh = compat.auto_twin(data.sharding.mesh)
         return cls(data, Layout.create((), mesh if mesh is not None else default_mesh(), ()))
 
     def _rebind(self, result) -> None:
-        """Become `result` (in-place operators and setitem; jax arrays are immutable). A bare
-        jax array result keeps this array's layout."""
+        """Become `result` (jax arrays are immutable). A bare jax array result keeps this
+        array's layout. Mutations go through `_mutate`."""
         if isinstance(result, DistArray):
-            self._data, self._layout = result._data, result._layout
+            self._stored, self._layout = result._data, result._layout
         else:
-            self._data = result
+            self._stored = result
+        self._version += 1
+
+    def _mutate(self, compute) -> None:
+        """Replace this array by ``compute(self)`` (``x[k] = v``, ``x += y``), atomically with
+        respect to every other mutation of it: read, compute and rebind run under this array's
+        lock, so threads writing slices of one array never lose each other's writes. A view
+        then writes its new value through to its base (under the base's lock)."""
+        with mutation_lock(self):
+            self._rebind(compute(self))
+            if self._view is not None:
+                self._view.write_back(self)
+
+    def __copy__(self) -> "DistArray":
+        """An independent array with the same (immutable) data: mutating either rebinds it
+        alone. Not a view."""
+        return DistArray(self._data, self._layout)
+
+    def __deepcopy__(self, memo) -> "DistArray":
+        return self.__copy__()
 
     # -- pytree ------------------------------------------------------------------------------
     def tree_flatten(self):
@@ -177,43 +234,7 @@ class DistArray:
         """The Array API device of a DistArray is its mesh: pass it as `device=` to co-locate.
         It is the mesh the user gave (``x.device == mesh``), also where darray stores the Auto
         twin of an Explicit mesh (see api/operands.py)."""
-        from darray._src.api.operands import user_mesh
         return user_mesh(self._layout.mesh)
-
-    def to_device(self, device, /, *, stream=None) -> "DistArray":
-        """This array on `device`: a Mesh (what ``x.device`` returns), a single jax Device, or a
-        NamedSharding (its mesh and spec). A Mesh keeps the split where the target has the
-        mesh axes it uses (same sizes); otherwise the default split for the target is used.
-
-        Layout: as requested. On the same devices, one compiled resharding; onto other devices,
-        the blocks are padded for the target layout and moved by `jax.device_put` (each target
-        device receives its block only).
-        """
-        if stream is not None:
-            raise ValueError(f"to_device(stream={stream!r}): darray has no streams; pass None")
-        from darray._src.api.creation import asarray
-        import jax.numpy  # noqa: F401 (jax.numpy.pad below)
-        from darray._src.placement import make_layout, resolve_mesh
-        spec = None
-        if isinstance(device, jax.sharding.NamedSharding):
-            device, spec = device.mesh, tuple(device.spec)
-            spec = spec + (None,) * (self.ndim - len(spec))
-        mesh = resolve_mesh(device=device)
-        if mesh == self.mesh and spec is None:
-            return self
-        if spec is None:
-            keep = all(self.mesh.shape[name] == mesh.shape.get(name)
-                       for name in self._layout.used_mesh_axes)
-            spec = self.layout.spec if keep else None
-        if set(mesh.devices.flat) == set(self.mesh.devices.flat) or isinstance(
-                self._data, jax.core.Tracer):
-            return asarray(self, mesh=mesh, spec=spec)
-        layout = make_layout(self.shape, mesh, spec)
-        # padding sits at the end of each split axis: pad here, then every block moves as is
-        logical = self.to_jax()
-        padded = jax.numpy.pad(logical, [(0, p - n) for p, n in
-                                         zip(layout.physical_shape, self.shape)])
-        return DistArray._new(jax.device_put(padded, physical.sharding_of(layout)), layout)
 
     def to_jax(self) -> jax.Array:
         """The logical global array as a plain jax.Array (padding and ghosts removed)."""
@@ -236,68 +257,8 @@ class DistArray:
             return f"DistArray({self._scalar('biufc', 'repr')!r}, dtype={dtype}, mesh=({mesh}))"
         return f"DistArray({dtype}[{dims}], mesh=({mesh}), split={lay.describe_split()}{extra})"
 
-    def __str__(self) -> str:
-        """numpy's text for the values (summarised like numpy's for large arrays, reading only
-        the printed cells); the repr when there are no concrete values (under tracing)."""
-        if not self._has_values():
-            return repr(self)
-        from darray._src.printing import values_text
-        return values_text(self)
-
     def _has_values(self) -> bool:
         return isinstance(self._data, jax.Array) and not isinstance(self._data, jax.core.Tracer)
-
-    # -- numpy conveniences (not in the Array API, expected by numpy users) ---------------------
-    @property
-    def real(self):
-        """Real part; for a non-complex array the array itself, as numpy's ``x.real`` (the
-        namespace function darray.real keeps the standard's dtype rule)."""
-        if self.dtype.kind != "c":
-            return self
-        return _lookup("real")(self)
-
-    @property
-    def imag(self):
-        """Imaginary part; zeros of x's dtype for a non-complex array, as numpy's ``x.imag``
-        (libraries probe ``hasattr(x, "imag")`` on bool arrays)."""
-        if self.dtype.kind != "c":
-            from darray._src.api.creation import zeros_like
-            return zeros_like(self)
-        return _lookup("imag")(self)
-
-    # -- indexing (darray._src.api.indexing) -------------------------------------------------
-    def __getitem__(self, key):
-        from darray._src.api.indexing import getitem
-        return getitem(self, key)
-
-    def __setitem__(self, key, value):
-        """Rebinds this DistArray to an updated copy (jax arrays are immutable)."""
-        from darray._src.api.indexing import setitem
-        updated = setitem(self, key, value)
-        self._rebind(updated)
-
-    # -- halo (darray._src.halo) -------------------------------------------------------------
-    def halo(self, width=1, *, boundary="periodic", axes=None, fill_value=0):
-        """Ghost cells filled from neighbouring blocks; see darray._src.halo.halo."""
-        from darray._src.halo import halo
-        return halo(self, width, boundary=boundary, axes=axes, fill_value=fill_value)
-
-    def halo_reduce(self, *, boundary="periodic"):
-        """Sum ghost cells back into their owners (the adjoint of `halo`)."""
-        from darray._src.halo import halo_reduce
-        return halo_reduce(self, boundary=boundary)
-
-    def unhalo(self):
-        """Drop ghost cells (keep the interior)."""
-        from darray._src.halo import unhalo
-        return unhalo(self)
-
-    # -- Array API protocol (darray._src.api: elementwise, manipulation) ---------------------
-    def __array_namespace__(self, /, *, api_version=None):
-        """The `darray` module (Array API 2025.12, also for api_version=None or "2025.12");
-        "2023.12" and "2024.12" give darray as those revisions (see api/versions.py)."""
-        from darray._src.api.versions import namespace
-        return namespace(api_version)
 
     def _scalar(self, kinds: str, what: str):
         """The single element as a Python scalar (reads one cell, no gather)."""
@@ -356,88 +317,3 @@ class DistArray:
 
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU, device 0: __dlpack__ exports the host copy
-
-    @property
-    def mT(self) -> "DistArray":
-        """Transpose of the last two axes (see darray.matrix_transpose)."""
-        from darray._src.api.manipulation import matrix_transpose
-        return matrix_transpose(self)
-
-    @property
-    def T(self) -> "DistArray":
-        """Reversed axes; the standard defines it for 2-D arrays only."""
-        if self.ndim != 2:
-            raise ValueError(f"x.T needs a 2-D array, got {self.ndim}-D; use x.mT or "
-                             "darray.permute_dims")
-        from darray._src.api.manipulation import permute_dims
-        return permute_dims(self, (1, 0))
-
-
-# -- operators: one table, shared with the elementwise functions ------------------------------
-# (dunder, elementwise function name, operand order). "reflected" swaps operands; "inplace"
-# computes the op and rebinds self, since jax arrays are immutable.
-OPERATORS = (
-    ("__add__", "add"), ("__sub__", "subtract"), ("__mul__", "multiply"),
-    ("__truediv__", "divide"), ("__floordiv__", "floor_divide"), ("__mod__", "remainder"),
-    ("__pow__", "pow"), ("__matmul__", "matmul"), ("__and__", "bitwise_and"),
-    ("__or__", "bitwise_or"), ("__xor__", "bitwise_xor"), ("__lshift__", "bitwise_left_shift"),
-    ("__rshift__", "bitwise_right_shift"),
-)
-COMPARISONS = (
-    ("__eq__", "equal"), ("__ne__", "not_equal"), ("__lt__", "less"),
-    ("__le__", "less_equal"), ("__gt__", "greater"), ("__ge__", "greater_equal"),
-)
-UNARY = (("__neg__", "negative"), ("__pos__", "positive"), ("__abs__", "abs"),
-         ("__invert__", "bitwise_invert"))
-
-
-def _lookup(name):
-    # Late import: the elementwise module depends on this one.
-    from darray._src.api import elementwise
-    return getattr(elementwise, name)
-
-
-_OPERAND_TYPES = (bool, int, float, complex, np.ndarray, np.generic, jax.Array)
-
-
-def _binary(name, how):
-    # Unknown operand types give NotImplemented, so Python asks the other operand (numpy's
-    # rule; e.g. pytest.approx, or a library's own array type)
-    def forward(self, other):
-        if not isinstance(other, (DistArray,) + _OPERAND_TYPES):
-            return NotImplemented
-        return _lookup(name)(self, other)
-
-    def reflected(self, other):
-        if not isinstance(other, (DistArray,) + _OPERAND_TYPES):
-            return NotImplemented
-        return _lookup(name)(other, self)
-
-    def inplace(self, other):
-        result = _lookup(name)(self, other)
-        _lookup("check_inplace")(self, result, name)
-        self._rebind(result)
-        return self
-    return {"forward": forward, "reflected": reflected, "inplace": inplace}[how]
-
-
-def _unary(name):
-    def method(self):
-        return _lookup(name)(self)
-    return method
-
-
-for _dunder, _name in OPERATORS:
-    setattr(DistArray, _dunder, _binary(_name, "forward"))
-    setattr(DistArray, "__r" + _dunder[2:], _binary(_name, "reflected"))
-    setattr(DistArray, "__i" + _dunder[2:], _binary(_name, "inplace"))
-for _dunder, _name in COMPARISONS:
-    setattr(DistArray, _dunder, _binary(_name, "forward"))
-for _dunder, _name in UNARY:
-    setattr(DistArray, _dunder, _unary(_name))
-DistArray.__hash__ = None  # arrays are unhashable, as in numpy (we define __eq__)
-
-# numpy/jax.Array methods (x.sum(), x.reshape(...), x.at[...]): one table, each entry a
-# namespace function (darray._src.methods.METHODS)
-from darray._src import methods as _methods  # noqa: E402
-_methods.install(DistArray)

@@ -23,6 +23,9 @@ import numpy as np
 
 from darray._src import backends as backend_registry
 from darray._src import compat, config
+from darray._src.api.creation import asarray
+from darray._src.fft.api import fftn, ifftn
+from darray._src.halo import halo
 
 OPS = ("fftn", "halo")
 MESH_AXIS_NAMES = ("x", "y", "z")
@@ -204,14 +207,12 @@ def _sample(shape, dtype) -> np.ndarray:
 @functools.lru_cache(maxsize=128)
 def _runner(choice: Choice, shape, dtype_str, op, halo_width):
     """(input DistArray, compiled op) for one candidate; compiled once, cached for re-timing."""
-    import darray  # the public namespace (imports darray._src.autotune itself)
-    x = darray.asarray(_sample(shape, np.dtype(dtype_str)), mesh=choice.mesh(), spec=choice.spec)
+    x = asarray(_sample(shape, np.dtype(dtype_str)), mesh=choice.mesh(), spec=choice.spec)
     dec = choice.decomposition
     if op == "fftn":
-        fn = jax.jit(lambda a: darray.fft.ifftn(darray.fft.fftn(a, decomposition=dec),
-                                                decomposition=dec))
+        fn = jax.jit(lambda a: ifftn(fftn(a, decomposition=dec), decomposition=dec))
     else:
-        fn = jax.jit(lambda a: darray.halo(a, halo_width))
+        fn = jax.jit(lambda a: halo(a, halo_width))
     with config.config_context(**choice.config()):  # the backend is chosen at trace time
         jax.block_until_ready(fn(x).data)
     return x, fn

@@ -1,27 +1,47 @@
-"""DistArray methods: the `jax.Array` / numpy method set, each one a namespace function.
+"""DistArray's operators and methods, attached once from the namespace that stands below.
 
-`METHODS` maps a method name to the namespace function that does the work and an adapter that
-turns numpy's method signature (``axis=``, ``keepdims=``, ``dtype=``, ``ddof=``, ``*shape``) into
-the Array API call. There is no second implementation: `x.sum(axis=0)` *is*
-``darray.sum(x, axis=0)``, so results keep the layouts the namespace documents. `install` puts
-every entry on DistArray in one loop, the way array.py installs the operators.
+`array.py` defines the type alone. This module sits above the whole namespace (as JAX's
+`jax/_src/numpy/array_methods.py` sits above `jax.numpy`) and `register` puts on DistArray, at
+import of `darray`:
 
-`x.at[idx].set/add/multiply/divide/power/min/max/get` follows JAX's functional semantics: the
-result is a new DistArray in x's layout; `x` is unchanged.
+- the operators (`OPERATORS`, `COMPARISONS`, `UNARY`): each dunder *is* the elementwise function
+  of the same table the namespace exports (``x + y`` is ``darray.add(x, y)``), reflected and
+  in-place variants included;
+- the numpy / `jax.Array` method set (`METHODS`): a method name, the namespace function that
+  does the work and an adapter that turns numpy's method signature (``axis=``, ``keepdims=``,
+  ``dtype=``, ``ddof=``, ``*shape``) into the Array API call. There is no second
+  implementation: `x.sum(axis=0)` *is* ``darray.sum(x, axis=0)``, so results keep the layouts
+  the namespace documents;
+- the protocol and the rest (`PROTOCOL`): indexing, ``.at``, ``halo``, ``__array_namespace__``,
+  ``str``, ``to_device``, ``real``/``imag``, ``mT``/``T``.
+
+Functions are looked up in the namespace once, at registration.
 """
 from __future__ import annotations
 
-import functools
 import operator
 
+import jax
 import numpy as np
+
+from darray._src import physical
+from darray._src.api import versions
+from darray._src.api.at import AtIndexer
+from darray._src.api.creation import asarray, zeros_like
+from darray._src.api.elementwise import check_inplace
+from darray._src.api.indexing import getitem, setitem
+from darray._src.array import DistArray
+from darray._src.axes import normalize_axis
+from darray._src.halo import halo, halo_reduce, unhalo
+from darray._src.placement import make_layout, resolve_mesh
+from darray._src.printing import values_text
+
+_NAMESPACE = None  # the `darray` module, given to `register`
 
 
 def _ns(name: str):
-    """The public namespace function `name` (``"linalg.trace"`` for an extension), looked up
-    late because the namespace imports DistArray."""
-    import darray
-    obj = darray
+    """The namespace function `name` (``"linalg.trace"`` for an extension)."""
+    obj = _NAMESPACE
     for part in name.split("."):
         obj = getattr(obj, part)
     return obj
@@ -108,7 +128,6 @@ def _transpose(fn, x, *axes, method):
 
 
 def _swapaxes(fn, x, axis1, axis2, *, method):
-    from darray._src.axes import normalize_axis
     order = list(range(x.ndim))
     a, b = normalize_axis(axis1, x.ndim, "axis1"), normalize_axis(axis2, x.ndim, "axis2")
     order[a], order[b] = order[b], order[a]
@@ -188,7 +207,6 @@ def _repeat(fn, x, repeats, axis=None, *, method):
 
 
 def _last_two(x, axis1, axis2):
-    from darray._src.axes import normalize_axis
     a = normalize_axis(axis1, x.ndim, "axis1")
     b = normalize_axis(axis2, x.ndim, "axis2")
     if a == b:
@@ -226,7 +244,6 @@ def _tolist(fn, x, *, method):
 
 def _like(value, x):
     """`value` as a DistArray on x's mesh (Python/numpy values are placed there, unsplit)."""
-    from darray._src.array import DistArray
     if isinstance(value, DistArray):
         return value
     return _ns("asarray")(value, device=x.mesh)
@@ -253,8 +270,9 @@ METHODS = {
 
 
 def _method(name, fname, adapter):
+    fn = _ns(fname) if fname is not None else None
+
     def method(self, *args, **kwargs):
-        fn = _ns(fname) if fname is not None else None
         return adapter(fn, self, *args, method=name, **kwargs)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = (f"numpy-style ``x.{name}(...)``: calls ``darray.{fname}`` (same result "
@@ -262,167 +280,182 @@ def _method(name, fname, adapter):
     return method
 
 
-def install(cls) -> None:
-    """Put every METHODS entry on `cls` (DistArray)."""
+# -- operators: one table, shared with the elementwise functions ------------------------------
+# (dunder, namespace function). Each binary entry also gives the reflected (swapped operands)
+# and in-place (computes, then rebinds self: jax arrays are immutable) dunders.
+OPERATORS = (
+    ("__add__", "add"), ("__sub__", "subtract"), ("__mul__", "multiply"),
+    ("__truediv__", "divide"), ("__floordiv__", "floor_divide"), ("__mod__", "remainder"),
+    ("__pow__", "pow"), ("__matmul__", "matmul"), ("__and__", "bitwise_and"),
+    ("__or__", "bitwise_or"), ("__xor__", "bitwise_xor"), ("__lshift__", "bitwise_left_shift"),
+    ("__rshift__", "bitwise_right_shift"),
+)
+COMPARISONS = (
+    ("__eq__", "equal"), ("__ne__", "not_equal"), ("__lt__", "less"),
+    ("__le__", "less_equal"), ("__gt__", "greater"), ("__ge__", "greater_equal"),
+)
+UNARY = (("__neg__", "negative"), ("__pos__", "positive"), ("__abs__", "abs"),
+         ("__invert__", "bitwise_invert"))
+
+_OPERAND_TYPES = (DistArray, bool, int, float, complex, np.ndarray, np.generic, jax.Array)
+
+
+def _binary(name, how):
+    fn = _ns(name)
+
+    # Unknown operand types give NotImplemented, so Python asks the other operand (numpy's
+    # rule; e.g. pytest.approx, or a library's own array type)
+    def forward(self, other):
+        if not isinstance(other, _OPERAND_TYPES):
+            return NotImplemented
+        return fn(self, other)
+
+    def reflected(self, other):
+        if not isinstance(other, _OPERAND_TYPES):
+            return NotImplemented
+        return fn(other, self)
+
+    def inplace(self, other):
+        def compute(current):
+            result = fn(current, other)
+            check_inplace(current, result, name)
+            return result
+        self._mutate(compute)
+        return self
+    return {"forward": forward, "reflected": reflected, "inplace": inplace}[how]
+
+
+def _unary(name):
+    fn = _ns(name)
+
+    def method(self):
+        return fn(self)
+    return method
+
+
+# -- the protocol and the rest ----------------------------------------------------------------
+def _setitem(self, key, value):
+    """Rebinds this DistArray to an updated copy (jax arrays are immutable), atomically (see
+    DistArray._mutate); through a view, the base is written too (api/views.py)."""
+    self._mutate(lambda current: setitem(current, key, value))
+
+
+def _halo(self, width=1, *, boundary="periodic", axes=None, fill_value=0):
+    """Ghost cells filled from neighbouring blocks; see darray.halo."""
+    return halo(self, width, boundary=boundary, axes=axes, fill_value=fill_value)
+
+
+def _halo_reduce(self, *, boundary="periodic"):
+    """Sum ghost cells back into their owners (the adjoint of `halo`)."""
+    return halo_reduce(self, boundary=boundary)
+
+
+def _unhalo(self):
+    """Drop ghost cells (keep the interior)."""
+    return unhalo(self)
+
+
+def _array_namespace(self, /, *, api_version=None):
+    """The `darray` module (Array API 2025.12, also for api_version=None or "2025.12");
+    "2023.12" and "2024.12" give darray as those revisions (see api/versions.py)."""
+    return versions.namespace(_NAMESPACE, api_version)
+
+
+def _str(self) -> str:
+    """numpy's text for the values (summarised like numpy's for large arrays, reading only
+    the printed cells); the repr when there are no concrete values (under tracing)."""
+    if not self._has_values():
+        return repr(self)
+    return values_text(self)
+
+
+def _to_device(self, device, /, *, stream=None):
+    """This array on `device`: a Mesh (what ``x.device`` returns), a single jax Device, or a
+    NamedSharding (its mesh and spec). A Mesh keeps the split where the target has the
+    mesh axes it uses (same sizes); otherwise the default split for the target is used.
+
+    Layout: as requested. On the same devices, one compiled resharding; onto other devices,
+    the blocks are padded for the target layout and moved by `jax.device_put` (each target
+    device receives its block only).
+    """
+    if stream is not None:
+        raise ValueError(f"to_device(stream={stream!r}): darray has no streams; pass None")
+    spec = None
+    if isinstance(device, jax.sharding.NamedSharding):
+        device, spec = device.mesh, tuple(device.spec)
+        spec = spec + (None,) * (self.ndim - len(spec))
+    mesh = resolve_mesh(device=device)
+    if mesh == self.mesh and spec is None:
+        return self
+    if spec is None:
+        keep = all(self.mesh.shape[name] == mesh.shape.get(name)
+                   for name in self._layout.used_mesh_axes)
+        spec = self.layout.spec if keep else None
+    if set(mesh.devices.flat) == set(self.mesh.devices.flat) or isinstance(
+            self._data, jax.core.Tracer):
+        return asarray(self, mesh=mesh, spec=spec)
+    layout = make_layout(self.shape, mesh, spec)
+    # padding sits at the end of each split axis: pad here, then every block moves as is
+    logical = self.to_jax()
+    padded = jax.numpy.pad(logical, [(0, p - n) for p, n in
+                                     zip(layout.physical_shape, self.shape)])
+    return DistArray._new(jax.device_put(padded, physical.sharding_of(layout)), layout)
+
+
+def _real(self):
+    """Real part; for a non-complex array the array itself, as numpy's ``x.real`` (the
+    namespace function darray.real keeps the standard's dtype rule)."""
+    if self.dtype.kind != "c":
+        return self
+    return _ns("real")(self)
+
+
+def _imag(self):
+    """Imaginary part; zeros of x's dtype for a non-complex array, as numpy's ``x.imag``
+    (libraries probe ``hasattr(x, "imag")`` on bool arrays)."""
+    if self.dtype.kind != "c":
+        return zeros_like(self)
+    return _ns("imag")(self)
+
+
+def _matrix_transposed(self):
+    """Transpose of the last two axes (see darray.matrix_transpose)."""
+    return _ns("matrix_transpose")(self)
+
+
+def _transposed(self):
+    """Reversed axes; the standard defines it for 2-D arrays only."""
+    if self.ndim != 2:
+        raise ValueError(f"x.T needs a 2-D array, got {self.ndim}-D; use x.mT or "
+                         "darray.permute_dims")
+    return _ns("permute_dims")(self, (1, 0))
+
+
+# name: what goes on DistArray (properties wrap their getter)
+PROTOCOL = {
+    "__getitem__": getitem, "__setitem__": _setitem, "halo": _halo,
+    "halo_reduce": _halo_reduce, "unhalo": _unhalo, "__array_namespace__": _array_namespace,
+    "__str__": _str, "to_device": _to_device,
+    "real": property(_real), "imag": property(_imag), "mT": property(_matrix_transposed),
+    "T": property(_transposed),
+    "at": property(AtIndexer, doc="Functional updates: ``x.at[idx].set(v)`` etc."),
+}
+
+
+def register(cls, namespace) -> None:
+    """Attach every table above to `cls` (DistArray), looking functions up in `namespace`
+    (the `darray` module, which calls this once at the end of its import)."""
+    global _NAMESPACE
+    _NAMESPACE = namespace
+    for dunder, name in OPERATORS:
+        setattr(cls, dunder, _binary(name, "forward"))
+        setattr(cls, "__r" + dunder[2:], _binary(name, "reflected"))
+        setattr(cls, "__i" + dunder[2:], _binary(name, "inplace"))
+    for dunder, name in COMPARISONS:
+        setattr(cls, dunder, _binary(name, "forward"))
+    for dunder, name in UNARY:
+        setattr(cls, dunder, _unary(name))
     for name, (fname, adapter) in METHODS.items():
         setattr(cls, name, _method(name, fname, adapter))
-    cls.at = property(_AtIndexer, doc="Functional updates: ``x.at[idx].set(v)`` etc.")
-
-
-# -- x.at[idx] --------------------------------------------------------------------------------
-_COMBINE = {"add": "add", "multiply": "multiply", "divide": "divide", "power": "pow",
-            "min": "minimum", "max": "maximum"}
-
-
-class _AtIndexer:
-    __slots__ = ("_x",)
-
-    def __init__(self, x):
-        self._x = x
-
-    def __getitem__(self, key):
-        return _AtRef(self._x, key)
-
-
-class _AtRef:
-    """``x.at[key]``: each method returns a new DistArray in x's layout; x is unchanged.
-
-    Layout: x's layout (halo dropped). Keys without arrays (ints, slices, ..., None) with a
-    scalar value (Python, numpy or 0-d DistArray): one elementwise select on the blocks, no
-    communication, compiled once per layout. With an array value: the indexed cells are
-    read, combined and written back through `x[key]` and `setitem` (their communication).
-    Keys with integer or boolean arrays scatter on the logical path, as ``x[key] = v`` does,
-    with JAX's rule that repeated indices accumulate.
-    """
-    __slots__ = ("_x", "_key")
-
-    def __init__(self, x, key):
-        self._x, self._key = x, key
-
-    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            fill_value=None):
-        _check_mode(mode, fill_value)
-        return self._x[self._key]
-
-    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return self._update("set", values, mode)
-
-    def _update(self, how, values, mode):
-        _check_mode(mode, None)
-        from darray._src.api import indexing
-        x, key = self._x, self._key
-        keys = key if isinstance(key, tuple) else (key,)
-        selection = _basic_selection(x, keys)
-        if selection is not None and _is_scalar_value(values):
-            return _masked_update(x, selection, values, how)
-        if how == "set":
-            return indexing.setitem(x, key, values)
-        if not any(indexing._is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in keys):
-            # basic keys select each cell once: read, combine, write back
-            combined = _ns(_COMBINE[how])(x[key], values)
-            return indexing.setitem(x, key, _ns("astype")(combined, x.dtype)
-                                    if hasattr(combined, "layout") else combined)
-        return _scatter(x, keys, values, how)
-
-
-def _update_method(how):
-    def update(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return self._update(how, values, mode)
-    update.__name__ = how
-    update.__doc__ = f"x with x[key] combined by {_COMBINE[how]} with `values` (functional)."
-    return update
-
-
-for _how in _COMBINE:
-    setattr(_AtRef, _how, _update_method(_how))
-
-
-def _is_scalar_value(values) -> bool:
-    from darray._src.array import DistArray
-    if isinstance(values, DistArray):
-        return values.ndim == 0
-    return isinstance(values, (bool, int, float, complex, np.generic)) or (
-        isinstance(values, np.ndarray) and values.ndim == 0)
-
-
-def _basic_selection(x, keys):
-    """For a key of ints, slices, ... and None on a plain layout: one boolean vector per axis
-    over the *physical* length, True at the selected logical cells (padding never selected);
-    else None. Host work only, sized by the axes, never by the array."""
-    from darray._src.api import indexing
-    from darray._src.api._helpers import is_plain
-    if not is_plain(x.layout) or any(
-            indexing._is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in keys):
-        return None
-    for pos, k in enumerate(keys):
-        indexing._check_item(k, pos)
-    keys = indexing._expand_ellipsis(tuple(keys), x.ndim)
-    keys = tuple(k for k in keys if k is not None)  # new axes only shape the value
-    keys = keys + (slice(None),) * (x.ndim - len(keys))
-    vectors = []
-    for axis, (k, n, physical_n) in enumerate(zip(keys, x.shape, x.layout.physical_shape)):
-        chosen = np.zeros(physical_n, bool)
-        if isinstance(k, slice):
-            chosen[np.arange(n)[k]] = True
-        else:
-            i = operator.index(k)
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
-            chosen[i % n] = True
-        shape = [1] * x.ndim
-        shape[axis] = physical_n
-        vectors.append(chosen.reshape(shape))
-    return vectors
-
-
-def _masked_update(x, vectors, value, how):
-    """x with the selected cells combined with a scalar value: one elementwise select on the
-    physical blocks (the selection vectors are runtime arguments, so new indices reuse the
-    compiled program). No communication."""
-    from darray._src.api import common
-    from darray._src.array import DistArray
-    if not isinstance(value, DistArray):
-        value = np.asarray(value)
-    return common.apply_physical(_select_fn(how), [x, value, *vectors], x.layout)
-
-
-_JNP_COMBINE = {"set": None, "add": "add", "multiply": "multiply", "divide": "divide",
-                "power": "power", "min": "minimum", "max": "maximum"}
-
-
-@functools.lru_cache(maxsize=None)
-def _select_fn(how):
-    def select(data, value, *vectors):
-        import jax.numpy as jnp
-        chosen = functools.reduce(jnp.logical_and, vectors, np.bool_(True))  # 0-d x: no axes
-        name = _JNP_COMBINE[how]
-        value = jnp.asarray(value).astype(data.dtype)  # as JAX's .at: updates take x's dtype
-        new = value if name is None else getattr(jnp, name)(data, value)
-        return jnp.where(chosen, new.astype(data.dtype), data)
-    return select
-
-
-def _check_mode(mode, fill_value):
-    if mode not in (None, "promise_in_bounds") or fill_value is not None:
-        raise NotImplementedError(f"x.at[...]: mode={mode!r}, fill_value={fill_value!r} are "
-                                  "not supported; out-of-range indices raise IndexError")
-
-
-def _scatter(x, keys, values, how):
-    """Integer/boolean array keys: one scatter on the logical path (repeats accumulate)."""
-    from darray._src.api import common, indexing
-    for pos, k in enumerate(keys):
-        indexing._check_item(k, pos)
-    indexing._check_advanced_bounds(x, keys)
-    template, operands = indexing._advanced_parts(x, keys)
-    val = indexing._value_operand(values, x.dtype)
-    return common.apply_logical(_scatter_kernel, [x, val, *operands], x.layout.without_halo(),
-                                static=(tuple(template), how))
-
-
-def _scatter_kernel(a, value, *rest):
-    import jax.numpy as jnp
-    from darray._src.api.indexing import _build_key
-    *operands, template, how = rest
-    ref = a.at[_build_key(template, operands)]
-    return getattr(ref, how)(jnp.asarray(value).astype(a.dtype))  # same names as jax's .at
+    for name, value in PROTOCOL.items():
+        setattr(cls, name, value)

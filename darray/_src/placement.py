@@ -24,6 +24,19 @@ def default_mesh() -> Mesh:
     return compat.make_auto_mesh((jax.device_count(),), (DEFAULT_AXIS,))
 
 
+def user_mesh(mesh):
+    """The mesh the user passed whose Auto twin is `mesh` (so ``x.device == mesh`` holds for
+    it), else `mesh` itself. darray's default mesh stays itself: jax interns meshes, so the
+    twin of an Explicit ('d',) mesh made anywhere in the process IS the default mesh, and
+    arrays created without a mesh must report ``default_device()``, whoever made that mesh."""
+    if mesh is default_mesh():
+        return mesh
+    for given, twin in list(compat._AUTO_TWINS.items()):
+        if twin is mesh:
+            return given
+    return mesh
+
+
 SMALL_ARRAY = 1 << 16  # cells; below this, an array too short to split evenly is replicated
 
 

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from jax.sharding import AbstractMesh
 
-from darray._src.fft.plan import LocalFFT, Merge, PlanError, Transpose, apply_stage, plan_fft
+from darray._src.fft.plan import LocalFFT, Merge, PlanError, Transpose, apply_stage
+from darray._src.fft.planner import plan_fft
 from darray._src.fft.planner import cost
 from darray._src.layout import Layout
 

@@ -29,6 +29,7 @@ from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
 from darray._src.api import dtypes as _dt
+from darray._src.api.statistical import count_nonzero
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 
@@ -225,7 +226,6 @@ def _compact_fn(mask_lay: Layout, payload_lays: tuple, count: int, with_indices:
 
 
 def count_true(mask: DistArray) -> int:
-    from darray._src.api.searching import count_nonzero
     return int(count_nonzero(mask))
 
 

@@ -361,11 +361,3 @@ def check_inplace(x: DistArray, result: DistArray, name: str) -> None:
     if result.shape != x.shape:
         raise ValueError(f"x {op}= y would change the shape of x from {x.shape} to "
                          f"{result.shape} by broadcasting; write x = x {op} y")
-
-
-def __getattr__(name):
-    # The @ operator is looked up here with the others; matmul lives in linalg.
-    if name == "matmul":
-        from darray._src.api.linalg import matmul
-        return matmul
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

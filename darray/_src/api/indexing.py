@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api import common, compaction, slicing
+from darray._src.api import common, compaction, slicing, views
 from darray._src.api._helpers import (default_layout, is_plain, make_out_layout, normalize_axis,
                                       settle)
 from darray._src.api.operands import check_operand_meshes, placed
@@ -166,8 +166,10 @@ def getitem(x: DistArray, key) -> DistArray:
       blocks and never gathers x (slicing.py): an int on a split axis is read by its owner and
       shared with one psum of the result (``x[3, 4, 5]`` moves one element); a slice of a split
       axis re-blocks it with a few ppermute shifts of output-sized buffers. Layouts with
-      ghosts or a transposed order take the logical path. Integer-array and boolean-mask keys use the logical path into the default layout
-      for the output shape; a boolean mask needs a concrete mask (its count sets the shape).
+      ghosts or a transposed order take the logical path. Integer-array and boolean-mask keys
+      use the logical path into the default layout for the output shape; a boolean mask needs
+      a concrete mask (its count sets the shape). A basic key gives a view of x
+      (api/views.py): writing it writes x, as in numpy.
     """
     x = common.check_array(x)
     key = _as_tuple(key)
@@ -175,6 +177,14 @@ def getitem(x: DistArray, key) -> DistArray:
         _check_item(k, pos)
     if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
         return _advanced_get(x, _key_on_mesh(x, key, "x[key]"))
+    result = _basic_get(x, key)
+    if result.ndim == 0 and not any(k is Ellipsis for k in key):
+        return result  # numpy answers a key of ints with a scalar, not a view
+    return views.make_view(result, x, views.Step(lambda p: _basic_get(p, key),
+                                                 lambda p, v: setitem(p, key, v)))
+
+
+def _basic_get(x: DistArray, key: tuple) -> DistArray:
     key = _expand_ellipsis(key, x.ndim)
     plan, ints, shape, split = _basic_plan(x, key)
     out = make_out_layout(x.mesh, shape, split)

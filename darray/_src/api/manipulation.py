@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import compat
-from darray._src.api import common, joining
+from darray._src.api import common, joining, views
 from darray._src.api.operands import placed
 from darray._src.api._helpers import (AxisError, check_same_mesh, is_plain, make_out_layout,
                                       normalize_axes, normalize_axis, run_physical,
@@ -110,9 +110,18 @@ def reshape(x: DistArray, /, shape, *, copy=None) -> DistArray:
       communication). A split axis that is merged or cut moves its mesh axes to the leading
       output axis of its group; XLA's partitioner then moves the data (an all-to-all or a
       collective-permute; for even sizes merging leading split axes moves nothing).
+      Unless copy=True, the result is a view of x (api/views.py): writing it writes x.
     """
     x = common.check_array(x)
     new = _resolve_shape(shape, x.size)
+    result = _reshaped(x, new, copy)
+    if copy is True:
+        return result
+    return views.make_view(result, x, views.Step(lambda p: _reshaped(p, new, None),
+                                                 lambda p, v: _reshaped(v, p.shape, None)))
+
+
+def _reshaped(x: DistArray, new, copy) -> DistArray:
     out, local = _reshape_layout(x.layout, new)
     local = local and is_plain(x.layout)
     if not local and copy is False:
@@ -133,12 +142,19 @@ def permute_dims(x: DistArray, /, axes) -> DistArray:
 
     Layout:
       The split is permuted with the axes (output axis i has input axis ``axes[i]``'s split).
-      Local: no communication.
+      Local: no communication. The result is a view of x (api/views.py): writing it writes x.
     """
     x = common.check_array(x)
     axes = normalize_axes(axes, x.ndim, "axes")
     if len(axes) != x.ndim:
         raise AxisError(f"axes={axes!r} must list each of the {x.ndim} axes exactly once")
+    inverse = tuple(int(i) for i in np.argsort(axes))
+    return views.make_view(_permuted(x, axes), x,
+                           views.Step(lambda p: _permuted(p, axes),
+                                      lambda p, v: _permuted(v, inverse)))
+
+
+def _permuted(x: DistArray, axes) -> DistArray:
     lay = x.layout
     out = make_out_layout(lay.mesh, [lay.shape[a] for a in axes], [lay.split[a] for a in axes])
     if not is_plain(lay):

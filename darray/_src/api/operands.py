@@ -36,20 +36,6 @@ def same_mesh(m1, m2) -> bool:
     return m1 is m2 or m1 == m2 or mesh_key(m1) == mesh_key(m2)
 
 
-def user_mesh(mesh):
-    """The mesh the user passed whose Auto twin is `mesh` (so ``x.device == mesh`` holds for
-    it), else `mesh` itself. darray's default mesh stays itself: jax interns meshes, so the
-    twin of an Explicit ('d',) mesh made anywhere in the process IS the default mesh, and
-    arrays created without a mesh must report ``default_device()``, whoever made that mesh."""
-    from darray._src.placement import default_mesh
-    if mesh is default_mesh():
-        return mesh
-    for given, twin in list(compat._AUTO_TWINS.items()):
-        if twin is mesh:
-            return given
-    return mesh
-
-
 def describe_mesh(mesh) -> str:
     axes = ", ".join(f"{n}:{s}" for n, s in dict(mesh.shape).items())
     ids = mesh_key(mesh)[0]

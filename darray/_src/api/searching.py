@@ -1,4 +1,5 @@
-"""Searching functions: argmax, argmin, count_nonzero, nonzero, searchsorted, where."""
+"""Searching functions: argmax, argmin, nonzero, searchsorted, where (count_nonzero, a
+reduction, is in statistical.py)."""
 from __future__ import annotations
 
 import functools
@@ -84,20 +85,6 @@ def argmin(x, /, *, axis=None, keepdims=False) -> DistArray:
 
 argmax.__doc__ += _ARG_DOC
 argmin.__doc__ += _ARG_DOC
-
-
-def _count_kernel(data, layout, axes, keepdims):
-    nonzero = masked_physical(data != 0, layout, False)
-    return jnp.sum(nonzero, axis=axes, keepdims=keepdims, dtype=_dt.default_int())
-
-
-def count_nonzero(x, /, *, axis=None, keepdims=False) -> DistArray:
-    """Number of nonzero (True) elements over `axis` (an int, tuple or None).
-
-    Layout:
-      As for darray.sum: one all-reduce over the mesh axes splitting the reduced axes.
-    """
-    return reduce(x, _count_kernel, axis, keepdims, fname="count_nonzero")
 
 
 # -- data-dependent shapes ---------------------------------------------------------------------

@@ -303,3 +303,17 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False) -> Di
     """Running product along `axis`; arguments and layout as for `cumulative_sum`
     (the identity prepended by include_initial is 1)."""
     return _cumulative(x, axis, dtype, include_initial, "prod")
+
+
+def _count_kernel(data, layout, axes, keepdims):
+    nonzero = masked_physical(data != 0, layout, False)
+    return jnp.sum(nonzero, axis=axes, keepdims=keepdims, dtype=_dt.default_int())
+
+
+def count_nonzero(x, /, *, axis=None, keepdims=False) -> DistArray:
+    """Number of nonzero (True) elements over `axis` (an int, tuple or None).
+
+    Layout:
+      As for darray.sum: one all-reduce over the mesh axes splitting the reduced axes.
+    """
+    return reduce(x, _count_kernel, axis, keepdims, fname="count_nonzero")

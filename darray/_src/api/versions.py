@@ -11,39 +11,43 @@ from __future__ import annotations
 import functools
 import types
 
+from darray._src.api.info import Info
+
 LATEST = "2025.12"
 SUPPORTED = ("2023.12", "2024.12", "2025.12")
 
 
-def namespace(api_version):
-    """The namespace for `api_version` (None: the latest)."""
-    import darray
+def namespace(darray, api_version):
+    """The namespace for `api_version` (None: the latest), given `darray` itself (the module
+    that registers DistArray's methods passes it down; nothing here imports it)."""
     if api_version is None or api_version == LATEST:
         return darray
     if api_version not in SUPPORTED:
         raise ValueError(f"api_version={api_version!r} is not supported; darray implements the "
                          f"Array API {LATEST} (also accepts {', '.join(map(repr, SUPPORTED[:-1]))}"
                          " or None)")
-    return _older(api_version)
+    return _older(darray, api_version)
 
 
 class _OlderNamespace(types.ModuleType):
     """darray as a revision before 2025.12: lists where 2025.12 returns tuples."""
 
+    def __init__(self, name, base):
+        super().__init__(name, base.__doc__)
+        self._base = base
+
     def __getattr__(self, name):
-        import darray
-        return getattr(darray, name)
+        if name == "_base":
+            raise AttributeError(name)
+        return getattr(self._base, name)
 
     def __dir__(self):
-        import darray
-        return sorted(set(dir(darray)) | set(self.__dict__))
+        return sorted(set(dir(self._base)) | set(self.__dict__))
 
 
-@functools.lru_cache(maxsize=None)
-def _older(api_version: str) -> types.ModuleType:
-    import darray
-    from darray._src.api.info import Info
-    ns = _OlderNamespace(f"darray[{api_version}]", darray.__doc__)
+@functools.lru_cache(maxsize=4)
+def _older(darray, api_version: str) -> types.ModuleType:
+    ns = _OlderNamespace(f"darray[{api_version}]", darray)
     ns.__array_api_version__ = api_version
 
     def broadcast_arrays(*arrays):

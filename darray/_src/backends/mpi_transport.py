@@ -41,7 +41,7 @@ from jax import lax
 from jax.interpreters import ad, batching, mlir
 
 from darray._src import native
-from darray._src.backends import HOW_TO_GET, BackendUnavailableError
+from darray._src.backends.errors import HOW_TO_GET, BackendUnavailableError
 
 TARGET = "darray_mpi_all_to_all_cpu"
 SENDRECV_TARGET = "darray_mpi_sendrecv_cpu"

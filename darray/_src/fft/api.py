@@ -23,7 +23,8 @@ from darray._src.axes import normalize_axis, positive_length
 from darray._src.array import DistArray
 from darray._src.backends import FFT_EXECUTORS
 from darray._src.fft import split_axis
-from darray._src.fft.plan import PlanError, plan_fft
+from darray._src.fft.plan import PlanError
+from darray._src.fft.planner import plan_fft
 
 NORMS = ("backward", "ortho", "forward")
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}

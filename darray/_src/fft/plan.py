@@ -30,8 +30,8 @@ Rules the planner follows:
    whose forward plan ends in the given k-space layout and reverses that plan, so
    ``ifftn(fftn(x))`` ends in ``x``'s layout with the same number of all-to-alls.
 
-This module holds the plan data and the greedy rule above; planner.py adds merged and folded
-plans, the cost model that picks among them, and the retrace.
+This module holds the plan data and the greedy rule above; planner.py (the search, one floor up)
+adds merged and folded plans, the cost model that picks among them, the retrace and `plan_fft`.
 """
 from __future__ import annotations
 
@@ -299,33 +299,3 @@ def _reverse(plan: Plan, kind: str, sizes=None, kernels=None) -> Plan:
         else:
             stages.append(LocalFFT(s.axes, "c2c", True, s.sizes))
     return Plan(plan.out_layout, plan.in_layout, tuple(stages))
-
-
-def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
-             sizes: tuple[int, ...], kernels: tuple = (), strategy: str = "auto") -> Plan:
-    """Plan a transform of `layout` over `axes` (distinct, non-negative, in the caller's order).
-
-    Args:
-      layout: input layout (no halo, natural axis order).
-      axes: the transform axes; for r2c/c2r the last entry is the halved axis.
-      kind: "c2c", "r2c", "c2r" or "r2r".
-      inverse: direction for c2c; for r2r, True asks to retrace a forward r2r plan (idct of
-        a dct's output returns to the dct's input layout); r2c is always forward, c2r inverse.
-      sizes: transform length per axis (numpy's ``s``; for c2r the real output length; for
-        r2r the output length of each kernel).
-      kernels: r2r only, one hashable kernel per axis of `axes`.
-      strategy: "auto" (the cheapest plan by the cost model in planner.py: merged slabs,
-        folds) or "pencil" (only the one-group-at-a-time rotation of rule 1).
-
-    Returns:
-      A `Plan`; ``plan.out_layout`` is the layout of the result.
-
-    Raises:
-      PlanError (a NotImplementedError) when no plan of local FFTs and all-to-alls exists
-      (e.g. a split 1D array); the caller then runs the four-step FFT (split_axis.py).
-    """
-    return _planner.plan(layout, tuple(axes), kind, bool(inverse), tuple(sizes),
-                         tuple(kernels), strategy)
-
-
-from darray._src.fft import planner as _planner  # noqa: E402  (planner imports this module)

@@ -318,7 +318,7 @@ def _without_size_one(layout: Layout, axes, kind, inverse, sizes, kernels) -> Pl
 
 @functools.lru_cache(maxsize=512)
 def plan(layout: Layout, axes, kind, inverse, sizes, kernels=(), strategy="auto") -> Plan:
-    """plan.plan_fft's implementation (see there for the arguments)."""
+    """plan_fft's implementation (see there for the arguments)."""
     if kind not in ("c2c", "r2c", "c2r", "r2r"):
         raise ValueError(f"kind={kind!r}; expected one of ('c2c', 'r2c', 'c2r', 'r2r')")
     if strategy not in STRATEGIES:
@@ -349,3 +349,31 @@ def plan(layout: Layout, axes, kind, inverse, sizes, kernels=(), strategy="auto"
 
 
 __all__ = ["STRATEGIES", "candidates", "cost", "plan"]
+
+
+def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
+             sizes: tuple[int, ...], kernels: tuple = (), strategy: str = "auto") -> Plan:
+    """Plan a transform of `layout` over `axes` (distinct, non-negative, in the caller's order).
+
+    Args:
+      layout: input layout (no halo, natural axis order).
+      axes: the transform axes; for r2c/c2r the last entry is the halved axis.
+      kind: "c2c", "r2c", "c2r" or "r2r".
+      inverse: direction for c2c; for r2r, True asks to retrace a forward r2r plan (idct of
+        a dct's output returns to the dct's input layout); r2c is always forward, c2r inverse.
+      sizes: transform length per axis (numpy's ``s``; for c2r the real output length; for
+        r2r the output length of each kernel).
+      kernels: r2r only, one hashable kernel per axis of `axes`.
+      strategy: "auto" (the cheapest plan by the cost model in planner.py: merged slabs,
+        folds) or "pencil" (only the one-group-at-a-time rotation of rule 1).
+
+    Returns:
+      A `Plan`; ``plan.out_layout`` is the layout of the result.
+
+    Raises:
+      PlanError (a NotImplementedError) when no plan of local FFTs and all-to-alls exists
+      (e.g. a split 1D array); the caller then runs the four-step FFT (split_axis.py).
+    """
+    return plan(layout, tuple(axes), kind, bool(inverse), tuple(sizes), tuple(kernels),
+                strategy)
+

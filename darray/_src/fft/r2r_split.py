@@ -33,6 +33,7 @@ distributed and never gathers.
 from __future__ import annotations
 
 import functools
+import types
 
 import jax
 import numpy as np
@@ -40,10 +41,16 @@ import numpy as np
 from darray._src.fft.r2r_local import R2RKernel, _orthogonal_weights, _scale, working_dtype
 
 
+@functools.lru_cache(maxsize=1)
 def _ops():
-    # the namespace imports darray.fft, so these are looked up at call time
-    import darray
-    return darray
+    """The namespace functions used here, from their own modules (never the public darray,
+    which stands above this module)."""
+    from darray._src.api import creation, data_types, elementwise, manipulation, searching
+    from darray._src.fft import api as fft_api
+    return types.SimpleNamespace(
+        arange=creation.arange, expand_dims=manipulation.expand_dims, where=searching.where,
+        cos=elementwise.cos, sin=elementwise.sin, real=elementwise.real, imag=elementwise.imag,
+        astype=data_types.astype, fft=types.SimpleNamespace(rfft=fft_api.rfft, fft=fft_api.fft))
 
 
 def _positions(x, axis: int, length: int, dtype):

@@ -1,0 +1,26 @@
+"""What a backend that cannot run raises, and how to get each native backend.
+
+Below every executor and the registry (backends/__init__.py), so an executor can refuse to run
+without importing the registry that loads it.
+"""
+from __future__ import annotations
+
+
+class BackendUnavailableError(ImportError, RuntimeError):
+    """A known backend was asked for that is not compiled in or cannot run on this machine.
+
+    Raised instead of silently running another backend; the message says how to get it. It is
+    both an ImportError (the native part is missing) and a RuntimeError (it cannot run here)."""
+
+
+# How to get each native backend; the only place that knows about the build.
+HOW_TO_GET = {
+    "cudecomp": "build cuDecomp, then reinstall darray against it on a machine with CUDA: "
+                "`CUDECOMP_ROOT=/path/to/cudecomp CMAKE_ARGS=\"-DDARRAY_ENABLE_CUDA=ON "
+                "-DDARRAY_ENABLE_CUDECOMP=ON\" python3 -m pip install -e .` (see "
+                "docs/native.md); `darray._src.native.build_info()` shows what was compiled",
+    "mpi": "install an MPI and mpi4py (e.g. `pip install mpich mpi4py`), reinstall darray with "
+           "`python3 -m pip install -e . -C cmake.define.DARRAY_ENABLE_MPI=ON` and run under "
+           "`mpiexec` with one JAX device per process, after `darray.distributed.initialize()` "
+           "(see docs/native.md)",
+}

@@ -1,0 +1,178 @@
+"""The house rule of docs/architecture.md: each layer of darray/_src imports only the layers
+below it, and the import graph has no cycle.
+
+The test reads every module of darray/_src with `ast` (imports inside functions included, since
+a late import is still a dependency) and checks each import of another darray module against
+`FLOORS`, the one place the layer order is written. A module belongs to the most specific entry
+that names it (a module, or a package for all its modules). Imports inside one floor are allowed
+but must not form a cycle. No module of darray/_src imports the public surface (`darray`,
+`darray.fft`, ...): the public modules stand above everything and pass the namespace down where
+a method needs it (darray/__init__.py hands itself to `methods.register`).
+"""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+import darray
+
+SRC = pathlib.Path(darray.__file__).parent / "_src"
+
+# Bottom to top. Each entry: (floor name, module or package names relative to darray._src).
+FLOORS = (
+    ("foundation", ("errors", "config", "compat", "native", "distributed", "api.dtypes",
+                    "api.complex_special", "fft.r2r_local", "halo.plan",
+                    "backends.jax.transpose", "backends.errors")),
+    ("layout", ("axes", "layout")),
+    ("placement and plans", ("physical", "placement", "halo.spec", "fft.plan")),
+    ("mechanism", ("backends", "fft.planner")),
+    ("the type", ("array",)),
+    ("namespace", ("api", "blocks", "transforms")),
+    ("extensions", ("fft", "halo", "printing", "io", "random", "autotune")),
+    ("methods", ("methods",)),
+)
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    return {_module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def floor_of(module: str) -> int:
+    """Index in FLOORS of the most specific entry naming `module` (or a package above it)."""
+    best, best_len = None, -1
+    for index, (_, names) in enumerate(FLOORS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > best_len:
+                best, best_len = index, len(name)
+    if best is None:
+        raise AssertionError(f"darray._src.{module} is on no floor: add it to FLOORS")
+    return best
+
+
+def imports_of(module: str, path: pathlib.Path, modules) -> list[tuple[str, int]]:
+    """(imported darray._src module, line) for every import in `path`, nested ones included;
+    ("<public>" , line) for an import of the public surface."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+
+    def resolve(dotted: str):
+        dotted = dotted[len("darray._src."):] if dotted.startswith("darray._src.") else ""
+        while dotted and dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = ("darray._src." + package).split(".") if package else ["darray", "_src"]
+                parent = parent[: len(parent) - (node.level - 1)]
+                base = ".".join(parent + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}"[12:] in modules
+                       else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if target == "darray" or (target.startswith("darray.")
+                                      and not target.startswith("darray._src")):
+                found.append(("<public>", node.lineno))
+            elif target.startswith("darray._src"):
+                resolved = resolve(target)
+                if resolved is not None and resolved != module:
+                    found.append((resolved, node.lineno))
+    return found
+
+
+def import_graph():
+    modules = _modules()
+    return modules, {m: imports_of(m, p, modules) for m, p in modules.items()}
+
+
+def test_every_module_is_on_a_floor():
+    for module in _modules():
+        if module:  # darray._src itself (an empty package)
+            floor_of(module)
+
+
+def test_no_upward_import():
+    modules, graph = import_graph()
+    wrong = []
+    for module, targets in graph.items():
+        if not module:
+            continue
+        here = floor_of(module)
+        for target, line in targets:
+            if target == "<public>":
+                wrong.append(f"darray/_src/{modules[module].relative_to(SRC)}:{line} imports the "
+                             "public darray surface")
+            elif floor_of(target) > here:
+                wrong.append(f"darray/_src/{modules[module].relative_to(SRC)}:{line} "
+                             f"({FLOORS[here][0]}) imports {target} ({FLOORS[floor_of(target)][0]})")
+    assert not wrong, "upward imports:\n" + "\n".join(wrong)
+
+
+def find_cycles(graph) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w, _ in graph.get(v, ()):
+            if w == "<public>":
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycle():
+    _, graph = import_graph()
+    assert find_cycles(graph) == []
+
+
+def test_the_checker_sees_violations():
+    """The checker itself: a late upward import and a two-module circle are found."""
+    graph = {"a": [("b", 1)], "b": [("a", 2)], "c": []}
+    assert find_cycles(graph) == [["a", "b"]]
+    assert floor_of("array") < floor_of("api.creation") < floor_of("methods")
+    assert floor_of("backends.errors") < floor_of("backends.mpi_exec")
+    with pytest.raises(AssertionError, match="on no floor"):
+        floor_of("no_such_module")
+
+
+def test_array_type_imports_nothing_above_placement():
+    """The issue's letter: array.py imports only physical/layout/placement and below."""
+    modules, graph = import_graph()
+    limit = floor_of("placement")
+    above = [t for t, _ in graph["array"] if t == "<public>" or floor_of(t) > limit]
+    assert above == []
