@@ -340,7 +340,7 @@ class DistArray:
     def __format__(self, format_spec: str) -> str:
         """A 0-d array formats as its Python scalar (``f"{loss:.3f}"``); others as repr with
         an empty spec, as numpy does."""
-        if self.ndim == 0:
+        if self.ndim == 0 and (self._has_values() or format_spec):
             return format(self._scalar("biufc", "format"), format_spec)
         if format_spec:
             raise TypeError(f"unsupported format string {format_spec!r} passed to a "
