@@ -334,7 +334,7 @@ def main(argv=None):
                                                    args.timeout, env)
                 shutil.rmtree(job_root, ignore_errors=True)
         # np.save / np.load of the same values from this one process (1 device)
-        host = np.asarray(darray.random.normal(jax.random.key(0), (args.io_n,) * 3,
+        host = darray.distributed.gather(darray.random.normal(jax.random.key(0), (args.io_n,) * 3,
                                                np.float32, mesh=(1,), spec=("x",)))
         npy = os.path.join(root, "a.npy")
         t_np_save = statistics.median(_wall(lambda: np.save(npy, host)) for _ in

@@ -26,8 +26,9 @@ void BindCudecomp(nanobind::module_& m);
 }
 #endif
 #ifdef DARRAY_HAS_MPI
-#include <mpi.h>
-// Defined in mpi_all_to_all.cc (compiled only with DARRAY_ENABLE_MPI=ON).
+#include "mpi_api.h"
+// Defined in mpi_all_to_all.cc (compiled unless DARRAY_ENABLE_MPI=OFF; no MPI is needed to
+// build them: MPI is resolved at run time, see mpi_api.h).
 XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayMpiAllToAllCpu);
 // Defined in mpi_halo.cc (likewise).
 XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayMpiSendRecvCpu);
@@ -46,22 +47,30 @@ nb::capsule EncapsulateHandler(Fn* fn) {
   return nb::capsule(reinterpret_cast<void*>(fn));
 }
 
-#ifdef DARRAY_HAS_MPI
-// The MPI library's own version string; MPI allows this call before MPI_Init.
-std::string MpiLibraryVersion() {
-  char buf[MPI_MAX_LIBRARY_VERSION_STRING];
-  int len = 0;
-  if (MPI_Get_library_version(buf, &len) != MPI_SUCCESS) return "unknown";
-  return std::string(buf, len);
-}
-#endif
-
 }  // namespace
 
 NB_MODULE(_native, m) {
   m.doc() = "darray native part: XLA FFI handlers exported as PyCapsules.";
 #ifdef DARRAY_HAS_CUDECOMP
   darray::BindCudecomp(m);
+#endif
+#ifdef DARRAY_HAS_MPI
+  // mpi_bind(module_path, handle_bytes, byte, int64, op_max, proc_null) -> "" or why not.
+  // Python (darray/_src/backends/mpi_transport.py) passes mpi4py's MPI module file and the
+  // handles mpi4py reports (MPI._sizeof(MPI.Comm), MPI._handleof(MPI.BYTE), ...).
+  m.def(
+      "mpi_bind",
+      [](const std::string& module_path, int handle_bytes, int64_t byte, int64_t int64,
+         int64_t op_max, int proc_null) {
+        darray::mpi::Constants constants;
+        constants.byte = byte;
+        constants.int64 = int64;
+        constants.op_max = op_max;
+        constants.proc_null = proc_null;
+        return darray::mpi::Bind(module_path, handle_bytes, constants);
+      },
+      "Resolve the MPI calls of the MPI handlers from the library mpi4py loaded; returns '' "
+      "or why it failed.");
 #endif
 
   // registrations() -> {target_name: capsule}; one entry per handler that was
@@ -108,7 +117,9 @@ NB_MODULE(_native, m) {
 #endif
 #ifdef DARRAY_HAS_MPI
         d["mpi"] = true;
-        d["mpi_library_version"] = MpiLibraryVersion();
+        // Known once bound (the MPI backend binds on first use); MPI allows the call before
+        // MPI_Init.
+        if (darray::mpi::Bound()) d["mpi_library_version"] = darray::mpi::LibraryVersion();
 #else
         d["mpi"] = false;
 #endif

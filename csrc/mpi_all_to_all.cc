@@ -18,10 +18,8 @@
 //
 // Errors (MPI not initialised, wrong shapes, any MPI error code) are returned
 // as ffi::Error; the communicator must use MPI_ERRORS_RETURN (mpi4py's default)
-// for MPI's own errors to come back rather than abort.
-#include <mpi.h>
-
-#include <climits>
+// for MPI's own errors to come back rather than abort. MPI is called through
+// mpi_api.h, bound at run time to the library mpi4py loaded.
 #include <cstring>
 #include <string>
 
@@ -35,67 +33,33 @@ namespace ffi = ::xla::ffi;
 
 constexpr const char* kName = "darray_mpi_all_to_all";
 
-ffi::Error MpiError(const char* call, int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) len = 0;
-  return ffi::Error(ffi::ErrorCode::kInternal,
-                    std::string(kName) + ": " + call + " returned MPI error " +
-                        std::to_string(code) + ": " + std::string(text, len));
-}
-
 ffi::Error AllToAll(ffi::AnyBuffer x, ffi::AnyBuffer order_in,
                     ffi::Result<ffi::AnyBuffer> y,
-                    ffi::Result<ffi::AnyBuffer> order_out, int64_t comm_f,
+                    ffi::Result<ffi::AnyBuffer> order_out, int64_t comm,
                     int64_t call_id) {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) {
-    return ffi::Error::InvalidArgument(
-        std::string(kName) +
-        ": MPI is not initialised (or already finalised); import mpi4py.MPI "
-        "before the first call");
-  }
+  if (auto err = CheckMpiReady(kName); !err.success()) return err;
   const ExchangeGuard guard;
   if (auto err = guard.Check(kName); !err.success()) return err;
-  MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(comm_f));
-  if (comm == MPI_COMM_NULL) {
-    return ffi::Error::InvalidArgument(std::string(kName) +
-                                       ": the communicator is MPI_COMM_NULL");
-  }
   int size = 0;
-  if (int rc = MPI_Comm_size(comm, &size); rc != MPI_SUCCESS) {
-    return MpiError("MPI_Comm_size", rc);
-  }
+  if (int rc = mpi::CommSize(comm, &size); rc != 0) return MpiError(kName, "MPI_Comm_size", rc);
   const auto dims = x.dimensions();
   if (dims.size() == 0 || dims[0] != size) {
-    return ffi::Error::InvalidArgument(
-        std::string(kName) + ": the input's leading dimension must equal the "
-        "communicator size " + std::to_string(size) + ", got " +
-        (dims.size() ? std::to_string(dims[0]) : std::string("a scalar")));
+    return Invalid(kName, "the input's leading dimension must equal the communicator size " +
+                              std::to_string(size) + ", got " +
+                              (dims.size() ? std::to_string(dims[0]) : std::string("a scalar")));
   }
-  if (y->element_type() != x.element_type() ||
-      y->size_bytes() != x.size_bytes()) {
-    return ffi::Error::InvalidArgument(
-        std::string(kName) + ": output must have the input's dtype and size");
+  if (auto err = CheckOutputs(kName, x, order_in, y, order_out); !err.success()) return err;
+  int count = 0;
+  if (auto err = CheckCount(kName, x.size_bytes() / static_cast<size_t>(size), "bytes per rank",
+                            "split the exchange", &count);
+      !err.success()) {
+    return err;
   }
-  if (order_out->size_bytes() != order_in.size_bytes()) {
-    return ffi::Error::InvalidArgument(
-        std::string(kName) + ": the order token's output must match its input");
-  }
-  const size_t per_rank = x.size_bytes() / static_cast<size_t>(size);
-  if (per_rank > static_cast<size_t>(INT_MAX)) {
-    return ffi::Error::InvalidArgument(
-        std::string(kName) + ": " + std::to_string(per_rank) +
-        " bytes per rank exceed MPI's int count; split the exchange");
-  }
-  const int count = static_cast<int>(per_rank);
   if (auto err = CheckSameExchange(kName, comm, call_id); !err.success()) return err;
-  if (int rc = MPI_Alltoall(x.untyped_data(), count, MPI_BYTE,
-                            y->untyped_data(), count, MPI_BYTE, comm);
-      rc != MPI_SUCCESS) {
-    return MpiError("MPI_Alltoall", rc);
+  const mpi::Handle byte = mpi::Consts().byte;
+  if (int rc = mpi::Alltoall(x.untyped_data(), count, byte, y->untyped_data(), count, byte, comm);
+      rc != 0) {
+    return MpiError(kName, "MPI_Alltoall", rc);
   }
   if (order_in.size_bytes()) {
     std::memcpy(order_out->untyped_data(), order_in.untyped_data(),
@@ -108,7 +72,7 @@ ffi::Error AllToAll(ffi::AnyBuffer x, ffi::AnyBuffer order_in,
 }  // namespace darray
 
 // Binding: data and order token in; exchanged data and the token out; the
-// communicator's Fortran handle (mpi4py: comm.py2f()) as the attribute `comm`, and the
+// communicator's C handle (mpi4py: MPI._handleof(comm)) as the attribute `comm`, and the
 // exchange's id (identical on every rank at the same exchange; see CheckSameExchange) as
 // `call_id`.
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DarrayMpiAllToAllCpu, darray::AllToAll,

@@ -1,15 +1,71 @@
-// mpi_common.h: what the MPI handlers share.
+// mpi_common.h: what the MPI handlers share: the checks every exchange makes before moving data
+// (MPI usable, outputs shaped like inputs, counts within MPI's int), the exchange guards, and
+// the error for a failed MPI call. MPI itself is reached through mpi_api.h (resolved at run time).
 #pragma once
 
-#include <mpi.h>
-
 #include <atomic>
+#include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "mpi_api.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace darray {
+
+// `handler`: `call` returned MPI error `code`, with MPI's own text for it.
+inline xla::ffi::Error MpiError(const char* handler, const char* call, int code) {
+  return xla::ffi::Error(xla::ffi::ErrorCode::kInternal,
+                         std::string(handler) + ": " + call + " returned MPI error " +
+                             std::to_string(code) + ": " + mpi::ErrorString(code));
+}
+
+inline xla::ffi::Error Invalid(const char* handler, const std::string& what) {
+  return xla::ffi::Error::InvalidArgument(std::string(handler) + ": " + what);
+}
+
+// MPI can be called: the library is bound (darray binds it from mpi4py before the first
+// exchange) and initialised, not yet finalised.
+inline xla::ffi::Error CheckMpiReady(const char* handler) {
+  int initialized = 0, finalized = 0;
+  if (mpi::Bound()) {
+    mpi::Initialized(&initialized);
+    mpi::Finalized(&finalized);
+  }
+  if (!initialized || finalized) {
+    return Invalid(handler,
+                   "MPI is not initialised (or already finalised); import mpi4py.MPI "
+                   "before the first call");
+  }
+  return xla::ffi::Error::Success();
+}
+
+// The exchanged data comes back with the input's dtype and size, and the order token is copied
+// through unchanged in size.
+inline xla::ffi::Error CheckOutputs(const char* handler, const xla::ffi::AnyBuffer& x,
+                                    const xla::ffi::AnyBuffer& order_in,
+                                    xla::ffi::Result<xla::ffi::AnyBuffer>& y,
+                                    xla::ffi::Result<xla::ffi::AnyBuffer>& order_out) {
+  if (y->element_type() != x.element_type() || y->size_bytes() != x.size_bytes()) {
+    return Invalid(handler, "output must have the input's dtype and size");
+  }
+  if (order_out->size_bytes() != order_in.size_bytes()) {
+    return Invalid(handler, "the order token's output must match its input");
+  }
+  return xla::ffi::Error::Success();
+}
+
+// MPI counts are ints: `bytes` (what one message carries) must fit, else `fix` says what to do.
+inline xla::ffi::Error CheckCount(const char* handler, size_t bytes, const char* what,
+                                  const char* fix, int* count) {
+  if (bytes > static_cast<size_t>(INT_MAX)) {
+    return Invalid(handler, std::to_string(bytes) + " " + what + " exceed MPI's int count; " +
+                                fix);
+  }
+  *count = static_cast<int>(bytes);
+  return xla::ffi::Error::Success();
+}
 
 // Exchanges of one program are chained by the order token, so they never overlap. Two that
 // do overlap in one process (exchanges of separate, unchained programs that XLA ran
@@ -49,18 +105,16 @@ class ExchangeGuard {
 // one MPI_Allreduce(MAX) of {id, -id} gives the largest and the smallest id in one step, and
 // they differ exactly when some rank is at another exchange. The ids are below 2^62, so -id
 // cannot overflow.
-inline xla::ffi::Error CheckSameExchange(const char* handler, MPI_Comm comm, int64_t call_id) {
+inline xla::ffi::Error CheckSameExchange(const char* handler, mpi::Handle comm, int64_t call_id) {
   int64_t mine[2] = {call_id, -call_id};
   int64_t extremes[2] = {0, 0};
-  const int rc = MPI_Allreduce(mine, extremes, 2, MPI_INT64_T, MPI_MAX, comm);
-  if (rc != MPI_SUCCESS) {
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
+  const auto& c = mpi::Consts();
+  const int rc = mpi::Allreduce(mine, extremes, 2, c.int64, c.op_max, comm);
+  if (rc != 0) {
     return xla::ffi::Error(xla::ffi::ErrorCode::kInternal,
                            std::string(handler) + ": the exchange check's MPI_Allreduce " +
                                "returned MPI error " + std::to_string(rc) + ": " +
-                               std::string(text, len));
+                               mpi::ErrorString(rc));
   }
   const int64_t largest = extremes[0], smallest = -extremes[1];
   if (largest == smallest) return xla::ffi::Error::Success();

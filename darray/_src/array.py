@@ -266,9 +266,12 @@ class DistArray:
             raise ValueError(f"{what}() needs an array of size 1, got shape {self.shape}")
         if self.dtype.kind not in kinds:
             raise TypeError(f"{what}() is not defined for dtype {self.dtype}")
+        first = tuple(lo for lo, _ in self._layout.halo)  # cell 0 sits after the ghosts
+        from darray._src import host
+        if host.spans_other_processes(self._data):  # this process's copy, or refuse at once
+            return host.local_cell(self._data, self._layout, first, f"{what}(x)")
         if self._data.ndim == 0:  # a 0-d result: its data is the (replicated) scalar
             return self._data.item()
-        first = tuple(lo for lo, _ in self._layout.halo)  # cell 0 sits after the ghosts
         return self._data[first].item()
 
     def __bool__(self):
@@ -301,7 +304,7 @@ class DistArray:
     def __format__(self, format_spec: str) -> str:
         """A 0-d array formats as its Python scalar (``f"{loss:.3f}"``); others as repr with
         an empty spec, as numpy does."""
-        if self.ndim == 0:
+        if self.ndim == 0 and (self._has_values() or format_spec):
             return format(self._scalar("biufc", "format"), format_spec)
         if format_spec:
             raise TypeError(f"unsupported format string {format_spec!r} passed to a "

@@ -187,3 +187,16 @@ def ppermute_blocks(x, names, pairs, mesh):
     # the axes are named in the mesh's order too (jax 0.12 refuses any other order)
     axis = names[0] if len(names) == 1 else tuple(in_mesh_order)
     return jax.lax.ppermute(x, axis, [(device_number(a), device_number(b)) for a, b in pairs])
+
+
+def refuse_as_jax_value(cls, explain) -> None:
+    """Make JAX's type lookup (`jax.core.typeof`, used by `jax.grad` on its loss, `jnp`
+    functions and others) raise ``TypeError(explain(x))`` for instances of `cls`, instead of
+    JAX's generic "is not a valid JAX type", which formats the value. JAX keeps the error as
+    the cause of its own (``raise ... from``), so the traceback shows the fix. Flattened
+    pytrees (jit, grad and vmap arguments) never reach this lookup."""
+    from jax._src import core as jax_core  # the registry has no public name on jax 0.10-0.12
+
+    def refuse(x):
+        raise TypeError(explain(x))
+    jax_core.pytype_aval_mappings[cls] = refuse

@@ -26,6 +26,7 @@ import threading
 import time
 
 import jax
+import numpy as np
 
 DEAD_PEER_EXIT = 75
 DEFAULT_TIMEOUT_S = 30
@@ -169,6 +170,30 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None, *,
         _STATE["watchdog"] = _Watchdog(host, port, jax.process_index(), jax.process_count(),
                                        float(heartbeat_timeout))
     return report()
+
+
+def gather(x):
+    """The whole of `x` as a numpy array on every process. Collective: every process must call
+    it (in the same order); a host read on one process alone (np.asarray(x), print, float,
+    tolist) of an array spanning other processes raises instead of waiting for them.
+
+    Args:
+      x: a DistArray, a jax.Array (gathered with process_allgather when it spans processes) or
+        anything np.asarray takes (returned as np.asarray(x)).
+
+    Returns:
+      numpy.ndarray of x's logical global shape (padding and ghost cells removed).
+
+    Layout:
+      One all-gather of x's blocks across processes (none on a single process).
+    """
+    from darray._src import host, physical
+    if hasattr(x, "layout") and hasattr(x, "data"):  # a DistArray
+        return physical.gather_to_host(x.data, x.layout)
+    if host.spans_other_processes(x):
+        from jax.experimental import multihost_utils
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+    return np.asarray(x)
 
 
 def report() -> dict:

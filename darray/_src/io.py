@@ -195,10 +195,10 @@ def _commit(tmp, final):
     if os.path.lexists(final):
         shutil.rmtree(previous, ignore_errors=True)
         os.rename(final, previous)
-        os.rename(tmp, final)
-        shutil.rmtree(previous, ignore_errors=True)
-    else:
-        os.rename(tmp, final)
+    # without `final`, an existing `previous` is the last good checkpoint (a save killed between
+    # the renames): it too goes only once the new one is in
+    os.rename(tmp, final)
+    shutil.rmtree(previous, ignore_errors=True)
 
 
 def _ts_open(root, meta, create=False):
@@ -225,8 +225,38 @@ def _committed_root(final) -> str:
 
 def read_metadata(path) -> dict:
     """The zarr.json of a checkpoint (shape, data_type, chunk grid, attributes["darray"])."""
-    with open(os.path.join(_committed_root(os.path.abspath(os.fspath(path))), "zarr.json")) as f:
-        return json.load(f)
+    return _read_zarr_json(_committed_root(os.path.abspath(os.fspath(path))))
+
+
+_REQUIRED = ("zarr_format", "node_type", "shape", "data_type", "chunk_grid", "codecs")
+
+
+def _damaged(root, what: str) -> ValueError:
+    return ValueError(f"checkpoint {root!r} is damaged: {what}. It cannot be loaded; save the "
+                      f"array again or restore the checkpoint from a copy")
+
+
+def _read_zarr_json(root) -> dict:
+    """The checkpoint's zarr.json, or a ValueError naming the checkpoint, the file and what is
+    wrong with it (the bare JSONDecodeError names neither)."""
+    target = os.path.join(root, "zarr.json")
+    with open(target, "rb") as f:
+        raw = f.read()
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise _damaged(root, f"zarr.json is not UTF-8 text ({err.reason} at byte {err.start} of "
+                             f"{len(raw)})") from None
+    except json.JSONDecodeError as err:
+        raise _damaged(root, f"zarr.json is not valid JSON ({err.msg}: line {err.lineno}, "
+                             f"column {err.colno}; the file holds {len(raw)} bytes: truncated?)"
+                       ) from None
+    if not isinstance(meta, dict):
+        raise _damaged(root, f"zarr.json holds a JSON {type(meta).__name__}, not an object")
+    missing = [key for key in _REQUIRED if key not in meta]
+    if missing:
+        raise _damaged(root, f"zarr.json lacks the zarr v3 field(s) {missing}")
+    return meta
 
 
 def load(path, *, mesh=None, spec=None, engine="auto") -> DistArray:
@@ -246,17 +276,27 @@ def load(path, *, mesh=None, spec=None, engine="auto") -> DistArray:
     """
     engine = _engine(engine)
     root = _committed_root(os.path.abspath(os.fspath(path)))
-    with open(os.path.join(root, "zarr.json")) as f:
-        meta = json.load(f)
+    meta = _read_zarr_json(root)
     shape, dtype = _check_metadata(meta, root)
     if spec is None and mesh is not None:
         spec = _saved_spec(meta, mesh, len(shape))
     if engine == "tensorstore":
-        store = _ts_open(root, None)
-        return from_callback(shape, dtype, lambda region: store[region].read().result(),
+        try:
+            store = _ts_open(root, None)
+        except ValueError as err:  # tensorstore's errors name the file, not the checkpoint
+            raise _damaged(root, f"tensorstore cannot open it ({err})") from None
+        return from_callback(shape, dtype, lambda region: _ts_read(store, region, root, meta),
                              mesh=mesh, spec=spec)
     reader = _ChunkReader(root, meta, shape, dtype)
     return from_callback(shape, dtype, reader.read, mesh=mesh, spec=spec)
+
+
+def _ts_read(store, region, root, meta):
+    try:
+        return store[region].read().result()
+    except ValueError as err:
+        cells = "[" + ", ".join(f"{r.start}:{r.stop}" for r in region) + "]"
+        raise _damaged(root, f"reading cells {cells} failed ({err})") from None
 
 
 def _saved_spec(meta, mesh, ndim):
@@ -331,8 +371,9 @@ class _ChunkReader:
         need = int(np.prod(self.chunks)) * self.dtype.itemsize
         size = os.path.getsize(target)
         if size != need:
-            raise ValueError(f"chunk file {target!r} holds {size} bytes; the chunk shape "
-                             f"{self.chunks} of {self.out_dtype} needs {need} (truncated write?)")
+            raise _damaged(self.root, f"chunk file {os.path.relpath(target, self.root)!r} holds "
+                                      f"{size} bytes; the chunk shape {self.chunks} of "
+                                      f"{self.out_dtype} needs {need} (truncated write?)")
         # Mapped, not read: a block that needs part of a chunk copies only that part, and a
         # chunk shared by several target blocks is read from disk once (page cache).
         return np.memmap(target, dtype=self.dtype, mode="r", shape=self.chunks)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import operator
+import sys
 import threading
 from types import ModuleType
 from typing import Any
@@ -19,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["available", "build_info", "register_targets", "require", "pad_axis"]
+__all__ = ["available", "bind_mpi", "build_info", "register_targets", "require", "pad_axis"]
 
 _FIX = (
     "reinstall darray so that its native part is built: from the repository root run "
@@ -69,10 +71,44 @@ def build_info() -> dict[str, Any]:
     if mod is None:
         return {"available": False, "cuda": False, "cudecomp": False, "mpi": False,
                 "reason": f"{reason}; to fix it, {_FIX}"}
+    if "mpi4py.MPI" in sys.modules:  # MPI is up already: binding costs nothing more
+        bind_mpi()
     info = dict(mod.build_info())
     info["available"] = True
     info["targets"] = sorted(mod.registrations())
+    if info.get("mpi") and "mpi_library_version" not in info:
+        info["mpi_library"] = (
+            "resolved from the MPI library mpi4py loads, when the MPI backend is first used"
+            if importlib.util.find_spec("mpi4py") is not None else
+            "none: mpi4py is not installed (`pip install 'darray[mpi]'` installs mpich and "
+            "mpi4py)")
     return info
+
+
+def bind_mpi() -> str | None:
+    """Point the MPI handlers at the MPI library mpi4py loaded (imports ``mpi4py.MPI``, which
+    initialises MPI). Returns None when bound, else why not. The handlers link no MPI library:
+    they call it through symbols resolved at run time (csrc/mpi_api.h)."""
+    mod, reason = _load()
+    if mod is None:
+        return f"darray._native is not available ({reason})"
+    if not hasattr(mod, "mpi_bind"):
+        return "this darray build has no MPI handlers (built with DARRAY_ENABLE_MPI=OFF)"
+    try:
+        from mpi4py import MPI
+    except ImportError as err:
+        return f"mpi4py cannot be imported ({err})"
+    why_not = mod.mpi_bind(MPI.__file__, MPI._sizeof(MPI.Comm), mpi_handle(MPI.BYTE),
+                           mpi_handle(MPI.INT64_T), mpi_handle(MPI.MAX), MPI.PROC_NULL)
+    return why_not or None
+
+
+def mpi_handle(obj) -> int:
+    """The C handle of an mpi4py object as a signed 64-bit int, the handlers' attribute type
+    (mpi4py reports MPICH's int handles sign-extended to an unsigned 64-bit value)."""
+    from mpi4py import MPI
+    handle = int(MPI._handleof(obj))
+    return handle - (1 << 64) if handle >= 1 << 63 else handle
 
 
 def require() -> ModuleType:

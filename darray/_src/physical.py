@@ -130,16 +130,20 @@ def _strip_axis(data, layout: Layout, axis: int):
     return data
 
 
-def physical_to_host(data, layout: Layout) -> np.ndarray:
-    """The logical global array on the host (gathers across processes when needed)."""
+def physical_to_host(data, layout: Layout, what: str = "np.asarray(x)") -> np.ndarray:
+    """The logical global array on the host. Never a collective: data with blocks on other
+    processes raises `host.NonLocalDataError` naming `what` and the collective to call
+    (`gather_to_host`, darray.distributed.gather) instead."""
     if 0 in layout.shape:
         # jax fails to bring some empty sharded arrays to the host; there is nothing to bring.
         return np.zeros(layout.shape, data.dtype)
     if getattr(data, "is_fully_addressable", True):
         host = np.asarray(data)
+    elif data.is_fully_replicated:  # every process holds all of it
+        host = np.asarray(data.addressable_shards[0].data)
     else:
-        from jax.experimental import multihost_utils
-        host = np.asarray(multihost_utils.process_allgather(data, tiled=True))
+        from darray._src import host as host_reads
+        raise host_reads.refusal(layout, what)
     for axis in range(layout.ndim):
         lo, hi = layout.halo[axis]
         if lo or hi:
@@ -161,3 +165,13 @@ def _filled(layout: Layout, value, dtype):
 def filled(layout: Layout, value, dtype) -> jax.Array:
     """A physical array of `value`, created directly sharded (never whole on one device)."""
     return _filled(layout, value, np.dtype(dtype))()
+
+
+def gather_to_host(data, layout: Layout) -> np.ndarray:
+    """The logical global array on the host of every process. Collective: every process of the
+    array must call it, in the same order (darray.distributed.gather)."""
+    from darray._src import host as host_reads
+    if host_reads.spans_other_processes(data):
+        from jax.experimental import multihost_utils
+        data = np.asarray(multihost_utils.process_allgather(data, tiled=True))
+    return physical_to_host(data, layout)

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, AbstractMesh, PartitionSpec
 
-from darray._src import compat
+from darray._src import compat, memory
 from darray._src.errors import LayoutError
 from darray._src.layout import Layout
 
@@ -126,8 +126,21 @@ def mesh_from_sizes(sizes):
     return _mesh_from_items(items)
 
 
-def make_layout(shape, mesh=None, spec=None, device=None, *, like=None) -> Layout:
-    """Layout for a new array: explicit mesh/spec, else the template's, else the defaults."""
+def make_layout(shape, mesh=None, spec=None, device=None, *, like=None, dtype=None,
+                what: str = "darray") -> Layout:
+    """Layout for a new array: explicit mesh/spec, else the template's, else the defaults.
+
+    With `dtype` (every creation function passes it) an array that cannot fit in its devices'
+    memory is refused here, before anything is allocated (`memory.check_fits`; `what` names
+    the creating call in the message).
+    """
+    layout = _new_layout(shape, mesh, spec, device, like)
+    if dtype is not None:
+        memory.check_fits(layout, dtype, what=what)
+    return layout
+
+
+def _new_layout(shape, mesh, spec, device, like) -> Layout:
     mesh = resolve_mesh(mesh, device, like=like)
     if spec is None:
         if like is not None and like.mesh == mesh and like.ndim == len(shape):

@@ -37,7 +37,13 @@ def printable(x) -> tuple[np.ndarray, dict]:
 
 
 def values_text(x, *, prefix: str = "", suffix: str = "") -> str:
-    """numpy's text for the values of `x` (str() style when prefix is empty)."""
+    """numpy's text for the values of `x` (str() style when prefix is empty). An array with
+    blocks on other processes prints its layout instead: reading their cells is a collective,
+    which one process printing alone must not start."""
+    from darray._src import host as host_reads
+    if host_reads.spans_other_processes(x.data) and not x.data.is_fully_replicated:
+        return (f"{x!r} (values on several processes: darray.distributed.gather(x), called on "
+                f"every process, brings them to each)")
     host, extra = printable(x)
     with np.printoptions(**extra):
         if not prefix:

@@ -162,8 +162,8 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0, *, mesh=None,
         raise ValueError(f"uniform: needs minval < maxval, got minval={lo!r}, maxval={hi!r}")
     shape = _shape_tuple(shape)
     _check_counters(shape)
-    return _generate(make_layout(shape, mesh, spec), key,
-                     ("uniform", dt, lo, hi), dt)
+    return _generate(make_layout(shape, mesh, spec, dtype=dt, what="darray.random.uniform"),
+                     key, ("uniform", dt, lo, hi), dt)
 
 
 def _uniform_transform(dt, lo, hi, w0, w1):
@@ -185,7 +185,7 @@ def normal(key, shape=(), dtype=None, *, mesh=None, spec=None) -> DistArray:
     dt = _float_dtype(dtype, "normal")
     shape = _shape_tuple(shape)
     _check_counters(shape)
-    layout = make_layout(shape, mesh, spec)
+    layout = make_layout(shape, mesh, spec, dtype=dt, what="darray.random.normal")
     if dt.kind == "c":
         real = _canonical(np.float64 if dt.itemsize == 16 else np.float32)
         k_re, k_im = _split_key(key)
@@ -250,8 +250,8 @@ def integers(key, low, high=None, shape=(), dtype=None, *, mesh=None, spec=None)
                          f"([{info.min}, {info.max}])")
     shape = _shape_tuple(shape)
     _check_counters(shape)
-    return _generate(make_layout(shape, mesh, spec), key,
-                     ("integers", dt, low, high - low), dt)
+    return _generate(make_layout(shape, mesh, spec, dtype=dt, what="darray.random.integers"),
+                     key, ("integers", dt, low, high - low), dt)
 
 
 def _integers_transform(dt, low, span, w0, w1):

@@ -13,8 +13,20 @@ import functools
 
 import jax
 
+from darray._src import compat
 from darray._src.array import DistArray
 from darray._src.layout import Layout
+
+
+def _not_a_jax_value(x) -> str:
+    return (f"{x!r} is a darray DistArray, not a JAX value. For jax.grad of a darray loss use "
+            f"darray.grad(f) / darray.value_and_grad(f), or return loss.to_jax() (the logical "
+            f"jax.Array) from f.")
+
+
+# jax.grad(lambda a: darray.sum(...)) looks its DistArray loss up as a JAX type: make
+# that lookup say what to do instead (JAX raises its own error from this one).
+compat.refuse_as_jax_value(DistArray, _not_a_jax_value)
 
 
 def _is_dist(x):

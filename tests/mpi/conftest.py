@@ -1,9 +1,10 @@
-"""Shared by the MPI tests: an MPI-enabled build of darray._native, and a bounded mpiexec.
+"""Shared by the MPI tests: a darray._native with the MPI handlers, and a bounded mpiexec.
 
-The default install builds without MPI, so the slow tests compile their own copy of the module
-with -DDARRAY_ENABLE_MPI=ON into a temporary directory (needs cmake, nanobind, mpi4py and an MPI
-with mpicc, e.g. `pip install mpich mpi4py nanobind`; about 40 s on two idle cores) and load it
-in the workers by path.
+Every default build has the MPI handlers (they resolve MPI at run time from the library mpi4py
+loads, csrc/mpi_api.h), so the installed module is used; a module built with
+DARRAY_ENABLE_MPI=OFF makes the fixture compile its own copy with cmake into a temporary
+directory (needs cmake and nanobind, no MPI; about 40 s on two idle cores). The workers load
+the module by path.
 """
 from __future__ import annotations
 
@@ -21,12 +22,17 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 @pytest.fixture(scope="session")
 def mpi_native(tmp_path_factory):
-    """The path of a darray._native built with DARRAY_ENABLE_MPI=ON (skips without the tools)."""
-    pytest.importorskip("mpi4py", reason="the MPI tests need mpi4py")
+    """The path of a darray._native with the MPI handlers (skips without the tools)."""
+    pytest.importorskip("mpi4py", reason="the MPI tests need mpi4py (`pip install 'darray[mpi]'`)")
+    if shutil.which("mpiexec") is None:
+        pytest.skip("the MPI tests need mpiexec on PATH (`pip install 'darray[mpi]'`)")
+    from darray._src import native
+    if native.build_info().get("mpi"):
+        import darray._native
+        return darray._native.__file__
     pytest.importorskip("nanobind", reason="building the MPI-enabled module needs nanobind")
-    for tool in ("cmake", "mpiexec"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"the MPI tests need {tool} on PATH")
+    if shutil.which("cmake") is None:
+        pytest.skip("building the MPI-enabled module needs cmake on PATH")
     build = tmp_path_factory.mktemp("native_mpi")
     configure = ["cmake", "-S", ROOT, "-B", str(build), f"-DPython_EXECUTABLE={sys.executable}",
                  "-DDARRAY_ENABLE_MPI=ON", "-DCMAKE_BUILD_TYPE=Release"]

@@ -24,6 +24,7 @@ from jax.experimental import multihost_utils  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 import darray  # noqa: E402
+from darray.distributed import gather  # noqa: E402  (collective host reads: every rank)
 from darray._src.backends import mpi_exec, mpi_transport, select_fft_backend  # noqa: E402
 
 info = darray.distributed.initialize(heartbeat_timeout=15, shutdown_timeout=10)
@@ -48,14 +49,14 @@ def ok(check):
 def local(a):
     """This process's block of a DistArray (its physical data, padding and ghosts included)."""
     (shard,) = a.data.addressable_shards
-    return np.asarray(shard.data)
+    return gather(shard.data)
 
 
 def assert_same(got, ref, want):
     """`got` (mpi) has `ref`'s (jax) layout and sharding, equals numpy's `want` and `ref`."""
     assert got.layout == ref.layout, (got.layout, ref.layout)
     assert got.data.sharding.spec == got.layout.spec, (got.data.sharding.spec, got.layout)
-    np.testing.assert_allclose(np.asarray(got), want, **TOL)
+    np.testing.assert_allclose(gather(got), want, **TOL)
     np.testing.assert_allclose(local(got), local(ref), **TOL)
 
 
@@ -91,7 +92,7 @@ for mesh, spec in MESHES:
         back_ref = darray.fft.irfftn(kr, s=SHAPE)
     assert_same(back, back_ref, host)
     assert round_trip.layout == xc.layout
-    np.testing.assert_allclose(np.asarray(round_trip), host_c, **TOL)
+    np.testing.assert_allclose(gather(round_trip), host_c, **TOL)
     # the compiled program exchanges with MPI only: no XLA all-to-all left
     with darray.config_context(**MPI_ON):
         text = jax.jit(lambda a: darray.fft.fftn(a)).lower(xc).as_text()
@@ -132,7 +133,7 @@ for mesh, spec in MESHES[:2]:
             with darray.config_context(**JAX_ON):
                 red_ref = h_ref.halo_reduce(boundary=boundary)
             assert red.layout == red_ref.layout == x.layout
-            np.testing.assert_allclose(np.asarray(red), np.asarray(red_ref), **TOL)
+            np.testing.assert_allclose(gather(red), gather(red_ref), **TOL)
 ok("halo")
 
 # --- 3. two independent FFTs in one jitted program (each program's exchanges are chained)
@@ -144,8 +145,8 @@ with darray.config_context(**MPI_ON):
     two = jax.jit(lambda a, b: (darray.fft.fftn(a), darray.fft.ifftn(b)))
     for _ in range(5):
         ka, kb = two(xc, yc)
-        np.testing.assert_allclose(np.asarray(ka), np.fft.fftn(host_c), **TOL)
-        np.testing.assert_allclose(np.asarray(kb), np.fft.ifftn(other), **TOL)
+        np.testing.assert_allclose(gather(ka), np.fft.fftn(host_c), **TOL)
+        np.testing.assert_allclose(gather(kb), np.fft.ifftn(other), **TOL)
 ok("ordering")
 
 
@@ -168,15 +169,15 @@ for mesh, spec in MESHES[:2]:
         _, tangent = jax.jvp(darray.fft.fftn, (x,), (x,))
     with darray.config_context(**JAX_ON):
         g_ref = darray.grad(loss)(x)
-    want = np.asarray(jax.grad(loss_ref)(jnp.asarray(host)))
+    want = gather(jax.grad(loss_ref)(jnp.asarray(host)))
     for got in (g, g_jit):
         assert got.layout == g_ref.layout == x.layout
-        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-9, atol=1e-7)
+        np.testing.assert_allclose(gather(got), want, rtol=1e-9, atol=1e-7)
         np.testing.assert_allclose(local(got), local(g_ref), rtol=1e-9, atol=1e-7)
-    np.testing.assert_allclose(np.asarray(tangent), np.fft.fftn(host), **TOL)
+    np.testing.assert_allclose(gather(tangent), np.fft.fftn(host), **TOL)
 # jacfwd / jacrev batch the exchanges (vmap rule), on a small array
 small = np.random.default_rng(3).standard_normal((4, 4, 2))
-jac_want = np.asarray(jax.jacfwd(lambda a: jnp.real(jnp.fft.fftn(a)))(jnp.asarray(small)))
+jac_want = gather(jax.jacfwd(lambda a: jnp.real(jnp.fft.fftn(a)))(jnp.asarray(small)))
 mesh, spec = MESHES[0]
 xs = darray.asarray(small, mesh=mesh, spec=spec)
 for jac in (jax.jacfwd, jax.jacrev):
@@ -185,7 +186,7 @@ for jac in (jax.jacfwd, jax.jacrev):
     if isinstance(leaf, darray.DistArray):
         leaf = leaf.data
     gathered = multihost_utils.process_allgather(leaf, tiled=True)
-    np.testing.assert_allclose(np.asarray(gathered), jac_want, **TOL)
+    np.testing.assert_allclose(gather(gathered), jac_want, **TOL)
 ok("grad")
 
 # --- 5. errors come back as Python exceptions naming the handler; the process goes on
@@ -224,7 +225,7 @@ except ValueError as err:
     assert "one device per process" in str(err), err
 # the process is still usable
 with darray.config_context(**MPI_ON):
-    np.testing.assert_allclose(np.asarray(darray.fft.fftn(xc)), np.fft.fftn(host_c), **TOL)
+    np.testing.assert_allclose(gather(darray.fft.fftn(xc)), np.fft.fftn(host_c), **TOL)
 ok("errors")
 
 # --- 6. two separately jitted darray ops called in a different order on rank 0 than on the

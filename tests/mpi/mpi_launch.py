@@ -39,13 +39,16 @@ def _kill_tree(root: int) -> None:
             pass
 
 
-def run_bounded(cmd, timeout_s: float, **kwargs) -> subprocess.CompletedProcess:
+def run_bounded(cmd, timeout_s: float, *, env=None, cwd=ROOT,
+                **kwargs) -> subprocess.CompletedProcess:
     """Run `cmd`; on timeout kill it and every process descended from it (mpiexec AND every
-    rank it started), so no rank outlives the test, then fail with the output so far."""
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
-    env.pop("XLA_FLAGS", None)  # one CPU device per process
+    rank it started), so no rank outlives the test, then fail with the output so far. The
+    default environment imports darray from this checkout with one CPU device per process."""
+    if env is None:
+        env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+        env.pop("XLA_FLAGS", None)  # one CPU device per process
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=ROOT, start_new_session=True, **kwargs)
+                            env=env, cwd=cwd, start_new_session=True, **kwargs)
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

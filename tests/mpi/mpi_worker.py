@@ -16,6 +16,7 @@ from mpi4py import MPI  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from darray.distributed import gather  # noqa: E402  (collective host reads: every rank)
 
 jax.config.update("jax_enable_x64", True)
 from darray._src.backends import mpi_transport as mt  # noqa: E402
@@ -27,7 +28,7 @@ assert mt.available()
 
 def reference(x, c, split_axis, concat_axis):
     """lax.all_to_all(tiled=True) on the blocks of every rank of communicator c."""
-    blocks = c.allgather(np.asarray(x))
+    blocks = c.allgather(gather(x))
     me = c.Get_rank()
     return np.concatenate([np.split(b, c.Get_size(), axis=split_axis)[me] for b in blocks],
                           axis=concat_axis)
@@ -41,11 +42,11 @@ for dtype in (np.float32, np.float64, np.complex128):
         want = reference(x, comm, split_axis, concat_axis)
         got, order = mt.all_to_all(x, mt.new_order(), comm, split_axis=split_axis,
                                    concat_axis=concat_axis)
-        assert got.dtype == dtype and np.array_equal(np.asarray(got), want), (dtype, split_axis)
+        assert got.dtype == dtype and np.array_equal(gather(got), want), (dtype, split_axis)
         jitted = jax.jit(lambda a, o: mt.all_to_all(a, o, comm, split_axis=split_axis,
                                                     concat_axis=concat_axis))
         got, _ = jitted(x, mt.new_order())
-        assert np.array_equal(np.asarray(got), want)
+        assert np.array_equal(gather(got), want)
 sys.stdout.write(f"{rank} ok exchange\n")
 sys.stdout.flush()
 
@@ -65,8 +66,8 @@ def two(a, b):
 
 for _ in range(3):
     ya, yb, _ = two(a, b)
-    assert np.array_equal(np.asarray(ya), reference(a, comm, 0, 1))
-    assert np.array_equal(np.asarray(yb), reference(b, reversed_comm, 0, 0))
+    assert np.array_equal(gather(ya), reference(a, comm, 0, 1))
+    assert np.array_equal(gather(yb), reference(b, reversed_comm, 0, 0))
 sys.stdout.write(f"{rank} ok ordering\n")
 sys.stdout.flush()
 
@@ -74,13 +75,13 @@ sys.stdout.flush()
 xb = rng.standard_normal((3, size, 4))
 rows = jax.vmap(lambda a: mt.exchange_rows(a, mt.new_order(), comm)[0])
 want = np.stack([reference(xb[i], comm, 0, 0) for i in range(3)])
-assert np.array_equal(np.asarray(rows(xb)), want)
+assert np.array_equal(gather(rows(xb)), want)
 rows2 = jax.jit(jax.vmap(lambda a: mt.exchange_rows(a, mt.new_order(), comm)[0], in_axes=2,
                          out_axes=2))
-assert np.array_equal(np.asarray(rows2(np.moveaxis(xb, 0, 2))), np.moveaxis(want, 0, 2))
+assert np.array_equal(gather(rows2(np.moveaxis(xb, 0, 2))), np.moveaxis(want, 0, 2))
 ring = [(r, (r + 1) % size) for r in range(size)]
 shift = jax.jit(jax.vmap(lambda a: mt.sendrecv(a, mt.new_order(), comm, ring)[0], in_axes=1))
-got = np.asarray(shift(xb[:, 0]))
+got = gather(shift(xb[:, 0]))
 everyone = comm.allgather(xb[:, 0])
 assert np.array_equal(got, everyone[(rank - 1) % size].T), (got, everyone)
 sys.stdout.write(f"{rank} ok vmap\n")
@@ -100,7 +101,7 @@ def fftn_slab(block):
 
 
 want = np.fft.fftn(glob)[:, rank * n // size:(rank + 1) * n // size]
-np.testing.assert_allclose(np.asarray(fftn_slab(mine)), want, rtol=1e-12, atol=1e-9)
+np.testing.assert_allclose(gather(fftn_slab(mine)), want, rtol=1e-12, atol=1e-9)
 sys.stdout.write(f"{rank} ok fftn\n")
 sys.stdout.flush()
 
@@ -166,8 +167,8 @@ assert mt._call_id("all_to_all", (size, 4), "float64", size, 0) != \
     mt._call_id("all_to_all", (size, 4), "float64", size, 1)
 # every check above completed on every rank, so MPI is in step again: the process goes on
 got_wide, got_narrow = first(wide), second(narrow)
-assert np.array_equal(np.asarray(got_wide), reference(wide, comm, 0, 0))
-assert np.array_equal(np.asarray(got_narrow), reference(narrow, comm, 0, 0))
+assert np.array_equal(gather(got_wide), reference(wide, comm, 0, 0))
+assert np.array_equal(gather(got_narrow), reference(narrow, comm, 0, 0))
 comm.Barrier()
 sys.stdout.write(f"{rank} ok mismatch\n")
 sys.stdout.flush()

@@ -26,12 +26,15 @@ def test_transport_under_mpiexec(mpi_native, ranks):
         assert done == {f"{r} ok {check}" for r in range(ranks)}, (check, out.stdout)
 
 
-def test_default_build_reports_the_transport_missing():
+def test_default_build_has_the_transport_and_links_no_mpi():
+    import subprocess
+
+    import darray._native
     from darray._src import native
-    from darray._src.backends import BackendUnavailableError, mpi_transport
-    if native.build_info().get("mpi"):
-        pytest.skip("this darray build has MPI compiled in")
-    assert not mpi_transport.available()
-    with pytest.raises(BackendUnavailableError, match="DARRAY_ENABLE_MPI=ON"):
-        mpi_transport.all_to_all([0.0, 1.0], mpi_transport.new_order(), None, split_axis=0,
-                                 concat_axis=0)
+    from darray._src.backends import mpi_transport
+    info = native.build_info()
+    assert info["mpi"] is True and mpi_transport.available()
+    assert {mpi_transport.TARGET, mpi_transport.SENDRECV_TARGET} <= set(info["targets"])
+    linked = subprocess.run(["ldd", darray._native.__file__], capture_output=True, text=True,
+                            timeout=60).stdout
+    assert "libc." in linked and "libmpi" not in linked, linked  # MPI comes at run time

@@ -26,6 +26,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 import darray  # noqa: E402
+from darray.distributed import gather  # noqa: E402  (collective host reads: every rank)
 
 if port:
     info = darray.distributed.initialize(f"127.0.0.1:{port}", nproc, rank, heartbeat_timeout=10,
@@ -70,17 +71,17 @@ own = {tuple((r.start, r.stop) for r in darray._src.api.blockwise.logical_ranges
        for s in x.data.addressable_shards}
 own = {o for o in own if all(b > a for a, b in o)}
 assert sorted(tuple((s.start, s.stop) for s in c) for c in calls) == sorted(own), calls
-np.testing.assert_array_equal(np.asarray(x), host)
+np.testing.assert_array_equal(gather(x), host)
 
 f = darray.fromfunction(lambda i, j, k: i * 100.0 + j * 10.0 + k, (13, 10, 7),
                         dtype=np.float64, mesh=mesh, spec=("y", "x"))
-np.testing.assert_array_equal(np.asarray(f), np.fromfunction(lambda i, j, k: i * 100.0 + j * 10.0
+np.testing.assert_array_equal(gather(f), np.fromfunction(lambda i, j, k: i * 100.0 + j * 10.0
                                                              + k, (13, 10, 7)))
 
 r = darray.random.normal(jax.random.key(7), (13, 10, 7), mesh=mesh, spec=("x", "y"))
 n = darray.random.integers(jax.random.key(7), -4, 4, (37,), mesh=mesh, spec=(("x", "y"),))
 assert r.data.sharding.spec == r.layout.spec
-r_host, n_host = np.asarray(r), np.asarray(n)
+r_host, n_host = gather(r), gather(n)
 
 # every process writes its own chunks, through each engine this machine has
 darray.save(os.path.join(outdir, "saved_by_procs"), r, engine="numpy")
@@ -91,8 +92,8 @@ assert back.layout.split == ((), ("y",), ())
 if rank == 0:
     np.save(os.path.join(outdir, "random_normal.npy"), r_host)
     np.save(os.path.join(outdir, "random_integers.npy"), n_host)
-    np.save(os.path.join(outdir, "loaded.npy"), np.asarray(back))
+    np.save(os.path.join(outdir, "loaded.npy"), gather(back))
 else:
-    np.asarray(back)  # the gather is collective: every process takes part
+    gather(back)  # the gather is collective: every process takes part
 multihost_utils.sync_global_devices("done")
 print("RESULT ok", flush=True)

@@ -34,6 +34,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 import darray  # noqa: E402
+from darray.distributed import gather  # noqa: E402  (collective host reads: every rank)
 
 HEARTBEAT_S = 10
 info = darray.distributed.initialize(heartbeat_timeout=HEARTBEAT_S, shutdown_timeout=10)
@@ -93,24 +94,24 @@ def assert_placed(a, split=None):
 x = darray.asarray(host, mesh=mesh, spec=spec)
 xc = darray.asarray(host_c, mesh=mesh, spec=spec)
 assert_placed(x)
-np.testing.assert_array_equal(np.asarray(x), host)
+np.testing.assert_array_equal(gather(x), host)
 
 # --- fft round trips
 k = darray.fft.fftn(xc)
 assert_placed(k)
-np.testing.assert_allclose(np.asarray(k), np.fft.fftn(host_c), rtol=1e-10, atol=1e-10)
+np.testing.assert_allclose(gather(k), np.fft.fftn(host_c), rtol=1e-10, atol=1e-10)
 back = darray.fft.ifftn(k)
 assert back.layout == xc.layout, (back.layout, xc.layout)
 assert_placed(back)
-np.testing.assert_allclose(np.asarray(back), host_c, atol=1e-12)
+np.testing.assert_allclose(gather(back), host_c, atol=1e-12)
 ok("fftn_ifftn")
 kr = darray.fft.rfftn(x)
 assert_placed(kr)
 assert kr.shape == (13, 10, 4), kr.shape
-np.testing.assert_allclose(np.asarray(kr), np.fft.rfftn(host), rtol=1e-10, atol=1e-10)
+np.testing.assert_allclose(gather(kr), np.fft.rfftn(host), rtol=1e-10, atol=1e-10)
 backr = darray.fft.irfftn(kr, s=SHAPE)
 assert backr.layout == x.layout, (backr.layout, x.layout)
-np.testing.assert_allclose(np.asarray(backr), host, atol=1e-12)
+np.testing.assert_allclose(gather(backr), host, atol=1e-12)
 ok("rfftn_irfftn")
 
 
@@ -151,7 +152,7 @@ for width in (1, 2):
     ref = -6 * host + sum(np.roll(host, s, axis) for axis in range(3) for s in (width, -width))
     assert lap.layout.split == x.layout.split and lap.layout.halo == ((0, 0),) * 3
     assert_placed(lap)
-    np.testing.assert_allclose(np.asarray(lap), ref, atol=1e-12)
+    np.testing.assert_allclose(gather(lap), ref, atol=1e-12)
     reduced = h.halo_reduce()
     assert reduced.layout == x.layout, (reduced.layout, x.layout)
     assert_placed(reduced)
@@ -160,7 +161,7 @@ for width in (1, 2):
         shape = [1, 1, 1]
         shape[axis] = n
         copies = copies * copies_along(n, split_count(x.layout, axis), width).reshape(shape)
-    np.testing.assert_allclose(np.asarray(reduced), host * copies, rtol=1e-12)
+    np.testing.assert_allclose(gather(reduced), host * copies, rtol=1e-12)
     ok(f"halo_width{width}")
     ok(f"halo_reduce_width{width}")
 
@@ -171,7 +172,7 @@ for axis in (0, 1, 2, (0, 2), None):
         want = getattr(np, name)(host, axis=axis)
         assert got.shape == np.shape(want), (name, axis, got.shape)
         assert got.data.sharding.spec == got.layout.spec, (name, axis)
-        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(gather(got), want, rtol=1e-12, atol=1e-12)
 ok("reductions")
 
 # --- creation without a global host array
@@ -180,13 +181,13 @@ fc = darray.from_callback(SHAPE, np.float64, lambda idx: calls.append(idx) or ho
                           mesh=mesh, spec=spec)
 assert_placed(fc, split=x.layout.split)
 assert len(calls) <= devices_per_process, calls  # only this process's own blocks
-np.testing.assert_array_equal(np.asarray(fc), host)
+np.testing.assert_array_equal(gather(fc), host)
 ok("from_callback")
 fspec = tuple(reversed(spec)) + (None,) * (3 - len(spec))
 ff = darray.fromfunction(lambda i, j, k: i * 100.0 + j * 10.0 + k, SHAPE, dtype=np.float64,
                          mesh=mesh, spec=fspec)
 assert_placed(ff)
-np.testing.assert_array_equal(np.asarray(ff),
+np.testing.assert_array_equal(gather(ff),
                               np.fromfunction(lambda i, j, k: i * 100.0 + j * 10.0 + k, SHAPE))
 ok("fromfunction")
 
@@ -197,7 +198,7 @@ drawn = {"normal": darray.random.normal(key, SHAPE, mesh=mesh, spec=spec),
          "integers": darray.random.integers(key, -4, 4, (37,), mesh=mesh, spec=(spec[-1],))}
 for a in drawn.values():
     assert_placed(a)
-gathered = {name: np.asarray(a) for name, a in drawn.items()}  # collective: every rank
+gathered = {name: gather(a) for name, a in drawn.items()}  # collective: every rank
 if rank == 0:
     for name, values in gathered.items():
         np.save(os.path.join(outdir, f"random_{name}_{nproc}.npy"), values)
@@ -219,15 +220,15 @@ elif os.path.exists(saved_host):
         loaded = darray.load(saved_host, mesh=mesh, spec=other, engine=engine)
         assert_placed(loaded)
         assert loaded.layout.split == tuple((a,) if a else () for a in other), loaded.layout
-        np.testing.assert_array_equal(np.asarray(loaded), host)
+        np.testing.assert_array_equal(gather(loaded), host)
     loaded = darray.load(saved_random, mesh=mesh, spec=other)
     assert_placed(loaded)
     # the field saved by 4 processes equals the one this process count draws itself
-    np.testing.assert_array_equal(np.asarray(loaded), gathered["normal"])
+    np.testing.assert_array_equal(gather(loaded), gathered["normal"])
     if rank == 0:
-        np.save(os.path.join(outdir, f"loaded_{nproc}.npy"), np.asarray(loaded))
+        np.save(os.path.join(outdir, f"loaded_{nproc}.npy"), gather(loaded))
     else:
-        np.asarray(loaded)
+        gather(loaded)
     ok("load")
 multihost_utils.sync_global_devices("done")
 print("RESULT ok", flush=True)

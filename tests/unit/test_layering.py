@@ -22,11 +22,11 @@ SRC = pathlib.Path(darray.__file__).parent / "_src"
 
 # Bottom to top. Each entry: (floor name, module or package names relative to darray._src).
 FLOORS = (
-    ("foundation", ("errors", "config", "compat", "native", "distributed", "api.dtypes",
+    ("foundation", ("errors", "config", "compat", "native", "api.dtypes",
                     "api.complex_special", "fft.r2r_local", "halo.plan",
                     "backends.jax.transpose", "backends.errors")),
-    ("layout", ("axes", "layout")),
-    ("placement and plans", ("physical", "placement", "halo.spec", "fft.plan")),
+    ("layout", ("axes", "layout", "host", "memory")),
+    ("placement and plans", ("physical", "placement", "halo.spec", "fft.plan", "distributed")),
     ("mechanism", ("backends", "fft.planner")),
     ("the type", ("array",)),
     ("namespace", ("api", "blocks", "transforms")),

@@ -163,9 +163,9 @@ def _to_host(obj, dtype) -> np.ndarray:
     return host.astype(target, copy=False)
 
 
-def _full(shape, fill_value, dtype, device, mesh, spec, like=None) -> DistArray:
+def _full(shape, fill_value, dtype, device, mesh, spec, like=None, what="darray.full") -> DistArray:
     shape = _shape_tuple(shape)
-    layout = make_layout(shape, mesh, spec, device, like=like)
+    layout = make_layout(shape, mesh, spec, device, like=like, dtype=dtype, what=what)
     try:
         # The value is a runtime input: one compilation per (layout, dtype, value type), not
         # one per fill value (clients call full with data-dependent values).
@@ -195,13 +195,13 @@ def _default_dtype(value):
 def zeros(shape, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """An array of zeros. Layout: as requested; no communication."""
     dtype = _check_dtype(dtype) or _default_dtype(0.0)
-    return _full(shape, 0, dtype, device, mesh, spec)
+    return _full(shape, 0, dtype, device, mesh, spec, what="darray.zeros")
 
 
 def ones(shape, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """An array of ones. Layout: as requested; no communication."""
     dtype = _check_dtype(dtype) or _default_dtype(0.0)
-    return _full(shape, 1, dtype, device, mesh, spec)
+    return _full(shape, 1, dtype, device, mesh, spec, what="darray.ones")
 
 
 def empty(shape, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
@@ -232,13 +232,13 @@ def _like(x, dtype, device, mesh, spec):
 def zeros_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """Zeros with `x`'s shape, dtype and layout (unless overridden)."""
     x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
-    return _full(x.shape, 0, dtype, device, mesh, spec, like=x)
+    return _full(x.shape, 0, dtype, device, mesh, spec, like=x, what="darray.zeros_like")
 
 
 def ones_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """Ones with `x`'s shape, dtype and layout (unless overridden)."""
     x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
-    return _full(x.shape, 1, dtype, device, mesh, spec, like=x)
+    return _full(x.shape, 1, dtype, device, mesh, spec, like=x, what="darray.ones_like")
 
 
 def empty_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
@@ -251,7 +251,7 @@ def full_like(x, /, fill_value, *, dtype=None, device=None, mesh=None, spec=None
     x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
     if isinstance(fill_value, DistArray):  # a 0-d result, as `full` takes it
         fill_value = fill_value.to_jax().item()
-    return _full(x.shape, fill_value, dtype, device, mesh, spec, like=x)
+    return _full(x.shape, fill_value, dtype, device, mesh, spec, like=x, what="darray.full_like")
 
 
 def _generated(layout: Layout, dtype, make, static=(), *args):
@@ -299,7 +299,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, mesh=None,
         dtype = _default_dtype(start + stop + step if all(
             isinstance(v, (int, np.integer)) for v in (start, stop, step)) else 0.0)
     dtype = _check_dtype(dtype)
-    layout = make_layout((n,), mesh, spec, device)
+    layout = make_layout((n,), mesh, spec, device, dtype=dtype, what="darray.arange")
     wide = _wide(dtype)
     return _generated(layout, dtype, _arange_make, (wide,), _runtime_scalar(start, wide),
                       _runtime_scalar(step, wide))
@@ -344,7 +344,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, mes
         raise ValueError(f"linspace num={num} must be >= 0")
     dtype = _check_dtype(dtype) or _default_dtype(complex(0) if isinstance(
         start, complex) or isinstance(stop, complex) else 0.0)
-    layout = make_layout((num,), mesh, spec, device)
+    layout = make_layout((num,), mesh, spec, device, dtype=dtype, what="darray.linspace")
     div = (num - 1) if endpoint else num
     wide = _wide(dtype)
     return _generated(layout, dtype, _linspace_make, (wide, num, div, bool(endpoint)),
@@ -362,7 +362,8 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, mesh=None,
     """Ones on the k-th diagonal. Layout: 2D as requested; no communication."""
     n_cols = n_rows if n_cols is None else n_cols
     dtype = _check_dtype(dtype) or _default_dtype(0.0)
-    layout = make_layout(_shape_tuple((n_rows, n_cols)), mesh, spec, device)
+    layout = make_layout(_shape_tuple((n_rows, n_cols)), mesh, spec, device, dtype=dtype,
+                         what="darray.eye")
     # k is a runtime input (an out-of-range k simply matches no cell); int32 like the iotas
     return _generated(layout, dtype, _eye_make, (), np.int32(np.clip(operator.index(k),
                                                                       -2**31, 2**31 - 1)))

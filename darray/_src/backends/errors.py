@@ -19,8 +19,8 @@ HOW_TO_GET = {
                 "`CUDECOMP_ROOT=/path/to/cudecomp CMAKE_ARGS=\"-DDARRAY_ENABLE_CUDA=ON "
                 "-DDARRAY_ENABLE_CUDECOMP=ON\" python3 -m pip install -e .` (see "
                 "docs/native.md); `darray._src.native.build_info()` shows what was compiled",
-    "mpi": "install an MPI and mpi4py (e.g. `pip install mpich mpi4py`), reinstall darray with "
-           "`python3 -m pip install -e . -C cmake.define.DARRAY_ENABLE_MPI=ON` and run under "
-           "`mpiexec` with one JAX device per process, after `darray.distributed.initialize()` "
-           "(see docs/native.md)",
+    "mpi": "install darray with its MPI extra, `pip install 'darray[mpi]'` (mpich and mpi4py; "
+           "the handlers find the MPI library mpi4py loads at run time, no rebuild), and run "
+           "under `mpiexec -n P` with one JAX device per process, after "
+           "`darray.distributed.initialize()` (see docs/native.md)",
 }

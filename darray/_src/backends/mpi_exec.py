@@ -21,10 +21,13 @@ check: make one depend on the other, or jit them separately.
 """
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 import jax
 import numpy as np
 
-from darray._src import compat
+from darray._src import compat, native
 from darray._src.backends import mpi_transport
 from darray._src.backends.jax import fft_exec, halo_exchange
 
@@ -36,10 +39,12 @@ def why_unusable() -> str | None:
     """None when the MPI backend can run in this process, else the reason."""
     if not mpi_transport.available():
         return "the MPI transport handlers are not compiled into this darray build"
-    try:
-        from mpi4py import MPI  # noqa: F401
-    except ImportError as err:
-        return f"mpi4py cannot be imported ({err})"
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed"
+    if "mpi4py.MPI" in sys.modules:  # MPI is up: check the handlers can reach its library
+        return native.bind_mpi()
+    # Not imported yet: importing mpi4py.MPI runs MPI_Init, too much for a question (listing
+    # the backends must not start MPI); the first exchange binds and raises if it cannot.
     return None
 
 

@@ -58,6 +58,10 @@ def _require() -> None:
         raise BackendUnavailableError(
             f"the MPI transport ({TARGET}, {SENDRECV_TARGET}) is not compiled into this darray "
             f"build; to get it, {HOW_TO_GET['mpi']}")
+    why_not = native.bind_mpi()
+    if why_not is not None:
+        raise BackendUnavailableError(f"the MPI transport cannot reach an MPI library: {why_not}"
+                                      f"; to get it, {HOW_TO_GET['mpi']}")
     native.register_targets("cpu")
 
 
@@ -68,7 +72,12 @@ def new_order() -> jax.Array:
 
 
 def _comm_handle(comm) -> int:
-    return int(comm.py2f())
+    """The communicator's C handle (an int for MPICH's ABI, an address for Open MPI's and the
+    MPI 5 ABI), as the handlers call MPI with it."""
+    from mpi4py import MPI
+    if comm == MPI.COMM_NULL:
+        raise ValueError("comm is MPI.COMM_NULL; pass a communicator this rank belongs to")
+    return native.mpi_handle(comm)
 
 
 def _call_id(*parts) -> int:

@@ -1,0 +1,87 @@
+"""Refusing at creation an array that can never fit in its devices' memory.
+
+Without this check JAX accepts the array and its allocation fails later, asynchronously, as a
+RESOURCE_EXHAUSTED at an unrelated line. `check_fits` compares the bytes each device of the
+layout would hold with what the device reports it can still hold: `device.memory_stats()`
+(``bytes_limit - bytes_in_use``) where the backend reports it (GPU, TPU), and on CPU, where all
+of a process's devices share the host's memory, the host's available memory (``MemAvailable``
+in /proc/meminfo, else ``os.sysconf``) against the bytes of all of this process's devices.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import jax
+import numpy as np
+
+from darray._src.layout import Layout
+
+
+def _gib(n: float) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def host_available_bytes() -> tuple[int | None, str]:
+    """(bytes of host memory available, where the number came from); (None, why) if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        pages, page = os.sysconf("SC_AVPHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        return pages * page, "os.sysconf('SC_AVPHYS_PAGES')"
+    except (ValueError, OSError, AttributeError):
+        return None, "the host's memory is unknown"
+
+
+def _device_free(device) -> int | None:
+    try:
+        stats = device.memory_stats()
+    except Exception:  # backends without memory statistics raise or return None
+        return None
+    if not stats or "bytes_limit" not in stats:
+        return None
+    return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+
+
+def bytes_per_device(layout: Layout, dtype) -> int:
+    """Bytes one device holds of an array of `layout` (its padded, haloed block)."""
+    return math.prod(layout.block_shape) * np.dtype(dtype).itemsize
+
+
+def check_fits(layout: Layout, dtype, *, what: str = "the array") -> None:
+    """Raise ValueError if an array of `layout` and `dtype` cannot fit in its devices' memory.
+
+    `what` names the call in the message (e.g. "darray.zeros"). Small arrays (under 64 MiB per
+    process) are never checked: asking the devices costs more than it could save.
+    """
+    per_device = bytes_per_device(layout, dtype)
+    here = jax.process_index()
+    mine = [d for d in np.asarray(layout.mesh.devices).flat if d.process_index == here]
+    if per_device * max(len(mine), 1) < (64 << 20) or not mine:
+        return
+    head = (f"{what}: an array of shape {layout.shape} and dtype {np.dtype(dtype).name} split "
+            f"{layout.spec} over mesh {dict(layout.mesh.shape)} needs {_gib(per_device)} "
+            f"({per_device} bytes) per device")
+    fix = ("; split it over more devices (a larger mesh, or more axes split), use a smaller "
+           "dtype, or create it in pieces")
+    free = _device_free(mine[0])
+    if free is not None:
+        if per_device > free:
+            raise ValueError(f"{head}, but device {mine[0]} has {_gib(free)} ({free} bytes) "
+                             f"free (device.memory_stats(): bytes_limit - bytes_in_use){fix}")
+        return
+    # CPU devices of one process share the host's memory.
+    available, source = host_available_bytes()
+    needed = per_device * len(mine)
+    if available is not None and needed > available:
+        raise ValueError(f"{head}, {_gib(needed)} ({needed} bytes) for this process's "
+                         f"{len(mine)} {mine[0].platform.upper()} device(s), but the host has "
+                         f"{_gib(available)} ({available} bytes) available ({source}){fix}")
