@@ -20,6 +20,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from darray._src import compat
+from darray._src.backends.jax import local_fft  # inverse FFTs right on GPU at any size
 from darray._src.backends.jax.transpose import (all_to_all_move, lax_exchange, merge_move,
                                                 scatter_move)
 from darray._src.fft.plan import LocalFFT, Merge, Plan, Transpose
@@ -136,9 +137,9 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange):
         elif stage.kind == "r2c":
             block = jnp.fft.rfftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
         elif stage.kind == "c2r":
-            block = jnp.fft.irfftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
+            block = local_fft.irfftn(block, s, tuple(range(ndim - k, ndim)), norm)
         else:
-            fn = jnp.fft.ifftn if stage.inverse else jnp.fft.fftn
+            fn = local_fft.ifftn if stage.inverse else jnp.fft.fftn
             block = fn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
     return _reorder(block, order, list(range(ndim)))
 
