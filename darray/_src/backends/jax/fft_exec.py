@@ -109,15 +109,20 @@ def _run_merge(block, stage: Merge, order: list, exchange):
                         [order.index(m.dst) for m in moves], moves[0].src_len, parts, exchange)
 
 
-def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange):
+def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
     """The per-device body: apply every stage of `plan` to one local block. `exchange` does the
-    row exchanges of the transposes (XLA's all-to-all; the MPI backend passes its own)."""
+    row exchanges of the transposes (XLA's all-to-all; the MPI backend passes its own);
+    `move(block, stage, order)`, when given, does a whole Transpose/Merge stage (the nccl
+    backend's fused pack-exchange-unpack)."""
     ndim = block.ndim
     order = list(range(ndim))  # order[p]: the logical axis held by axis p of `block`
     if plan.stages:
         start = _start_order(plan, ndim)
         block, order = _reorder(block, order, start), start
     for stage in _fused(plan.stages):
+        if move is not None and isinstance(stage, (Transpose, Merge)):
+            block = move(block, stage, order)
+            continue
         if isinstance(stage, Transpose):
             block = all_to_all_move(block, stage.mesh_axes, order.index(stage.src),
                                     order.index(stage.dst), stage.src_local_len, stage.parts,
