@@ -1,11 +1,13 @@
-"""GPU: darray on cuDecomp vs darray on the JAX backend vs single-GPU jnp, side by side.
+"""GPU: darray on cuDecomp, on NCCL and on the JAX backend vs single-GPU jnp, side by side.
 
 For every size it runs, each in a fresh process (so each has its own peak-memory counter):
 
 * ``fftn round trip``: ``ifftn(fftn(x))`` of an n^3 complex64 array;
 * ``halo``: ghost cells of width 2 on every axis of an n^3 float32 array (periodic);
 
-as ``darray cudecomp`` (``transpose_backend="cudecomp"``), ``darray jax`` (the JAX backend:
+as ``darray cudecomp`` (``transpose_backend="cudecomp"``), ``darray nccl`` (darray's handlers
+on XLA's NCCL communicator; ``darray nccl 1-rank`` forces them over size-1 mesh axes too),
+``darray jax`` (the JAX backend:
 shard_map + XLA's NCCL all-to-all) and ``jnp`` (``jnp.fft.fftn``/``jnp.pad(mode="wrap")`` on one
 GPU). darray runs on a (rows, cols) mesh of all GPUs in the X-pencil layout (c, r, None).
 Printed: median time, its ratio to ``jnp``, and the peak device memory
@@ -17,8 +19,9 @@ Usage::
     python benchmarks/bench_gpu.py --n 128 --repeats 5
     mpiexec -n 4 python benchmarks/bench_gpu.py     # several GPUs (one per rank)
 
-Needs an NVIDIA GPU and a darray built with cuDecomp; ``darray cudecomp`` rows are marked
-``not built`` otherwise.
+Needs an NVIDIA GPU; ``darray cudecomp`` rows fail without a cuDecomp build, and ``darray nccl``
+runs on "jax" without the NCCL handlers (its Selection says so). ``--largest`` adds the largest
+N^3 complex64 round trip that fits for jnp, darray jax and darray nccl.
 """
 from __future__ import annotations
 
@@ -34,7 +37,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-PROGRAMS = ("jnp", "darray jax", "darray cudecomp")
+PROGRAMS = ("jnp", "darray jax", "darray cudecomp", "darray nccl", "darray nccl 1-rank")
+# program -> darray backend; "darray nccl 1-rank" runs the nccl handlers even over size-1 mesh
+# axes (pack, a 1-rank exchange, unpack), which otherwise move nothing: on one GPU it shows the
+# handlers' own cost.
+BACKEND = {"darray jax": "jax", "darray cudecomp": "cudecomp", "darray nccl": "nccl",
+           "darray nccl 1-rank": "nccl"}
+LARGEST_PROGRAMS = ("jnp", "darray jax", "darray nccl")
+LARGEST_N = (512, 768, 1024, 1152, 1280, 1290, 1400, 1536, 1664, 1792, 2048)
 OPS = ("fftn round trip", "halo")
 
 
@@ -53,7 +63,10 @@ def _one(program: str, op: str, n: int, repeats: int) -> dict:
         f = (jax.jit(lambda a: jnp.fft.ifftn(jnp.fft.fftn(a))) if op.startswith("fftn")
              else jax.jit(lambda a: jnp.pad(a, 2, mode="wrap")))
     else:
-        backend = program.split()[-1]
+        backend = BACKEND[program]
+        if program.endswith("1-rank"):
+            from darray._src.backends import nccl
+            nccl.EXCHANGE_SIZE_ONE = True
         devs = jax.devices()
         rows = int(np.sqrt(len(devs)))
         while len(devs) % rows:
@@ -85,6 +98,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, nargs="*", default=[256, 512])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--largest", action="store_true",
+                        help="also find the largest N^3 complex64 fftn round trip that fits "
+                             f"for {', '.join(LARGEST_PROGRAMS)} (N from {LARGEST_N})")
     parser.add_argument("--one", nargs=3, metavar=("PROGRAM", "OP", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -116,9 +132,26 @@ def main() -> None:
         if ratio == ratio:
             rows.append(make_row(f"{r['program']} {r['op']}", f"{r['n']}^3", "gpu",
                                  r["seconds"], ratio, peak_bytes=peak))
+    if args.largest:
+        _largest(args)
     if rows:
         write_table(rows, args.json or default_json_path("bench_gpu"), "bench_gpu",
                     "jnp on one GPU", "darray on GPU: cuDecomp vs JAX backend vs jnp")
+
+
+def _largest(args) -> None:
+    """Per program: the largest N of LARGEST_N whose round trip runs (each try in a fresh
+    process; the first failure, normally out of memory, ends the scan)."""
+    print(f"\n{'program':16s} {'largest N^3 c64 round trip':>28s}")
+    for program in LARGEST_PROGRAMS:
+        best = None
+        for n in LARGEST_N:
+            proc = subprocess.run([sys.executable, __file__, "--repeats", "1", "--one", program,
+                                   "fftn round trip", str(n)], capture_output=True, text=True)
+            if not any(ln.startswith("RESULT ") for ln in proc.stdout.splitlines()):
+                break
+            best = n
+        print(f"{program:16s} {str(best):>28s}")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,16 @@ namespace darray {
 void BindCudecomp(nanobind::module_& m);
 }
 #endif
+#ifdef DARRAY_HAS_NCCL
+#include <nccl.h>
+
+#include "xla/ffi/api/collectives_c_api.h"
+// Defined in nccl_ffi.cc (DARRAY_ENABLE_NCCL=ON): one prepare handler (requests XLA's
+// communicator) shared by both targets, and their execute handlers.
+XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayNcclPrepareCuda);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayNcclTransposeCuda);
+XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayNcclSendRecvCuda);
+#endif
 #ifdef DARRAY_HAS_MPI
 #include "mpi_api.h"
 // Defined in mpi_all_to_all.cc (compiled unless DARRAY_ENABLE_MPI=OFF; no MPI is needed to
@@ -73,8 +83,9 @@ NB_MODULE(_native, m) {
       "or why it failed.");
 #endif
 
-  // registrations() -> {target_name: capsule}; one entry per handler that was
-  // compiled in. CPU targets always exist; CUDA ones only with DARRAY_ENABLE_CUDA.
+  // registrations() -> {target_name: capsule or {stage: capsule}}; one entry per
+  // handler that was compiled in. CPU targets always exist; CUDA ones only with
+  // DARRAY_ENABLE_CUDA.
   m.def(
       "registrations",
       []() {
@@ -86,6 +97,16 @@ NB_MODULE(_native, m) {
 #endif
 #ifdef DARRAY_HAS_CUDA
         d["darray_pad_axis_cuda"] = EncapsulateHandler(DarrayPadAxisCuda);
+#endif
+#ifdef DARRAY_HAS_NCCL
+        // Staged handlers: register_ffi_target takes {stage: capsule}.
+        nb::dict transpose, sendrecv;
+        transpose["prepare"] = EncapsulateHandler(DarrayNcclPrepareCuda);
+        transpose["execute"] = EncapsulateHandler(DarrayNcclTransposeCuda);
+        sendrecv["prepare"] = EncapsulateHandler(DarrayNcclPrepareCuda);
+        sendrecv["execute"] = EncapsulateHandler(DarrayNcclSendRecvCuda);
+        d["darray_nccl_transpose_cuda"] = transpose;
+        d["darray_nccl_sendrecv_cuda"] = sendrecv;
 #endif
 #ifdef DARRAY_HAS_CUDECOMP
         d["darray_cudecomp_transpose_cuda"] = EncapsulateHandler(DarrayCudecompTransposeCuda);
@@ -114,6 +135,15 @@ NB_MODULE(_native, m) {
                                 std::to_string(CUDECOMP_PATCH);
 #else
         d["cudecomp"] = false;
+#endif
+#ifdef DARRAY_HAS_NCCL
+        d["nccl"] = true;
+        d["nccl_headers_version"] = NCCL_VERSION_CODE;
+        d["xla_ffi_collectives"] =
+            std::to_string(XLA_FFI_Extension_Collectives_MajorVersion) + "." +
+            std::to_string(XLA_FFI_Extension_Collectives_MinorVersion);
+#else
+        d["nccl"] = false;
 #endif
 #ifdef DARRAY_HAS_MPI
         d["mpi"] = true;

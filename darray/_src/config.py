@@ -26,7 +26,7 @@ class Option:
         return "DARRAY_" + self.name.upper()
 
 
-TRANSPOSE_BACKENDS = ("jax", "cudecomp", "mpi")
+TRANSPOSE_BACKENDS = ("jax", "cudecomp", "mpi", "nccl")
 # cuDecomp's names for its communication backends (cudecompTransposeCommBackend_t and
 # cudecompHaloCommBackend_t without the prefix), so users can copy them from its docs.
 CUDECOMP_TRANSPOSE_COMMS = ("NCCL", "NCCL_PL", "MPI_P2P", "MPI_P2P_PL", "MPI_A2A", "NVSHMEM",
@@ -47,7 +47,9 @@ OPTIONS = {opt.name: opt for opt in (
     Option("transpose_backend", str, "jax",
            "Which backend runs the transposes of distributed FFTs and the halo fills: 'jax' "
            "(shard_map + XLA collectives, always available), 'cudecomp' (cuDecomp custom calls "
-           "on NVIDIA GPUs) or 'mpi' (MPI all-to-all on CPU clusters). A native backend that is "
+           "on NVIDIA GPUs), 'nccl' (darray's own custom calls on XLA's NCCL communicator; runs "
+           "on 'jax' where it cannot run, e.g. off GPU) or 'mpi' (MPI all-to-all on CPU "
+           "clusters). A native backend that is "
            "not compiled in raises an error saying how to build it; plans it cannot express run "
            "on 'jax', which the backend selection records.",
            lambda v: v in TRANSPOSE_BACKENDS, _one_of(TRANSPOSE_BACKENDS)),

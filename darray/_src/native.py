@@ -57,8 +57,8 @@ def build_info() -> dict[str, Any]:
     """Describe the native build: which optional parts were compiled in.
 
     Returns:
-      A dict with at least ``available`` (bool), ``cuda``, ``cudecomp``, ``mpi`` (bools: compiled
-      in or not). With the native module present it also holds ``xla_ffi_api`` (the XLA FFI
+      A dict with at least ``available`` (bool), ``cuda``, ``cudecomp``, ``mpi``, ``nccl`` (bools:
+      compiled in or not). With the native module present it also holds ``xla_ffi_api`` (the XLA FFI
       header version built against), ``compiler``, ``nanobind`` and ``targets`` (the FFI target
       names). Without it every flag is False and ``reason`` says why the import failed.
 
@@ -70,10 +70,12 @@ def build_info() -> dict[str, Any]:
     mod, reason = _load()
     if mod is None:
         return {"available": False, "cuda": False, "cudecomp": False, "mpi": False,
+                "nccl": False,
                 "reason": f"{reason}; to fix it, {_FIX}"}
     if "mpi4py.MPI" in sys.modules:  # MPI is up already: binding costs nothing more
         bind_mpi()
     info = dict(mod.build_info())
+    info.setdefault("nccl", False)  # modules built before the nccl backend existed
     info["available"] = True
     info["targets"] = sorted(mod.registrations())
     if info.get("mpi") and "mpi_library_version" not in info:

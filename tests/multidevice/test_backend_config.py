@@ -62,8 +62,11 @@ def test_options_declared_once_with_env_and_checks():
     for comm in config.CUDECOMP_TRANSPOSE_COMMS:
         with darray.config_context(cudecomp_transpose_comm=comm):
             assert darray.get_config("cudecomp_transpose_comm") == comm
-    with pytest.raises(ValueError, match=r"transpose_backend='nccl'.*'jax', 'cudecomp', 'mpi'"):
-        darray.set_config(transpose_backend="nccl")
+    with pytest.raises(ValueError,
+                       match=r"transpose_backend='nvshmem'.*'jax', 'cudecomp', 'mpi', 'nccl'"):
+        darray.set_config(transpose_backend="nvshmem")
+    with darray.config_context(transpose_backend="nccl"):  # falls back where it cannot run
+        assert darray.get_config("transpose_backend") == "nccl"
     with pytest.raises(ValueError, match=r"cudecomp_halo_comm='MPI_A2A'.*'MPI_BLOCKING'"):
         darray.set_config(cudecomp_halo_comm="MPI_A2A")
     with pytest.raises(ValueError, match=r"cudecomp_transpose_comm='nccl'.*'NCCL_PL'"):

@@ -106,3 +106,27 @@ def test_halo_layouts_cudecomp_fills_and_those_it_declines():
 def test_selecting_cudecomp_without_the_build_says_how_to_get_it():
     with pytest.raises(BackendUnavailableError, match="CUDECOMP_ROOT"):
         FFT_EXECUTORS.select("cudecomp")
+
+
+def test_a_1x1_grid_issues_no_transpose():
+    # Size-1 axes move nothing on every backend: the four pencil moves of a one-GPU round trip
+    # are layout changes only, so cuDecomp is not called for any of them.
+    mesh = _mesh((1, 1))
+    x = darray.zeros((8, 6, 4), dtype="complex64", mesh=mesh, spec=P("c", "r", None))
+    plan = fft_plan(x, decomposition="pencil")
+    _, ops = cudecomp.plan_ops(plan)
+    assert [cudecomp.OPS[o] for o in ops if o is not None] == ["XToY", "YToZ"]
+    assert cudecomp.calls(plan, ops) == ()
+
+
+def test_only_the_moves_over_more_than_one_process_are_issued():
+    mesh = _mesh((1, 2))  # rows 'r' of size 1, cols 'c' of size 2
+    x = darray.zeros((8, 6, 4), dtype="complex64", mesh=mesh, spec=P("c", "r", None))
+    plan = fft_plan(x, decomposition="pencil")
+    # (plan_ops declines this mesh here: two devices of one process are no cuDecomp rank order;
+    # the stage-to-op mapping is the same one plan_ops uses)
+    ops = [None if not hasattr(s, "parts") else cudecomp._MOVES[(s.src, s.dst)][1]
+           for s in plan.stages]
+    issued = cudecomp.calls(plan, ops)
+    assert [name for _, name in issued] == ["YToZ"]  # XToY moves 'r' (size 1): a no-op
+    assert all(plan.stages[i].parts == 2 for i, _ in issued)

@@ -65,34 +65,40 @@ class Registry:
         self._entries: dict[str, Callable] = {}
         self._supports: dict[str, Callable] = {}
         self._usable: dict[str, Callable] = {}
+        self._fallback: dict[str, Callable] = {}
 
     def register(self, name: str, impl: Callable, *, supports: Callable | None = None,
-                 usable: Callable | None = None) -> None:
+                 usable: Callable | None = None, fallback: Callable | None = None) -> None:
         """Make `impl` available under `name` (replaces an earlier registration).
 
         `supports(plan)` returns None when `impl` can run `plan`, else the reason it cannot (the
         plan then runs on "jax", recorded in the Selection). The plan is an fft `Plan`, or for
         halo fills the tuple ``(in_layout, out_layout, rules)``. `usable()` returns None when the
-        backend can run on this machine, else the reason (selecting it then raises)."""
+        backend can run on this machine, else the reason (selecting it then raises).
+        `fallback()` returns None when it can run here, else the reason "jax" runs instead
+        (selecting it then falls back, and `names()` leaves it out)."""
         self._entries[name] = impl
-        self._supports.pop(name, None)
-        self._usable.pop(name, None)
+        for table in (self._supports, self._usable, self._fallback):
+            table.pop(name, None)
         if supports is not None:
             self._supports[name] = supports
         if usable is not None:
             self._usable[name] = usable
+        if fallback is not None:
+            self._fallback[name] = fallback
 
     def unregister(self, name: str) -> None:
         """Forget backend `name` ("jax" cannot be removed)."""
         if name != "jax":
-            for table in (self._entries, self._supports, self._usable):
+            for table in (self._entries, self._supports, self._usable, self._fallback):
                 table.pop(name, None)
 
     def names(self) -> tuple[str, ...]:
         """The registered backends that can run here."""
         self._ensure_builtin()
         return tuple(sorted(n for n in self._entries
-                            if n not in self._usable or self._usable[n]() is None))
+                            if (n not in self._usable or self._usable[n]() is None)
+                            and (n not in self._fallback or self._fallback[n]() is None)))
 
     def requested(self, name: str | None = None) -> str:
         """The backend name in force: `name`, else the family's option, else transpose_backend."""
@@ -120,8 +126,9 @@ class Registry:
             raise BackendUnavailableError(
                 f"backend={name!r}: the {self.kind} backend {name!r} cannot run here "
                 f"({why_not}); to get it, {HOW_TO_GET.get(name, 'see its documentation')}")
-        why_not = (self._supports[name](plan) if plan is not None and name in self._supports
-                   else None)
+        why_not = self._fallback[name]() if name in self._fallback else None
+        if why_not is None and plan is not None and name in self._supports:
+            why_not = self._supports[name](plan)
         if why_not is not None:
             return Selection(self.kind, name, "jax", why_not, (), self._entries["jax"])
         return Selection(self.kind, name, name, "", _settings(name), impl)
@@ -133,9 +140,10 @@ class Registry:
     def _ensure_builtin(self) -> None:
         if "jax" not in self._entries:
             self._entries["jax"] = self._load_builtin()
-            for name, (impl, supports, usable) in _NATIVE.get(self.kind, {}).items():
+            for name, (impl, supports, usable, *fallback) in _NATIVE.get(self.kind, {}).items():
                 if name not in self._entries:
-                    self.register(name, impl, supports=supports, usable=usable)
+                    self.register(name, impl, supports=supports, usable=usable,
+                                  fallback=fallback[0] if fallback else None)
 
 
 # The native backends: registered in every build; `usable` says when one cannot run here (not
@@ -163,13 +171,25 @@ def _cudecomp(name):
     return call
 
 
-# kind -> {name: (impl, supports, usable)}: native backends every Registry of that kind has.
+def _nccl(name):
+    def call(*args, **kwargs):
+        from darray._src.backends import nccl
+        return getattr(nccl, name)(*args, **kwargs)
+    return call
+
+
+# kind -> {name: (impl, supports, usable[, fallback])}: native backends every Registry of that
+# kind has. "nccl" falls back to "jax" (instead of raising) where it cannot run: it needs no
+# extra install beyond a GPU build, so asking for it everywhere is a reasonable default.
 _NATIVE = {
     "FFT": {"mpi": (_mpi_fft, None, _mpi_usable),
-            "cudecomp": (_cudecomp("execute"), _cudecomp("supports"), _cudecomp("usable"))},
+            "cudecomp": (_cudecomp("execute"), _cudecomp("supports"), _cudecomp("usable")),
+            "nccl": (_nccl("execute"), _nccl("plan_reason"), None, _nccl("environment_reason"))},
     "halo": {"mpi": (_mpi_halo, None, _mpi_usable),
              "cudecomp": (_cudecomp("halo_fill"), _cudecomp("halo_supports"),
-                          _cudecomp("usable"))},
+                          _cudecomp("usable")),
+             "nccl": (_nccl("halo_fill"), _nccl("halo_supports"), None,
+                      _nccl("environment_reason"))},
 }
 
 

@@ -269,6 +269,7 @@ def _workspace(elements: int, dtype):
 
 
 def _local_fft(block, stage: LocalFFT, norm: str):
+    from darray._src.backends.jax import local_fft
     from darray._src.backends.jax.fft_exec import apply_r2r
     if stage.kind == "r2r":
         for a, kernel in zip(stage.axes, stage.kernels):
@@ -277,17 +278,29 @@ def _local_fft(block, stage: LocalFFT, norm: str):
     if stage.kind == "r2c":
         return jnp.fft.rfft(block, n=stage.sizes[0], axis=stage.axes[0], norm=norm)
     if stage.kind == "c2r":
-        return jnp.fft.irfft(block, n=stage.sizes[0], axis=stage.axes[0], norm=norm)
-    fn = jnp.fft.ifftn if stage.inverse else jnp.fft.fftn
+        return local_fft.irfftn(block, stage.sizes[:1], stage.axes[:1], norm)
+    fn = local_fft.ifftn if stage.inverse else jnp.fft.fftn
     return fn(block, s=stage.sizes, axes=stage.axes, norm=norm)
+
+
+def calls(plan: Plan, ops) -> tuple:
+    """The cuDecomp transposes a plan really issues: ``(stage index, OPS name)`` for each
+    transpose over more than one process. A move over a size-1 grid dimension changes only the
+    layout (with cuDecomp's default memory order the block's bytes stay where they are), so it
+    is a no-op, as on every darray backend: a 1x1 grid issues none."""
+    return tuple((i, OPS[op]) for i, (stage, op) in enumerate(zip(plan.stages, ops))
+                 if op is not None and stage.parts > 1)
 
 
 def _run_stages(block, plan: Plan, grid_spec: Grid, ops, norm: str):
     shape = list(plan.in_layout.shape)
-    for stage, op in zip(plan.stages, ops):
+    issued = {i for i, _ in calls(plan, ops)}
+    for i, (stage, op) in enumerate(zip(plan.stages, ops)):
         if op is None:
             block = _local_fft(block, stage, norm)
             _advance_shape(shape, stage)
+            continue
+        if i not in issued:  # size-1 grid dimension: nothing moves
             continue
         if block.dtype not in _DTYPES:
             raise TypeError(f"cuDecomp backend: dtype {block.dtype} is not one of "

@@ -19,6 +19,10 @@ HOW_TO_GET = {
                 "`CUDECOMP_ROOT=/path/to/cudecomp CMAKE_ARGS=\"-DDARRAY_ENABLE_CUDA=ON "
                 "-DDARRAY_ENABLE_CUDECOMP=ON\" python3 -m pip install -e .` (see "
                 "docs/native.md); `darray._src.native.build_info()` shows what was compiled",
+    "nccl": "build darray with its NCCL handlers on a machine with CUDA, against jaxlib >= "
+            "0.11.2: `CMAKE_ARGS=\"-DDARRAY_ENABLE_CUDA=ON -DDARRAY_ENABLE_NCCL=ON\" python3 -m "
+            "pip install -e .` (nccl.h from `pip install nvidia-nccl-cu13` or NCCL_ROOT; see "
+            "docs/native.md)",
     "mpi": "install darray with its MPI extra, `pip install 'darray[mpi]'` (mpich and mpi4py; "
            "the handlers find the MPI library mpi4py loads at run time, no rebuild), and run "
            "under `mpiexec -n P` with one JAX device per process, after "

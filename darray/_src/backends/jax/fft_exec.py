@@ -20,6 +20,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from darray._src import compat
+from darray._src.backends.jax import local_fft  # inverse FFTs right on GPU at any size
 from darray._src.backends.jax.transpose import (all_to_all_move, lax_exchange, merge_move,
                                                 scatter_move)
 from darray._src.fft.plan import LocalFFT, Merge, Plan, Transpose
@@ -108,15 +109,20 @@ def _run_merge(block, stage: Merge, order: list, exchange):
                         [order.index(m.dst) for m in moves], moves[0].src_len, parts, exchange)
 
 
-def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange):
+def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
     """The per-device body: apply every stage of `plan` to one local block. `exchange` does the
-    row exchanges of the transposes (XLA's all-to-all; the MPI backend passes its own)."""
+    row exchanges of the transposes (XLA's all-to-all; the MPI backend passes its own);
+    `move(block, stage, order)`, when given, does a whole Transpose/Merge stage (the nccl
+    backend's fused pack-exchange-unpack)."""
     ndim = block.ndim
     order = list(range(ndim))  # order[p]: the logical axis held by axis p of `block`
     if plan.stages:
         start = _start_order(plan, ndim)
         block, order = _reorder(block, order, start), start
     for stage in _fused(plan.stages):
+        if move is not None and isinstance(stage, (Transpose, Merge)):
+            block = move(block, stage, order)
+            continue
         if isinstance(stage, Transpose):
             block = all_to_all_move(block, stage.mesh_axes, order.index(stage.src),
                                     order.index(stage.dst), stage.src_local_len, stage.parts,
@@ -136,9 +142,9 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange):
         elif stage.kind == "r2c":
             block = jnp.fft.rfftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
         elif stage.kind == "c2r":
-            block = jnp.fft.irfftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
+            block = local_fft.irfftn(block, s, tuple(range(ndim - k, ndim)), norm)
         else:
-            fn = jnp.fft.ifftn if stage.inverse else jnp.fft.fftn
+            fn = local_fft.ifftn if stage.inverse else jnp.fft.fftn
             block = fn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
     return _reorder(block, order, list(range(ndim)))
 
