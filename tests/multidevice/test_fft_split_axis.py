@@ -193,7 +193,8 @@ def test_unfactorable_length_runs_bluestein():
     assert y.layout == x.layout
     _close(y, np.fft.fft(a), np.complex128)
     hlo = _hlo(lambda d: dfft.ifft(d).data, x)
-    assert _count(hlo, "all-to-all") == 9 and _count(hlo, "all-gather") == 0
+    # traced inside a jit: 4 for the convolution + 1 for the filter built in the program
+    assert _count(hlo, "all-to-all") == 5 and _count(hlo, "all-gather") == 0
 
 
 def test_factor():

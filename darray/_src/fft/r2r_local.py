@@ -207,6 +207,36 @@ def _dct3(x):
     return _interleave(v[..., :(n + 1) // 2], jnp.flip(v[..., (n + 1) // 2:], axis=-1))
 
 
+@functools.lru_cache(maxsize=256)
+def _dct4_odd_tables(n: int):
+    """DCT-IV of odd length N by one N-point DFT (no 2N transform).
+
+    With u = 2k+1, v = 2j+1 the kernel is cos(2 pi uv / 8N). As gcd(8, N) = 1, 1/(8N) = a/8 + b/N
+    (mod 1) with a = N^-1 mod 8 and b = 8^-1 mod N, so the angle splits into pi a uv/4 plus
+    2 pi (b u mod N)(v mod N)/N. For odd uv, cos and sin of pi uv/4 are +-1/sqrt2 with signs
+    chi(uv) (+ for uv = +-1 mod 8) and psi(uv) (+ for 1, 3 mod 8), both multiplicative, so
+      y[k] = sqrt2 (chi(a u) C[b u] - psi(a u) S[b u]),
+    C the cosine DFT of chi(v) x and S the sine DFT of psi(v) x, both indexed by v mod N (a
+    permutation of the input). With F = DFT(chi(v) x + i psi(v) x) over that index,
+    C[j] = (Re F[j] + Re F[-j]) / 2 and S[j] = (Re F[j] - Re F[-j]) / 2."""
+    a, b = pow(n, -1, 8), pow(8, -1, n)
+
+    def chi(j):
+        return np.where((j % 8 == 1) | (j % 8 == 7), 1.0, -1.0)
+
+    def psi(j):
+        return np.where((j % 8 == 1) | (j % 8 == 3), 1.0, -1.0)
+
+    odd = 2 * np.arange(n) + 1
+    source = np.empty(n, np.int32)
+    source[odd % n] = np.arange(n)  # position v mod N holds x[(v - 1) / 2]
+    bins = (b * odd) % n
+    half = np.sqrt(0.5)
+    c, s = half * chi(a * odd), half * psi(a * odd)
+    return (source, chi(odd[source]), psi(odd[source]), bins.astype(np.int32),
+            ((-bins) % n).astype(np.int32), c - s, c + s)
+
+
 def _dct4(x):
     n = x.shape[-1]
     if n % 2 == 0:
@@ -216,10 +246,13 @@ def _dct4(x):
         t = t * _const(_twiddle(m, 1.0 / n, 0.25 / n), x)
         u = jnp.fft.fft(t, axis=-1) * _const(_twiddle(m, 1.0 / n), x)
         return (2 * _interleave(u.real, -jnp.flip(u.imag, axis=-1))).astype(x.dtype)
-    # odd N: y[k] = 2 Re(e^{-i pi (2k+1)/4N} DFT_2N(x[n] e^{-i pi n/2N})[k])
-    t = x * _const(_twiddle(n, 0.5 / n), x)
-    u = jnp.fft.fft(t, n=2 * n, axis=-1)[..., :n] * _const(_twiddle(n, 0.5 / n, 0.25 / n), x)
-    return (2 * u.real).astype(x.dtype)
+    # odd N: one N-point complex FFT of a permuted, sign-weighted input (_dct4_odd_tables)
+    source, w_cos, w_sin, bins, mirror, post_bin, post_mirror = _dct4_odd_tables(n)
+    gathered = _take_last(x, source)
+    f = jnp.fft.fft(jax.lax.complex(gathered * _const(w_cos, x), gathered * _const(w_sin, x)),
+                    axis=-1).real
+    return (_take_last(f, bins) * _const(post_bin, x)
+            + _take_last(f, mirror) * _const(post_mirror, x)).astype(x.dtype)
 
 
 def _dst2(x):

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.sharding import PartitionSpec as P
 
 from darray._src import compat, physical
 from darray._src.layout import Layout
@@ -163,55 +164,151 @@ def _four_step(b, *, name, parts, cs, valid, n, n1, n2, inverse, norm, out_len, 
     return _to_natural(a, name=name, parts=parts, n1=n1, n2=n2, out_len=out_len, cd=cd)
 
 
-def _chirp(pos, n: int, sign: int, real_dtype):
-    """exp(sign * i pi pos^2 / n) for int32 positions 0 <= pos < 2^31.
-
-    pos^2 mod 2n by shift-and-add in uint32 (every partial sum < 2 * 2n <= 2^32), so the
-    angle stays exact for any length and either precision (pos^2 itself overflows)."""
-    m = np.uint32(2 * n)
-    g = pos.astype(jnp.uint32) % m
-    acc = jnp.zeros_like(g)
-    cur = g
-    for bit in range(max(1, int(2 * n).bit_length())):
-        take = ((g >> np.uint32(bit)) & np.uint32(1)) == np.uint32(1)
-        acc = jnp.where(take, (acc + cur) % m, acc)
-        cur = (cur + cur) % m
-    angle = (np.pi / n) * acc.astype(real_dtype)
-    return lax.complex(jnp.cos(angle), sign * jnp.sin(angle))
-
-
 _NORM_SCALE = {  # (norm, inverse) -> power of 1/N applied after the unnormalised DFT
     ("backward", False): 0.0, ("ortho", False): 0.5, ("forward", False): 1.0,
     ("backward", True): 1.0, ("ortho", True): 0.5, ("forward", True): 0.0}
 
 
-def _bluestein(b, *, name, parts, cs, valid, n, m, m1, m2, inverse, norm, out_len, cd,
-               weight):
-    """One split axis of length n (the last of block b) by a length-m chirp-z convolution."""
-    sign = 1 if inverse else -1
+def _twiddle(n1, w, n, name, sign, real):
+    """exp(sign 2 pi i k1 n2 / n) for k1 < n1 and this device's n2 block of width w."""
+    n2_idx = lax.axis_index(name) * w + jnp.arange(w, dtype=jnp.int32)
+    prod = (jnp.arange(n1, dtype=jnp.int32)[:, None] * n2_idx[None, :]) % n
+    angle = (2 * np.pi / n) * prod.astype(real)
+    return lax.complex(jnp.cos(angle), sign * jnp.sin(angle))
+
+
+def _columns_to_natural(a, *, name, parts, m1, m2, out_len, cd):
+    """A[..., n1, n2 block of this device] (index m2*n1 + n2) -> X[d*cd + t], t < cd; entries
+    at or beyond `out_len` are zeroed. One all-to-all of about cd + m2 entries per device."""
+    w = m2 // parts
+    lo = [min((d * cd) // m2, m1 - 1) for d in range(parts)]
+    hi = [min(m1 - 1, (min(d * cd + cd, out_len) - 1) // m2) for d in range(parts)]
+    rows = max(1, max(hi[d] - lo[d] + 1 for d in range(parts) if d * cd < out_len))
+    table = np.minimum(np.array(lo)[:, None] + np.arange(rows)[None, :], m1 - 1)
+    piece = jnp.take(a, jnp.asarray(table.reshape(-1), jnp.int32), axis=-2)
+    piece = piece.reshape(a.shape[:-2] + (parts, rows, w))
+    piece = jnp.moveaxis(piece, -3, 0)                          # (parts_d, ..., rows, w)
+    recv = lax.all_to_all(piece, name, 0, 0, tiled=True)        # (parts_r, ..., rows, w)
+    recv = jnp.moveaxis(recv, 0, -2)                            # (..., rows, parts_r, w)
+    flat = recv.reshape(recv.shape[:-3] + (rows * m2,))         # index - lo[d] * m2
+    offsets = np.array([d * cd - m2 * lo[d] for d in range(parts)])
+    pad = max(0, int(offsets.max()) + cd - rows * m2)
+    if pad:
+        flat = jnp.pad(flat, [(0, 0)] * (flat.ndim - 1) + [(0, pad)])
+    d = lax.axis_index(name)
+    if offsets.any() or pad:
+        flat = lax.dynamic_slice_in_dim(flat, jnp.asarray(offsets, jnp.int32)[d], cd, axis=-1)
+    if parts * cd > out_len:
+        k = d * cd + jnp.arange(cd, dtype=jnp.int32)
+        flat = jnp.where(k < out_len, flat, jnp.zeros((), flat.dtype))
+    return flat
+
+
+def _bluestein(b, consts, *, name, parts, cs, valid, n, m, m1, m2, inverse, norm, out_len,
+               cd, weight):
+    """One split axis of length n (the last of block b) by a length-m chirp-z convolution.
+
+    The convolution never visits natural order: the forward half of the four-step stops at
+    C[k1 block, k2] (two all-to-alls), is multiplied there by the filter spectrum (a constant
+    in that same order, `_bluestein_tables`), and the inverse half retraces it back to columns
+    (one all-to-all) and to natural order (one): four all-to-alls in all."""
+    chirp_in, filter_spectrum, chirp_out = consts
     real = b.real.dtype
-    r = lax.axis_index(name)
-    g = r * cs + jnp.arange(cs, dtype=jnp.int32)                 # global input positions
-    a = b * _chirp(g, n, sign, real)
-    if weight == "irfft":  # Hermitian extension of the n//2+1 given entries (module doc)
+    w = m2 // parts
+    a = b * chirp_in  # the chirp, irfft's Hermitian weights, zero beyond the input
+    a = _to_columns(a, name=name, parts=parts, cs=cs, valid=min(valid, n), n1=m1, n2=m2,
+                    weight=None)                                     # (..., m1, m2/P)
+    a = jnp.fft.fft(a, axis=-2) * _twiddle(m1, w, m, name, -1, real)
+    a = lax.all_to_all(a, name, a.ndim - 2, a.ndim - 1, tiled=True)  # (..., m1/P, m2)
+    a = jnp.fft.fft(a, axis=-1) * filter_spectrum
+    a = jnp.fft.ifft(a, axis=-1)
+    a = lax.all_to_all(a, name, a.ndim - 1, a.ndim - 2, tiled=True)  # (..., m1, m2/P)
+    a = jnp.fft.ifft(a * _twiddle(m1, w, m, name, 1, real), axis=-2)
+    out = _columns_to_natural(a, name=name, parts=parts, m1=m1, m2=m2, out_len=out_len,
+                              cd=cd) * chirp_out  # the chirp and the norm
+    return out.real if weight == "irfft" else out
+
+
+def _chirp(pos, n: int, sign: int, real_dtype):
+    """exp(sign * i pi pos^2 / n) for int32 positions 0 <= pos < 2^31.
+
+    pos^2 mod 2n by shift-and-add in uint32 (every partial sum < 2 * 2n <= 2^32), so the
+    angle stays exact for any length and either precision (pos^2 itself overflows). A loop,
+    not an unrolled chain: XLA split the unrolled chain into fusions that each held a full
+    intermediate (tens of arrays of the signal's size)."""
+    m = np.uint32(2 * n)
+    g = pos.astype(jnp.uint32) % m
+
+    def add_bit(bit, state):
+        acc, cur = state
+        take = ((g >> bit.astype(jnp.uint32)) & np.uint32(1)) == np.uint32(1)
+        return jnp.where(take, (acc + cur) % m, acc), (cur + cur) % m
+
+    acc, _ = lax.fori_loop(0, max(1, int(2 * n).bit_length()), add_bit, (jnp.zeros_like(g), g))
+    angle = (np.pi / n) * acc.astype(real_dtype)
+    return lax.complex(jnp.cos(angle), sign * jnp.sin(angle))
+
+
+def _tables_in_program(r, *, name, parts, cs, valid, n, m, m1, m2, inverse, norm, out_len,
+                       cd, weight, dtype):
+    """`_bluestein_tables`' values for this device, computed inside the program: used when
+    the transform is traced inside a caller's jit, where host tables would be embedded as
+    whole-array constants in every device's program. The filter spectrum then costs one
+    all-to-all and two local FFTs per call (the filter is generated in column order)."""
+    sign = 1 if inverse else -1
+    real = jnp.finfo(dtype).dtype
+    g = r * cs + jnp.arange(cs, dtype=jnp.int32)
+    c_in = jnp.where(g < min(valid, n), _chirp(g, n, sign, real), 0).astype(dtype)
+    if weight == "irfft":
         ends = (g == 0) | (g == n // 2) if n % 2 == 0 else (g == 0)
-        a = a * jnp.where(ends, 1, 2).astype(real)
-    step = dict(name=name, parts=parts, n=m, n1=m1, n2=m2, norm="backward", weight=None)
-    fa = _four_step(a, cs=cs, valid=min(valid, n), inverse=False, out_len=m, cd=m // parts,
-                    **step)
-    # The filter conj(c)[k] at k and m - k (circular), zero between; its FFT in m/parts chunks.
-    w = m // parts
-    k = r * w + jnp.arange(w, dtype=jnp.int32)
+        c_in = c_in * jnp.where(ends, 1, 2).astype(real)
+    w = m2 // parts
+    k = m2 * jnp.arange(m1, dtype=jnp.int32)[:, None] + (r * w + jnp.arange(w, dtype=jnp.int32))
     dist = jnp.minimum(k, m - k)
     h = jnp.where(dist < n, _chirp(jnp.where(dist < n, dist, 0), n, -sign, real), 0)
-    fh = _four_step(h.astype(fa.dtype), cs=w, valid=m, inverse=False, out_len=m, cd=w, **step)
-    conv = _four_step(fa * fh, cs=w, valid=m, inverse=True, out_len=out_len, cd=cd, **step)
+    h = jnp.fft.fft(h.astype(dtype), axis=-2) * _twiddle(m1, w, m, name, -1, real)
+    spectrum = jnp.fft.fft(lax.all_to_all(h, name, 0, 1, tiled=True), axis=-1)
     kout = r * cd + jnp.arange(cd, dtype=jnp.int32)
-    out = conv * _chirp(jnp.where(kout < out_len, kout, 0), n, sign, real)
-    power = _NORM_SCALE[(norm, inverse)]
-    if power:
-        out = out * jnp.asarray(float(n) ** -power, real)
-    return out.real if weight == "irfft" else out
+    c_out = jnp.where(kout < out_len, _chirp(jnp.where(kout < out_len, kout, 0), n, sign, real),
+                      0) * jnp.asarray(float(n) ** -_NORM_SCALE[(norm, inverse)], real)
+    return c_in, spectrum, c_out.astype(dtype)
+
+
+def _chirp_host(pos: np.ndarray, n: int, sign: int) -> np.ndarray:
+    """exp(sign i pi pos^2 / n) in complex128, the angle reduced exactly (pos^2 mod 2n)."""
+    sq = (pos.astype(np.int64) % (2 * n)) ** 2 % (2 * n)
+    return np.exp(sign * 1j * np.pi * sq / n)
+
+
+@functools.lru_cache(maxsize=8)
+def _bluestein_tables(mesh, entry, n, m, m1, m2, parts, cs, valid, out_len, cd, inverse,
+                      norm, irfft, dtype):
+    """The chirps and the filter spectrum of one Bluestein stage, built once in float64 on the
+    host and placed on the devices split like the axis (bounded cache: each holds ~3 arrays of
+    the signal's size).
+
+    Returns (chirp_in (P*cs,), filter spectrum (m1, m2) in the four-step's transposed order
+    C[k1, k2] = H[k1 + m1*k2], chirp_out (P*cd,)), all of `dtype`."""
+    from jax.sharding import NamedSharding
+    sign = 1 if inverse else -1
+    g = np.arange(parts * cs)
+    live = g < min(valid, n)
+    c_in = np.where(live, _chirp_host(g, n, sign), 0)
+    if irfft:  # the Hermitian extension of the n//2+1 given entries (module doc)
+        ends = (g == 0) | ((g == n // 2) if n % 2 == 0 else False)
+        c_in = c_in * np.where(ends, 1.0, 2.0)
+    k = np.arange(m)
+    dist = np.minimum(k, m - k)
+    h = np.where(dist < n, _chirp_host(np.where(dist < n, dist, 0), n, -sign), 0)
+    spectrum = np.fft.fft(h).reshape(m2, m1).T  # [k1, k2] = H[k1 + m1 k2]
+    kout = np.arange(parts * cd)
+    c_out = np.where(kout < out_len, _chirp_host(np.where(kout < out_len, kout, 0), n, sign), 0)
+    c_out = c_out * float(n) ** -_NORM_SCALE[(norm, inverse)]
+    spec = P(entry)
+    put = [(c_in, spec), (np.ascontiguousarray(spectrum), P(entry, None)),
+           (c_out, spec)]
+    with jax.ensure_compile_time_eval():  # concrete arrays even when called under a jit
+        return tuple(jax.device_put(v.astype(dtype), NamedSharding(mesh, sp)) for v, sp in put)
 
 
 # -- stages and the compiled program ----------------------------------------------------------
@@ -240,7 +337,7 @@ def _stage(layout: Layout, axis: int, kind: str, inverse: bool, size: int, fname
     return params, out
 
 
-def _run_stage(block, p, norm):
+def _run_stage(block, p, norm, consts):
     axis, kind = p["axis"], p["kind"]
     if p["parts"] == 1:  # a size-1 mesh axis: the whole axis is local
         if kind == "r2c":
@@ -256,31 +353,39 @@ def _run_stage(block, p, norm):
                   n=p["size"], inverse=p["inverse"], norm=norm, out_len=p["out_len"],
                   cd=p["cd"], weight="irfft" if kind == "c2r" else None)
     if "m" in p:
-        out = _bluestein(b, m=p["m"], m1=p["m1"], m2=p["m2"], **common)
+        out = _bluestein(b, consts, m=p["m"], m1=p["m1"], m2=p["m2"], **common)
     else:
         out = _four_step(b, n1=p["n1"], n2=p["n2"], **common)
     return jnp.moveaxis(out, -1, axis)
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(in_layout, out_layout, stages, norm, cast, conj_in, conj_out):
+def _compiled(in_layout, out_layout, stages, norm, cast, conj_in, conj_out, dtype,
+              inline_tables):
     params = [dict(p) for p in stages]
+    # Bluestein stages take their chirps and filter spectrum as arguments (_bluestein_tables)
+    const_specs = tuple(
+        (P(_entry(p["name"])), P(_entry(p["name"]), None), P(_entry(p["name"])))
+        if "m" in p and not inline_tables else () for p in params)
 
-    def body(block):
-        for p in params:
-            block = _run_stage(block, p, norm)
+    def body(block, consts):
+        for p, c in zip(params, consts):
+            if inline_tables and "m" in p:
+                c = _tables_in_program(lax.axis_index(p["name"]), **_bluestein_args(p, norm),
+                                       dtype=dtype)
+            block = _run_stage(block, p, norm, c)
         return block
 
-    mapped = compat.shard_map(body, mesh=in_layout.mesh, in_specs=(in_layout.spec,),
+    mapped = compat.shard_map(body, mesh=in_layout.mesh, in_specs=(in_layout.spec, const_specs),
                               out_specs=out_layout.spec)
 
-    def run(data):
+    def run(data, consts):
         data = physical.constrain(data, in_layout)
         if cast is not None:
             data = data.astype(cast)
         if conj_in:
             data = jnp.conj(data)
-        out = mapped(data)
+        out = mapped(data, consts)
         if conj_out:
             out = jnp.conj(out)
         return physical.constrain(out, out_layout)
@@ -328,9 +433,36 @@ def transform(x, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
         cast = None
     stages, out_layout = plan_split_axes(x.layout, axes, kind, inverse, sizes, fname)
+    complex_dtype = np.dtype(jax.dtypes.canonicalize_dtype(
+        np.result_type(x.dtype if cast is None else cast, np.complex64)))
+    # Host tables (built once, cached) are arguments of an eager call; inside a caller's trace
+    # they would become constants embedded whole in every device's program: computed in it.
+    inline = isinstance(x.data, jax.core.Tracer)
     fn = _compiled(x.layout, out_layout, stages, norm,
-                   None if cast is None else np.dtype(cast), conj_in, conj_out)
-    return DistArray._new(fn(x.data), out_layout)
+                   None if cast is None else np.dtype(cast), conj_in, conj_out, complex_dtype,
+                   inline)
+    consts = tuple(() if inline else _stage_tables(x.layout.mesh, dict(p), norm, complex_dtype)
+                   for p in stages)
+    return DistArray._new(fn(x.data, consts), out_layout)
+
+
+def _entry(name):
+    return name if isinstance(name, str) else tuple(name)
+
+
+def _bluestein_args(p, norm):
+    return dict(name=p["name"], parts=p["parts"], cs=p["cs"], valid=p["valid"], n=p["size"],
+                m=p["m"], m1=p["m1"], m2=p["m2"], inverse=p["inverse"], norm=norm,
+                out_len=p["out_len"], cd=p["cd"],
+                weight="irfft" if p["kind"] == "c2r" else None)
+
+
+def _stage_tables(mesh, p, norm, dtype):
+    if "m" not in p:
+        return ()
+    return _bluestein_tables(mesh, _entry(p["name"]), p["size"], p["m"], p["m1"], p["m2"],
+                             p["parts"], p["cs"], p["valid"], p["out_len"], p["cd"],
+                             p["inverse"], norm, p["kind"] == "c2r", dtype)
 
 
 __all__ = ["bluestein_length", "factor", "plan_split_axes", "transform"]

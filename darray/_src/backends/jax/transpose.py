@@ -58,16 +58,20 @@ def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: 
     if parts == 1:  # a size-1 mesh axis: only the layout changes, no data moves
         return x
     chunk = -(-x.shape[dst] // parts)
+    padded = chunk * parts != x.shape[dst]
     x = pad_axis(x, dst, chunk * parts)
     shape = x.shape
     # piece p (for the device of linear index p along mesh_axes) is chunk p of `dst`
     x = x.reshape(shape[:dst] + (parts, chunk) + shape[dst + 1:])
     x = jnp.moveaxis(x, dst, 0)
     name = mesh_axes[0] if len(mesh_axes) == 1 else tuple(mesh_axes)
-    # The barrier materialises the operand first. Without it XLA (jax 0.10 and 0.12) fused the
-    # padding slices of an all-split 3-D fold, e.g. (7, 13, 17) on a (2, 2, 2) mesh, into an
-    # all-to-all its own HLO verifier then rejected ("operands with different shapes").
-    x = lax.optimization_barrier(x)
+    if padded:
+        # The barrier materialises the operand first. Without it XLA (jax 0.10 and 0.12) fused
+        # the padding slices of an all-split 3-D fold, e.g. (7, 13, 17) on a (2, 2, 2) mesh,
+        # into an all-to-all its own HLO verifier then rejected ("operands with different
+        # shapes"). Only padded operands need it: elsewhere it costs a whole extra copy of the
+        # block (XLA then cannot fuse the move into the all-to-all's send slices).
+        x = lax.optimization_barrier(x)
     x = exchange(x, name)
     # axis 0 now indexes the sending device, i.e. which chunk of `src` the piece holds
     x = jnp.moveaxis(x, 0, src)

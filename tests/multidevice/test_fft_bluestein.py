@@ -1,0 +1,72 @@
+"""Bluestein 1-D transforms of a split axis (fft/split_axis.py): host tables, in-program tables."""
+import jax
+import numpy as np
+import pytest
+from jax.sharding import PartitionSpec as P
+
+import darray
+import darray.fft as dfft
+from darray._src.fft import split_axis
+
+
+def _x(n, mesh_shape=(8,), names=("d",), batch=None, seed=3):
+    rng = np.random.default_rng(seed)
+    shape = (n,) if batch is None else (batch, n)
+    a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    mesh = jax.make_mesh(mesh_shape, names)
+    spec = names if batch is not None else (names[0],)
+    return a, darray.asarray(a, mesh=mesh, spec=spec)
+
+
+def _rel(got, want):
+    return np.max(np.abs(np.asarray(got) - want)) / np.max(np.abs(want))
+
+
+@pytest.mark.parametrize("n", [13, 61, 97])
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_eager_and_jitted_paths_match_numpy(n, norm):
+    """Eager calls use the cached host tables, jitted ones build them in the program."""
+    a, x = _x(n)
+    for fn, ref in ((dfft.fft, np.fft.fft), (dfft.ifft, np.fft.ifft)):
+        eager = fn(x, norm=norm)
+        traced = jax.jit(lambda v, f=fn: f(v, norm=norm))(x)
+        for y in (eager, traced):
+            assert y.layout == x.layout and y.data.sharding.spec == P("d")
+            assert _rel(np.asarray(y), ref(a, norm=norm)) < 1e-12
+
+
+def test_real_transforms_of_a_prime_length():
+    a, x = _x(29)
+    r = a.real
+    xr = darray.asarray(r, mesh=x.layout.mesh, spec=("d",))
+    spec = dfft.rfft(xr)
+    assert _rel(np.asarray(spec), np.fft.rfft(r)) < 1e-12
+    back = dfft.irfft(spec, n=29)
+    assert back.data.sharding.spec == P("d")
+    assert _rel(np.asarray(back), r) < 1e-12
+    traced = jax.jit(lambda v: dfft.irfft(dfft.rfft(v), n=29))(xr)
+    assert _rel(np.asarray(traced), r) < 1e-12
+
+
+def test_batched_axis_over_a_2d_mesh():
+    a, x = _x(11, (2, 4), ("x", "y"), batch=6)
+    y = dfft.fft(x, axis=1)
+    assert y.layout == x.layout
+    assert _rel(np.asarray(y), np.fft.fft(a, axis=1)) < 1e-12
+
+
+def test_eager_program_has_four_all_to_alls_and_no_gather():
+    _, x = _x(13)
+    stages, out = split_axis.plan_split_axes(x.layout, (0,), "c2c", False, (13,))
+    dtype = np.dtype(x.dtype)
+    fn = split_axis._compiled(x.layout, out, stages, "backward", None, False, False, dtype,
+                              False)
+    tables = tuple(split_axis._stage_tables(x.layout.mesh, dict(p), "backward", dtype)
+                   for p in stages)
+    hlo = fn.lower(x.data, tables).compile().as_text()
+    assert hlo.count("all-to-all(") == 4 and "all-gather" not in hlo
+
+
+def test_table_cache_is_bounded():
+    info = split_axis._bluestein_tables.cache_info()
+    assert info.maxsize is not None and info.maxsize <= 8
