@@ -41,6 +41,10 @@ def why_unusable() -> str | None:
         return "the MPI transport handlers are not compiled into this darray build"
     if importlib.util.find_spec("mpi4py") is None:
         return "mpi4py is not installed"
+    if jax.local_device_count() != 1:
+        # one MPI rank per JAX device: a process with several devices can never use it
+        return (f"it needs one JAX device per process and this process has "
+                f"{jax.local_device_count()}")
     if "mpi4py.MPI" in sys.modules:  # MPI is up: check the handlers can reach its library
         return native.bind_mpi()
     # Not imported yet: importing mpi4py.MPI runs MPI_Init, too much for a question (listing
