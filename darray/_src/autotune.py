@@ -10,7 +10,6 @@ median per candidate is compared. The cheapest total over the requested operatio
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import math
 import statistics
@@ -23,6 +22,7 @@ import numpy as np
 
 from darray._src import backends as backend_registry
 from darray._src import compat, config
+from darray._src.program_cache import FFT, program_cache
 
 OPS = ("fftn", "halo")
 MESH_AXIS_NAMES = ("x", "y", "z")
@@ -201,7 +201,7 @@ def _sample(shape, dtype) -> np.ndarray:
     return host.astype(dtype)
 
 
-@functools.lru_cache(maxsize=128)
+@program_cache(FFT)
 def _runner(choice: Choice, shape, dtype_str, op, halo_width):
     """(input DistArray, compiled op) for one candidate; compiled once, cached for re-timing."""
     import darray  # the public namespace (imports darray._src.autotune itself)

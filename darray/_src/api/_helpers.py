@@ -4,7 +4,6 @@ path whose output layout may differ from its input layouts (common.apply_physica
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable, Sequence
 
 import jax
@@ -15,6 +14,7 @@ from darray._src.array import DistArray
 from darray._src.axes import AxisError, normalize_axis  # noqa: F401 (re-exported here)
 from darray._src.errors import LayoutError
 from darray._src.layout import Layout
+from darray._src.program_cache import MEDIUM, program_cache
 
 
 def normalize_axes(axes, ndim: int, argname: str = "axis") -> tuple[int, ...]:
@@ -86,7 +86,7 @@ def run_physical(fn: Callable, arrays: Sequence[DistArray], out_layouts, static=
     return tuple(DistArray._new(o, lay) for o, lay in zip(outs, out_layouts))
 
 
-@functools.lru_cache(maxsize=1024)
+@program_cache(MEDIUM)
 def _physical_fn(fn, in_layouts, out_layouts, static):
     def run(*datas):
         datas = [physical.constrain(d, lay) for d, lay in zip(datas, in_layouts)]

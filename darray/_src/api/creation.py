@@ -7,7 +7,6 @@ axis). Without them, arrays go on a 1D mesh over all devices, split along one ax
 """
 from __future__ import annotations
 
-import functools
 import operator
 
 import jax
@@ -18,6 +17,7 @@ from darray._src import physical
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 from darray._src.placement import make_layout
+from darray._src.program_cache import SMALL, program_cache
 
 _SCALARS = (bool, int, float, complex, np.generic)
 
@@ -86,7 +86,7 @@ def _device_order(mesh):
     return tuple(d.id for d in mesh.devices.reshape(-1))
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _redistribute_fn(src: Layout, dst: Layout, dtype):
     def move(data):
         logical = physical.physical_to_logical(data, src)
@@ -138,7 +138,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
     return _created(physical.host_to_physical(host, layout), layout)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _from_jax(layout: Layout, dtype):
     def place(x):
         if dtype is not None:
@@ -175,7 +175,7 @@ def _full(shape, fill_value, dtype, device, mesh, spec, like=None) -> DistArray:
     return _created(data, layout)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _fill_fn(layout: Layout, dtype):
     shape = layout.physical_shape
     return jax.jit(lambda value: jnp.full(shape, value, dtype),
@@ -261,7 +261,7 @@ def _generated(layout: Layout, dtype, make, static=(), *args):
     return _created(_generator_fn(make, layout, np.dtype(dtype), static)(*args), layout)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _generator_fn(make, layout: Layout, dtype, static):
     padded = layout.padded_shape
     return jax.jit(lambda *a: make(padded, *static, *a).astype(dtype),

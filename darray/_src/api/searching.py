@@ -17,6 +17,7 @@ from darray._src.api.common import check_array, masked_physical, valid_mask
 from darray._src.api.elementwise import elementwise
 from darray._src.api.statistical import highest, lowest, reduce
 from darray._src.array import DistArray
+from darray._src.program_cache import MEDIUM, program_cache
 
 
 # -- argmax / argmin ---------------------------------------------------------------------------
@@ -118,7 +119,7 @@ def nonzero(x, /) -> tuple[DistArray, ...]:
     return compaction.compact(x, with_indices=True)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(MEDIUM)
 def _searchsorted_fn(x1_lay, x2_lay, sorter_lay, side):
     """x1 (and sorter) whole on every device, x2 on its own blocks, inside shard_map: the
     search is local, and no data-dependent search is handed to the partitioner."""

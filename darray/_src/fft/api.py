@@ -12,8 +12,6 @@ and vmap keep the distribution without user annotations.
 """
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,6 +22,7 @@ from darray._src.array import DistArray
 from darray._src.backends import FFT_EXECUTORS
 from darray._src.fft import split_axis
 from darray._src.fft.plan import PlanError, plan_fft
+from darray._src.program_cache import FFT, program_cache
 
 NORMS = ("backward", "ortho", "forward")
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -100,7 +99,7 @@ def _axes_and_sizes(x, s, axes, fname):
 
 
 # -- the one core path ------------------------------------------------------------------------
-@functools.lru_cache(maxsize=512)
+@program_cache(FFT)
 def _compiled(plan, norm, cast, conj_in, conj_out, backend):
     execute = FFT_EXECUTORS.select(backend, plan).impl  # "jax" where backend can't run plan
 

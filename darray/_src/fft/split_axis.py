@@ -29,8 +29,6 @@ filter: nine all-to-alls of M-point data instead of three, still no all-gather.
 """
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -38,6 +36,7 @@ from jax import lax
 
 from darray._src import compat, physical
 from darray._src.layout import Layout
+from darray._src.program_cache import FFT, program_cache
 
 
 def factor(n: int, parts: int) -> tuple[int, int] | None:
@@ -262,7 +261,7 @@ def _run_stage(block, p, norm):
     return jnp.moveaxis(out, -1, axis)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(FFT)
 def _compiled(in_layout, out_layout, stages, norm, cast, conj_in, conj_out):
     params = [dict(p) for p in stages]
 
