@@ -60,8 +60,9 @@ def default_layout(shape, like: Layout) -> Layout:
     return make_out_layout(like.mesh, shape, split)
 
 
-def check_same_mesh(arrays: Sequence[DistArray], argname: str = "arrays", fname=None):
-    """The mesh rule (operands.check_operand_meshes) for a sequence argument."""
+def check_same_mesh(arrays: Sequence[DistArray], argname: str = "arrays", fname=None) -> list:
+    """The mesh rule (operands.check_operand_meshes) for a sequence argument: the arrays,
+    placed on one mesh."""
     from darray._src.api.operands import caller_name, check_operand_meshes
     # call sites in other modules predate the rule and pass no function name: take the nearest
     # public function up the stack (for the message only)
@@ -71,7 +72,7 @@ def check_same_mesh(arrays: Sequence[DistArray], argname: str = "arrays", fname=
         named = list(zip(arrays, names))
     else:
         named = [(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
-    check_operand_meshes(fname, *named)
+    return list(check_operand_meshes(fname, *named))
 
 
 def run_physical(fn: Callable, arrays: Sequence[DistArray], out_layouts, static=()):

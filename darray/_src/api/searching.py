@@ -168,7 +168,8 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side={side!r}; use 'left' or 'right'")
     args = [x1, x2] + ([check_array(sorter, "sorter")] if sorter is not None else [])
-    check_operand_meshes("searchsorted", *zip(args, ("x1", "x2", "sorter")))
+    args = list(check_operand_meshes("searchsorted", *zip(args, ("x1", "x2", "sorter"))))
+    x1, x2 = args[:2]
     if len(args) == 3 and (args[2].ndim != 1 or args[2].shape != x1.shape):
         raise ValueError(f"searchsorted: sorter must have x1's shape {x1.shape}, got "
                          f"{args[2].shape}")
