@@ -322,7 +322,7 @@ def _wide(dtype):
     return _canonical(np.int64) if dtype.kind in "iu" else dtype
 
 
-def _linspace_make(padded, wide, num, div, endpoint, start, stop):
+def _linspace_make(padded, wide, num, div, endpoint, floor, start, stop):
     start, stop = jnp.asarray(start, wide), jnp.asarray(stop, wide)
     i = jnp.arange(padded[0], dtype=wide)
     if div <= 0:
@@ -333,12 +333,15 @@ def _linspace_make(padded, wide, num, div, endpoint, start, stop):
     vals = start + i * ((stop - start) / div)
     if endpoint and num > 1:
         vals = jax.lax.dynamic_update_slice(vals, jnp.full((1,), stop, wide), (num - 1,))
-    return vals
+    return jnp.floor(vals) if floor else vals
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, mesh=None,
              spec=None) -> DistArray:
-    """`num` evenly spaced samples from start to stop. Layout: 1D; no communication."""
+    """`num` evenly spaced samples from start to stop. Layout: 1D; no communication.
+
+    An integer `dtype` gets numpy's answer: samples computed in floating point, then rounded
+    toward -inf."""
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace num={num} must be >= 0")
@@ -346,8 +349,10 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, mes
         start, complex) or isinstance(stop, complex) else 0.0)
     layout = make_layout((num,), mesh, spec, device)
     div = (num - 1) if endpoint else num
-    wide = _wide(dtype)
-    return _generated(layout, dtype, _linspace_make, (wide, num, div, bool(endpoint)),
+    # numpy's rule for other dtypes: samples computed in float64, integers rounded toward -inf
+    wide = _wide(dtype) if dtype.kind in "fc" else _canonical(np.float64)
+    floor = dtype.kind in "iu"
+    return _generated(layout, dtype, _linspace_make, (wide, num, div, bool(endpoint), floor),
                       _runtime_scalar(start, wide), _runtime_scalar(stop, wide))
 
 

@@ -22,6 +22,7 @@ from darray._src.array import DistArray
 from darray._src.backends import FFT_EXECUTORS
 from darray._src.fft import split_axis
 from darray._src.fft.plan import PlanError, plan_fft
+from darray._src.layout import Layout
 from darray._src.program_cache import FFT, program_cache
 
 NORMS = ("backward", "ortho", "forward")
@@ -133,6 +134,8 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
     # x.layout has the rank of x.data even under jax.vmap (DistArray reconciles it), so a
     # vmapped call plans on the unmapped axes and JAX batches the shard_map.
     layout, data = x.layout, x.data
+    if x.size == 0:
+        return _empty_input(x, axes, sizes, kind, cast)
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
         cast = None
     backend = FFT_EXECUTORS.requested(backend)
@@ -149,6 +152,21 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
     out = _compiled(plan, norm, None if cast is None else np.dtype(cast), conj_in, conj_out,
                     backend)(data)
     return DistArray._new(out, plan.out_layout)
+
+
+def _empty_input(x: DistArray, axes, sizes, kind, cast) -> DistArray:
+    """numpy's answer for an input without elements: an empty axis padded to `n` is zeros, and
+    so is its transform (scipy.signal.envelope reaches fft(x, n) of a length-0 axis). The
+    result keeps x's split on every axis."""
+    shape = list(x.shape)
+    for a, n in zip(axes, sizes):
+        shape[a] = n
+    if kind == "r2c":
+        shape[axes[-1]] = sizes[-1] // 2 + 1
+    dt = np.dtype(cast if cast is not None else x.dtype)
+    dt = _real_of(dt) if kind == "c2r" else _complex_of(dt)
+    layout = Layout.create(tuple(shape), x.mesh, x.layout.spec)
+    return DistArray._new(physical.filled(layout, 0, dt), layout)
 
 
 def fft_plan(x: DistArray, *, axes=None, kind="c2c", inverse=False, s=None,
