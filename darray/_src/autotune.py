@@ -10,7 +10,6 @@ median per candidate is compared. The cheapest total over the requested operatio
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import math
 import statistics
@@ -26,6 +25,7 @@ from darray._src import compat, config
 from darray._src.api.creation import asarray
 from darray._src.fft.api import fftn, ifftn
 from darray._src.halo import halo
+from darray._src.program_cache import FFT, program_cache
 
 OPS = ("fftn", "halo")
 MESH_AXIS_NAMES = ("x", "y", "z")
@@ -204,7 +204,7 @@ def _sample(shape, dtype) -> np.ndarray:
     return host.astype(dtype)
 
 
-@functools.lru_cache(maxsize=128)
+@program_cache(FFT)
 def _runner(choice: Choice, shape, dtype_str, op, halo_width):
     """(input DistArray, compiled op) for one candidate; compiled once, cached for re-timing."""
     x = asarray(_sample(shape, np.dtype(dtype_str)), mesh=choice.mesh(), spec=choice.spec)

@@ -6,7 +6,6 @@ ghosts are in place: ``darray.map_blocks(laplacian, x.halo(1))``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Callable
 
 import jax
@@ -18,6 +17,7 @@ from darray._src import compat, physical
 from darray._src.array import DistArray
 from darray._src.errors import LayoutError
 from darray._src.layout import Layout
+from darray._src.program_cache import MEDIUM, program_cache
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +79,7 @@ def _spec_of(arg):
     return arg.layout.spec if isinstance(arg, DistArray) else PartitionSpec()
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(MEDIUM)
 def _mapped(f, kinds, out_layouts, block_info: bool, ref: Layout):
     layouts = [k for k in kinds if isinstance(k, Layout)]
     mesh = layouts[0].mesh

@@ -105,6 +105,13 @@ def is_tracer(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+def is_tracing() -> bool:
+    """Whether a jax transformation (jit, grad, vmap, ...) is tracing right now. jax has no
+    public call for this; its core keeps the trace context (both jax lines we support)."""
+    from jax._src import core
+    return not core.trace_state_clean()
+
+
 _IN_FLIGHT: collections.deque = collections.deque()
 _IN_FLIGHT_LIMIT = 4
 

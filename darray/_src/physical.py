@@ -5,8 +5,6 @@ jax.Array; everything else asks the Layout for sizes and calls these to convert.
 """
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +12,7 @@ from jax.sharding import NamedSharding
 
 from darray._src import compat
 from darray._src.layout import Layout
+from darray._src.program_cache import SMALL, program_cache
 
 
 def sharding_of(layout: Layout) -> NamedSharding:
@@ -98,7 +97,7 @@ def physical_to_logical(data, layout: Layout):
     return data
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _to_logical_fn(layout: Layout):
     return jax.jit(lambda data: _pinned_logical(data, layout))
 
@@ -156,7 +155,7 @@ def physical_to_host(data, layout: Layout, what: str = "np.asarray(x)") -> np.nd
     return host
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _filled(layout: Layout, value, dtype):
     shape = layout.physical_shape
     return jax.jit(lambda: jnp.full(shape, value, dtype), out_shardings=sharding_of(layout))

@@ -18,7 +18,6 @@ jax_threefry_partitionable, a global flag darray should not flip for its users).
 """
 from __future__ import annotations
 
-import functools
 import math
 import operator
 
@@ -33,6 +32,7 @@ from darray._src.api.creation import _canonical, _check_dtype, _created, _shape_
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 from darray._src.placement import make_layout
+from darray._src.program_cache import SMALL, program_cache
 
 _U32 = 1 << 32
 
@@ -106,7 +106,7 @@ def _generate(layout: Layout, key, transform, out_dtype):
     return _created(fn(keypair), layout)
 
 
-@functools.lru_cache(maxsize=128)
+@program_cache(SMALL)
 def _generator(layout: Layout, transform, out_dtype):
     name, *static = transform
 
@@ -203,7 +203,7 @@ def _split_key(key):
     return jax.random.fold_in(base, 1), jax.random.fold_in(base, 2)
 
 
-@functools.lru_cache(maxsize=32)
+@program_cache(SMALL)
 def _combine_complex(layout: Layout, dt):
     return jax.jit(lambda re, im, s: jax.lax.complex(re * s, im * s).astype(dt),
                    out_shardings=physical.sharding_of(layout))

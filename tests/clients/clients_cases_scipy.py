@@ -35,10 +35,8 @@ sp_case("differential_entropy", ("v",))(lambda xp, v: _stats().differential_entr
 # -- scipy.stats: tests ----------------------------------------------------------------------
 
 sp_case("pearsonr", ("v", "w"))(lambda xp, v, w: tuple(_stats().pearsonr(v, w))[:2])
-sp_case("ttest_1samp", ("X",), marks=[library_bug(
-    "scipy.stats._axis_nan_policy._broadcast_arrays makes popmean=0.1 an array with "
-    "xp.asarray(arr) without device= and broadcasts it to (1, m): an n-d array on darray's "
-    "default mesh, which darray's mesh rule (api/operands.py) will not mix with X's mesh")])(
+# popmean is made with xp.asarray(0.1) (no device=): uncommitted, it joins X's mesh
+sp_case("ttest_1samp", ("X",))(
     lambda xp, X: tuple(_stats().ttest_1samp(X, 0.1, axis=0))[:2])
 sp_case("ttest_ind", ("X", "X2"))(lambda xp, X, X2: tuple(_stats().ttest_ind(X, X2, axis=0))[:2])
 sp_case("ttest_rel", ("X", "X2"))(lambda xp, X, X2: tuple(_stats().ttest_rel(X, X2, axis=0))[:2])

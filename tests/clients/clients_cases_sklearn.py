@@ -59,6 +59,14 @@ for _name in ("f1_score", "precision_score", "recall_score", "jaccard_score"):
     metric(_name + "_macro", ("y_cls", "y_pred_cls"), lambda y_cls, y_pred_cls, _n=_name:
            getattr(_m(), _n)(y_cls, y_pred_cls, average="macro"))
 
+# No true positive: sklearn makes its per-class sums with xp.zeros(n) (no device=), an
+# uncommitted array that must join the labels' mesh (JAX's placement rule, api/operands.py).
+for _name in ("f1_score", "precision_score", "recall_score", "jaccard_score",
+              "multilabel_confusion_matrix"):
+    metric(_name + "_no_true_positive", ("y_cls",), lambda y_cls, _n=_name: getattr(_m(), _n)(
+        y_cls, (y_cls + 1) % 3,
+        **({} if _n == "multilabel_confusion_matrix" else {"average": "macro"})))
+
 metric("fbeta_score_binary", ("y_bin", "y_pred_bin"),
        lambda y_bin, y_pred_bin: _m().fbeta_score(y_bin, y_pred_bin, beta=0.5))
 metric("precision_recall_fscore_support", ("y_cls", "y_pred_cls"),

@@ -57,6 +57,7 @@ def pytest_terminal_summary(terminalreporter):
                 row["library xfail"] += 1
             else:
                 row["darray failure"] += 1
+    _scipy_suites_summary(terminalreporter)
     if not rows:
         return
     cols = ("cases", "distributed", "host", "library xfail", "darray failure")
@@ -70,3 +71,23 @@ def pytest_terminal_summary(terminalreporter):
     tr.write_line(f"{'total':18}" + "".join(f"{total[c]:16d}" for c in cols))
     for lib in sorted(host_cases):
         tr.write_line(f"via host ({lib}): " + ", ".join(sorted(host_cases[lib])))
+
+
+def _scipy_suites_summary(tr):
+    """scipy's own suites (test_scipy_suites.py): outcomes per backend, side by side."""
+    rows = []
+    for status in ("passed", "failed", "xfailed", "xpassed"):
+        for rep in tr.stats.get(status, []):
+            props = dict(getattr(rep, "user_properties", ()))
+            if "scipy_suite_counts" in props and rep.when == "call":
+                rows.append((props["scipy_suite"], json.loads(props["scipy_suite_counts"])))
+    if not rows:
+        return
+    outcomes = ("passed", "failed", "xfailed", "skipped", "xpassed")
+    tr.section("scipy's own array-API suites: darray vs jax.numpy (tests per outcome)")
+    tr.write_line(f"{'suite':16}{'backend':11}" + "".join(f"{o:>9}" for o in outcomes))
+    for suite, counts in sorted(rows):
+        for backend in ("darray", "jax.numpy"):
+            c = counts.get(backend, {})
+            tr.write_line(f"{suite:16}{backend:11}" + "".join(f"{c.get(o, 0):9d}"
+                                                               for o in outcomes))

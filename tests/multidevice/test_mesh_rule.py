@@ -1,7 +1,9 @@
-"""The one rule for operands on different meshes (api/operands.py, docs/architecture.md):
-DistArrays of rank >= 1 on different meshes raise LayoutError naming the function, both meshes
-and the call that moves an array; scalars, numpy/jax arrays and 0-d arrays go where the arrays
-are. Checked for every multi-operand family."""
+"""The one rule for operands on different meshes (api/operands.py, docs/architecture.md), JAX's
+committed/uncommitted placement: arrays on darray's default mesh (made without mesh=/device=)
+move to where the committed operands are; committed arrays on the same devices are resharded
+onto the first one's mesh; committed arrays on different sets of devices raise LayoutError
+naming the function, both meshes and the call that moves an array; scalars, numpy/jax arrays
+and 0-d arrays go where the arrays are. Checked for every multi-operand family."""
 import jax
 import numpy as np
 import pytest
@@ -13,8 +15,11 @@ from darray._src.errors import LayoutError
 
 A = compat.make_auto_mesh((8,), ("x",))
 B = compat.make_auto_mesh((2, 4), ("x", "y"))
-# the same axis names and sizes as A over the devices in another order: another place
+# the same axis names and sizes as A over the devices in another order: the same devices
 C = compat.make_auto_mesh((8,), ("x",), devices=jax.devices()[::-1])
+# two halves of the devices: other sets of devices
+LO = compat.make_auto_mesh((4,), ("x",), devices=jax.devices()[:4])
+HI = compat.make_auto_mesh((4,), ("x",), devices=jax.devices()[4:])
 
 
 def on(mesh, a, spec=None):
@@ -24,64 +29,126 @@ def on(mesh, a, spec=None):
 V = np.arange(8.0)
 M = np.arange(64.0).reshape(8, 8) / 64 + np.eye(8)
 
-# (family, function of (array on A, array on B)); each raises under the rule
+
+def _setitem(xp, a, b):
+    if xp is np:
+        a = a.copy()
+        a[:] = b
+        return a
+    return indexing.setitem(a, (slice(None),), b)
+
+
+# (family, function of (xp, first array, second array)): np gives the reference
 CALLS = {
-    "add": lambda a, b: darray.add(a, b),
-    "operator": lambda a, b: a * b,
-    "where": lambda a, b: darray.where(a > 0, a, b),
-    "clip": lambda a, b: darray.clip(a, b, None),
-    "isin": lambda a, b: darray.isin(a, b),
-    "take": lambda a, b: darray.take(a, darray.astype(b, darray.int64)),
-    "take_along_axis": lambda a, b: darray.take_along_axis(a, darray.astype(b, darray.int64)),
-    "getitem": lambda a, b: a[darray.astype(b, darray.int64)],
-    "getitem_mask": lambda a, b: a[b > 3],
-    "setitem": lambda a, b: indexing.setitem(a, (slice(None),), b),
-    "searchsorted": lambda a, b: darray.searchsorted(a, b),
-    "concat": lambda a, b: darray.concat([a, b]),
-    "stack": lambda a, b: darray.stack([a, b]),
-    "vecdot": lambda a, b: darray.vecdot(a, b),
-    "tensordot": lambda a, b: darray.tensordot(a, b, axes=1),
-    "outer": lambda a, b: darray.linalg.outer(a, b),
-    "matmul": lambda a, b: a @ b,
-    "cross": lambda a, b: darray.linalg.cross(on(A, np.ones(3)), on(B, np.ones(3))),
-    "solve": lambda a, b: darray.linalg.solve(on(A, M), b),
-    "broadcast_arrays": lambda a, b: darray.broadcast_arrays(a, b),
-    "meshgrid": lambda a, b: darray.meshgrid(a, b),
-    "repeat": lambda a, b: darray.repeat(a, darray.astype(b, darray.int64), axis=0),
+    "add": lambda xp, a, b: xp.add(a, b),
+    "operator": lambda xp, a, b: a * b,
+    "where": lambda xp, a, b: xp.where(a > 2, a, b),
+    "clip": lambda xp, a, b: xp.clip(a, b, None),
+    "isin": lambda xp, a, b: xp.isin(a, b),
+    "take": lambda xp, a, b: xp.take(a, xp.astype(b, xp.int64)),
+    "take_along_axis": lambda xp, a, b: xp.take_along_axis(a, xp.astype(b, xp.int64), axis=0),
+    "getitem": lambda xp, a, b: a[xp.astype(b, xp.int64)],
+    "getitem_mask": lambda xp, a, b: a[b > 1],
+    "setitem": _setitem,
+    "searchsorted": lambda xp, a, b: xp.searchsorted(a, b),
+    "concat": lambda xp, a, b: xp.concat([a, b]),
+    "stack": lambda xp, a, b: xp.stack([a, b]),
+    "vecdot": lambda xp, a, b: xp.vecdot(a, b),
+    "tensordot": lambda xp, a, b: xp.tensordot(a, b, axes=1),
+    "outer": lambda xp, a, b: xp.linalg.outer(a, b),
+    "matmul": lambda xp, a, b: a @ b,
+    "solve": lambda xp, a, b: xp.linalg.solve(a[:, None] * 0 + xp.asarray(M), b),
+    "broadcast_arrays": lambda xp, a, b: xp.broadcast_arrays(a, b),
+    "meshgrid": lambda xp, a, b: xp.meshgrid(a, b),
+    "repeat": lambda xp, a, b: xp.repeat(a, xp.astype(b, xp.int64), axis=0),
 }
 
 
+def _leaves(r):
+    return list(r) if isinstance(r, (tuple, list)) else [r]
+
+
 @pytest.mark.parametrize("name", list(CALLS))
-def test_different_meshes_raise(name):
-    a, b = on(A, V), on(B, V % 3)
+def test_committed_on_other_devices_raise(name):
+    a, b = on(LO, V), on(HI, V % 3)
     with pytest.raises(LayoutError) as info:
-        CALLS[name](a, b)
+        CALLS[name](darray, a, b)
     msg = str(info.value)
-    assert "Mesh(x:8; devices 0..7)" in msg and "Mesh(x:2, y:4; devices 0..7)" in msg, msg
+    assert "Mesh(x:4; devices 0..3)" in msg and "Mesh(x:4; devices 4..7)" in msg, msg
     assert ".to_device(" in msg and "darray.asarray(" in msg, msg
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize("name", list(CALLS))
+def test_committed_on_the_same_devices_are_resharded(name):
+    # as jit does: the call runs on the first committed operand's mesh
+    want = CALLS[name](np, V, V % 3)
+    got = CALLS[name](darray, on(A, V), on(B, V % 3))
+    for g, w in zip(_leaves(got), _leaves(want), strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
+        if g.ndim:
+            assert g.mesh == A, (g.mesh, name)
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_uncommitted_moves_to_the_committed_operand(name):
+    # darray.asarray without mesh=/device= is uncommitted: in either position it joins the
+    # committed array, even on another set of devices
+    want = CALLS[name](np, V, V % 3)
+    for a, b in ((on(HI, V), darray.asarray(V % 3)), (darray.asarray(V), on(HI, V % 3))):
+        if name in ("getitem", "getitem_mask", "setitem") and a.mesh != HI:
+            continue  # indexing runs where the indexed array is (below)
+        got = CALLS[name](darray, a, b)
+        for g, w in zip(_leaves(got), _leaves(want), strict=True):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
+            if g.ndim:
+                assert g.mesh == HI, (g.mesh, name)
+
+
+def test_indexing_runs_where_the_indexed_array_is():
+    x = darray.asarray(V)                       # uncommitted, default mesh
+    idx = on(B, np.array([7, 0, 3]))             # committed, same devices
+    y = x[idx]
+    np.testing.assert_array_equal(np.asarray(y), V[[7, 0, 3]])
+    assert y.mesh == x.mesh
+    with pytest.raises(LayoutError, match="devices 4..7"):
+        x[on(HI, np.array([7, 0, 3, 1]))]      # x cannot move: another set of devices
+
+
+def test_creation_without_placement_is_uncommitted_sklearn_pattern():
+    # scikit-learn's f1_score: labels on a (2, 4) mesh, a helper from xp.zeros(n) (no device=)
+    labels = on(B, np.array([0, 2, 1, 1, 0, 2, 2, 1, 0, 1, 2, 0, 1]), ("x",))
+    counts = darray.zeros(3, dtype=darray.int64)
+    picked = darray.take(counts + 1, labels)
+    np.testing.assert_array_equal(np.asarray(picked), np.ones(13))
+    assert picked.mesh == B and picked.layout.split == (("x", "y"),)  # take keeps x's split
+
+
 def test_message_names_function_and_arguments():
-    a, b = on(A, V), on(B, V)
-    with pytest.raises(LayoutError, match=r"^add: x1 lives on Mesh\(x:8; devices 0..7\) but x2 "
-                                          r"on Mesh\(x:2, y:4; devices 0..7\).*x2 = "
+    a, b = on(LO, V), on(HI, V)
+    with pytest.raises(LayoutError, match=r"^add: x1 lives on Mesh\(x:4; devices 0..3\) but x2 "
+                                          r"on Mesh\(x:4; devices 4..7\).*x2 = "
                                           r"x2.to_device\(x1.device\)"):
         darray.add(a, b)
     with pytest.raises(LayoutError, match=r"^matmul: x1 .* but x2"):
-        darray.matmul(on(A, M), on(B, M))
+        darray.matmul(on(LO, M), on(HI, M))
     with pytest.raises(LayoutError, match=r"^concat: arrays\[0\] .* but arrays\[1\]"):
         darray.concat([a, b])
 
 
-def test_same_names_other_device_order_is_another_mesh():
+def test_same_names_other_device_order_is_resharded():
     a, c = on(A, V), on(C, V)
-    with pytest.raises(LayoutError, match=r"devices \[7, 6, 5"):
-        a + c
-    # the fix the message gives works and computes on x1's mesh
-    y = a + c.to_device(a.device)
+    y = a + c                                   # the same devices: resharded onto x1's mesh
     np.testing.assert_array_equal(np.asarray(y), V + V)
     assert y.mesh == A
+    y = c + a
+    np.testing.assert_array_equal(np.asarray(y), V + V)
+    assert y.mesh == C
+    # the fix the message of a refused call gives works and computes on x1's mesh
+    lo, hi = on(LO, V), on(HI, V)
+    y = lo + hi.to_device(lo.device)
+    np.testing.assert_array_equal(np.asarray(y), V + V)
+    assert y.mesh == LO
 
 
 def test_scalars_host_and_0d_arrays_go_where_the_array_is():

@@ -4,7 +4,6 @@ path whose output layout may differ from its input layouts (common.apply_physica
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable, Sequence
 
 import jax
@@ -15,6 +14,7 @@ from darray._src.array import DistArray
 from darray._src.axes import AxisError, normalize_axis  # noqa: F401 (re-exported here)
 from darray._src.errors import LayoutError
 from darray._src.layout import Layout
+from darray._src.program_cache import MEDIUM, program_cache
 
 
 def normalize_axes(axes, ndim: int, argname: str = "axis") -> tuple[int, ...]:
@@ -60,8 +60,9 @@ def default_layout(shape, like: Layout) -> Layout:
     return make_out_layout(like.mesh, shape, split)
 
 
-def check_same_mesh(arrays: Sequence[DistArray], argname: str = "arrays", fname=None):
-    """The mesh rule (operands.check_operand_meshes) for a sequence argument."""
+def check_same_mesh(arrays: Sequence[DistArray], argname: str = "arrays", fname=None) -> list:
+    """The mesh rule (operands.check_operand_meshes) for a sequence argument: the arrays,
+    placed on one mesh."""
     from darray._src.api.operands import caller_name, check_operand_meshes
     # call sites in other modules predate the rule and pass no function name: take the nearest
     # public function up the stack (for the message only)
@@ -71,7 +72,7 @@ def check_same_mesh(arrays: Sequence[DistArray], argname: str = "arrays", fname=
         named = list(zip(arrays, names))
     else:
         named = [(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
-    check_operand_meshes(fname, *named)
+    return list(check_operand_meshes(fname, *named))
 
 
 def run_physical(fn: Callable, arrays: Sequence[DistArray], out_layouts, static=()):
@@ -86,7 +87,7 @@ def run_physical(fn: Callable, arrays: Sequence[DistArray], out_layouts, static=
     return tuple(DistArray._new(o, lay) for o, lay in zip(outs, out_layouts))
 
 
-@functools.lru_cache(maxsize=1024)
+@program_cache(MEDIUM)
 def _physical_fn(fn, in_layouts, out_layouts, static):
     def run(*datas):
         datas = [physical.constrain(d, lay) for d, lay in zip(datas, in_layouts)]

@@ -7,8 +7,6 @@ unchanged in multi-process runs: each process only ever touches its own devices'
 """
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,6 +16,7 @@ from darray._src.api.creation import _check_dtype, _created, _default_dtype, _sh
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 from darray._src.placement import make_layout
+from darray._src.program_cache import MEDIUM, program_cache
 
 
 def logical_ranges(layout: Layout, physical_index) -> tuple[slice, ...]:
@@ -150,7 +149,7 @@ def fromfunction(fn, shape, *, dtype=None, mesh=None, spec=None) -> DistArray:
     return _created(data, layout)
 
 
-@functools.lru_cache(maxsize=64)
+@program_cache(MEDIUM)
 def _fromfunction_fn(fn, layout: Layout, dtype):
     block = tuple(layout.chunk(a) for a in range(layout.ndim))
 

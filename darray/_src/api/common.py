@@ -11,7 +11,6 @@ Both compile once per (function, layouts, dtypes) thanks to the caches below.
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable, Sequence
 
 import jax
@@ -21,6 +20,7 @@ import numpy as np
 from darray._src import physical
 from darray._src.array import DistArray
 from darray._src.layout import Layout
+from darray._src.program_cache import SMALL, program_cache
 
 
 def is_dist(x) -> bool:
@@ -60,7 +60,7 @@ def apply_physical(fn: Callable, args: Sequence, layout: Layout) -> DistArray:
     return DistArray._new(out, layout)
 
 
-@functools.lru_cache(maxsize=1024)
+@program_cache(SMALL)
 def _physical_fn(fn, kinds, layout):
     del kinds  # part of the cache key only
     return jax.jit(lambda *xs: physical.constrain(
@@ -81,7 +81,7 @@ def apply_logical(fn: Callable, args: Sequence, out_layouts, *, static=()) -> ob
     return tuple(o if lay is None else DistArray._new(o, lay) for o, lay in zip(outs, out_layouts))
 
 
-@functools.lru_cache(maxsize=1024)
+@program_cache(SMALL)
 def _logical_fn(fn, kinds, out_layouts, static):
     def run(*leaves):
         logical = [physical.to_logical(x, k) if isinstance(k, Layout) else x

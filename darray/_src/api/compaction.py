@@ -32,6 +32,7 @@ from darray._src.api import dtypes as _dt
 from darray._src.api.statistical import count_nonzero
 from darray._src.array import DistArray
 from darray._src.layout import Layout
+from darray._src.program_cache import COMPACTION, program_cache
 
 
 def concrete_count(arr: DistArray, what: str) -> None:
@@ -174,7 +175,7 @@ def _out_layout(mesh, count, names, rest_shape=(), rest_split=()) -> Layout:
     return Layout(shape, mesh, split, ((0, 0),) * len(shape), tuple(range(len(shape))))
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(COMPACTION)
 def _compact_fn(mask_lay: Layout, payload_lays: tuple, count: int, with_indices: bool):
     k = mask_lay.ndim
     names = mask_lay.used_mesh_axes
@@ -267,7 +268,7 @@ def _empty_results(mask, payloads, with_indices):
 
 
 # -- expansion (x[mask] = values) ----------------------------------------------------------------
-@functools.lru_cache(maxsize=256)
+@program_cache(COMPACTION)
 def _expand_fn(x_lay: Layout, mask_lay: Layout, count: int):
     k = mask_lay.ndim
     idx_dtype = _dt.default_int()
@@ -342,7 +343,7 @@ def run_replicated(fn: Callable, arrays: Sequence[DistArray], out_layouts, stati
     return tuple(o if lay is None else DistArray._new(o, lay) for o, lay in zip(outs, out_layouts))
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(COMPACTION)
 def _replicated_fn(fn, in_lays, out_lays, static, mesh):
     whole = PartitionSpec()
     body = compat.shard_map(lambda *xs: tuple(fn(*xs, *static)), mesh=mesh,
@@ -367,7 +368,7 @@ def blockwise_with_whole(fn: Callable, x: DistArray, whole: Sequence[DistArray],
     return DistArray._new(jitted(x.data, *[a.data for a in whole]), out)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(COMPACTION)
 def _blockwise_fn(fn, x_lay: Layout, whole_lays, static):
     whole = PartitionSpec()
     out_lay = x_lay.without_halo()

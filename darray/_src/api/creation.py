@@ -7,7 +7,6 @@ axis). Without them, arrays go on a 1D mesh over all devices, split along one ax
 """
 from __future__ import annotations
 
-import functools
 import operator
 
 import jax
@@ -18,6 +17,7 @@ from darray._src import physical
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 from darray._src.placement import make_layout
+from darray._src.program_cache import SMALL, program_cache
 
 _SCALARS = (bool, int, float, complex, np.generic)
 
@@ -86,7 +86,7 @@ def _device_order(mesh):
     return tuple(d.id for d in mesh.devices.reshape(-1))
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _redistribute_fn(src: Layout, dst: Layout, dtype):
     def move(data):
         logical = physical.physical_to_logical(data, src)
@@ -138,7 +138,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
     return _created(physical.host_to_physical(host, layout), layout)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _from_jax(layout: Layout, dtype):
     def place(x):
         if dtype is not None:
@@ -175,7 +175,7 @@ def _full(shape, fill_value, dtype, device, mesh, spec, like=None, what="darray.
     return _created(data, layout)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _fill_fn(layout: Layout, dtype):
     shape = layout.physical_shape
     return jax.jit(lambda value: jnp.full(shape, value, dtype),
@@ -261,7 +261,7 @@ def _generated(layout: Layout, dtype, make, static=(), *args):
     return _created(_generator_fn(make, layout, np.dtype(dtype), static)(*args), layout)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _generator_fn(make, layout: Layout, dtype, static):
     padded = layout.padded_shape
     return jax.jit(lambda *a: make(padded, *static, *a).astype(dtype),
@@ -322,7 +322,7 @@ def _wide(dtype):
     return _canonical(np.int64) if dtype.kind in "iu" else dtype
 
 
-def _linspace_make(padded, wide, num, div, endpoint, start, stop):
+def _linspace_make(padded, wide, num, div, endpoint, floor, start, stop):
     start, stop = jnp.asarray(start, wide), jnp.asarray(stop, wide)
     i = jnp.arange(padded[0], dtype=wide)
     if div <= 0:
@@ -333,12 +333,15 @@ def _linspace_make(padded, wide, num, div, endpoint, start, stop):
     vals = start + i * ((stop - start) / div)
     if endpoint and num > 1:
         vals = jax.lax.dynamic_update_slice(vals, jnp.full((1,), stop, wide), (num - 1,))
-    return vals
+    return jnp.floor(vals) if floor else vals
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, mesh=None,
              spec=None) -> DistArray:
-    """`num` evenly spaced samples from start to stop. Layout: 1D; no communication."""
+    """`num` evenly spaced samples from start to stop. Layout: 1D; no communication.
+
+    An integer `dtype` gets numpy's answer: samples computed in floating point, then rounded
+    toward -inf."""
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace num={num} must be >= 0")
@@ -346,8 +349,10 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, mes
         start, complex) or isinstance(stop, complex) else 0.0)
     layout = make_layout((num,), mesh, spec, device, dtype=dtype, what="darray.linspace")
     div = (num - 1) if endpoint else num
-    wide = _wide(dtype)
-    return _generated(layout, dtype, _linspace_make, (wide, num, div, bool(endpoint)),
+    # numpy's rule for other dtypes: samples computed in float64, integers rounded toward -inf
+    wide = _wide(dtype) if dtype.kind in "fc" else _canonical(np.float64)
+    floor = dtype.kind in "iu"
+    return _generated(layout, dtype, _linspace_make, (wide, num, div, bool(endpoint), floor),
                       _runtime_scalar(start, wide), _runtime_scalar(stop, wide))
 
 

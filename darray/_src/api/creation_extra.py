@@ -49,7 +49,7 @@ def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
     arrays = [check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
     if not arrays:  # a tuple since Array API 2025.12 (a list before: see api/versions.py)
         return ()
-    check_same_mesh(arrays, fname="meshgrid")  # the mesh rule (api/operands.py)
+    arrays = check_same_mesh(arrays, fname="meshgrid")  # the mesh rule (api/operands.py)
     for i, a in enumerate(arrays):
         if a.ndim != 1:
             raise ValueError(f"meshgrid: arrays[{i}] must be 1-D, got shape {a.shape}")

@@ -258,6 +258,7 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
     shared = _shared_layout(ops)
     if shared is not None:  # the common eager case, with no shape or layout arithmetic
         return apply_physical(fn, ops, shared)
+    ops = list(check_operand_meshes(fname, *zip(ops, argnames)))  # the mesh rule (operands.py)
     try:
         shape = tuple(np.broadcast_shapes(*[a.shape if is_dist(a) else np.shape(a) for a in ops]))
     except ValueError:
@@ -274,7 +275,6 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
             raise LayoutError(f"{fname}: operand layouts differ ({_describe(ops, argnames)}) and "
                               "darray config mismatch='raise' forbids redistributing; move "
                               "operands with darray.asarray(x, mesh=..., spec=...) first")
-    check_operand_meshes(fname, *zip(ops, argnames))  # the mesh rule (api/operands.py)
     ops = [_moved(a, out) for a in ops]
     return apply_logical(fn, [_placed(a, out) for a in ops], out)
 
@@ -287,8 +287,8 @@ def _placed(a, out: Layout):
 
 
 def _moved(a, out: Layout):
-    """0-d DistArrays on another mesh come over to the output mesh (the mesh rule lets only
-    0-d arrays move; check_operand_meshes has refused the others)."""
+    """0-d DistArrays on another mesh come over to the output mesh (check_operand_meshes has
+    placed the others)."""
     if is_dist(a) and a.layout.mesh != out.mesh:
         from darray._src.api.creation import asarray
         return asarray(a, mesh=out.mesh)

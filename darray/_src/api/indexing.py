@@ -148,12 +148,12 @@ def _index_tuple(plan, values):
 
 
 def _key_on_mesh(x: DistArray, key: tuple, fname: str, value=None) -> tuple:
-    """The mesh rule for index arrays (and a written value): DistArrays of rank >= 1 must live
-    on x's mesh; 0-d ones are brought there."""
+    """The mesh rule for index arrays (and a written value), with x as the target: they are
+    brought to x's mesh (operands.py), or LayoutError."""
     named = [(x, "x")] + [(k, f"key[{i}]") for i, k in enumerate(key)]
     if value is not None:
         named.append((value, "value"))
-    check_operand_meshes(fname, *named)
+    check_operand_meshes(fname, *named, anchor=0)  # x stays; placed() moves the others
     return tuple(placed(k, x.mesh) for k in key)
 
 
@@ -439,7 +439,7 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
         raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
     if idx.ndim != 1:
         raise ValueError(f"indices must be 1-D, got shape {idx.shape}")
-    check_operand_meshes("take", (x, "x"), (idx, "indices"))
+    x, idx = check_operand_meshes("take", (x, "x"), (idx, "indices"))
     shape = list(x.shape)
     shape[axis] = idx.shape[0]
     out = make_out_layout(x.mesh, shape, x.layout.split)
@@ -464,7 +464,7 @@ def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
         raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
     if idx.ndim != x.ndim:
         raise ValueError(f"indices must have x's rank {x.ndim}, got shape {idx.shape}")
-    check_operand_meshes("take_along_axis", (x, "x"), (idx, "indices"))
+    x, idx = check_operand_meshes("take_along_axis", (x, "x"), (idx, "indices"))
     shape = list(np.broadcast_shapes(tuple(n for i, n in enumerate(x.shape) if i != axis),
                                      tuple(n for i, n in enumerate(idx.shape) if i != axis)))
     shape.insert(axis, idx.shape[axis])

@@ -5,6 +5,7 @@ spans every device (see `darray.default_mesh`).
 """
 from __future__ import annotations
 
+from darray._src import compat
 from darray._src.api import dtypes as _dt
 from darray._src.placement import default_mesh
 
@@ -25,9 +26,12 @@ class Info:
         self._devices_as = devices_as
 
     def capabilities(self) -> dict:
-        # Boolean masks and nonzero/unique give data-dependent shapes (computed eagerly);
-        # XLA puts no limit on the rank.
-        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": None}
+        """Boolean masks and nonzero/unique give data-dependent shapes, computed eagerly: while
+        a jax transformation traces (under jit the count is not known) they raise, so both
+        report False then, as jax.numpy's do. XLA puts no limit on the rank."""
+        eager = not compat.is_tracing()
+        return {"boolean indexing": eager, "data-dependent shapes": eager,
+                "max dimensions": None}
 
     def default_device(self):
         return default_mesh()

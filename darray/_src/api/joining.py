@@ -33,6 +33,7 @@ import numpy as np
 from darray._src import compat, physical
 from darray._src.array import DistArray
 from darray._src.layout import Layout
+from darray._src.program_cache import MEDIUM, program_cache
 
 
 def _goes_in_directly(lay: Layout, split) -> bool:
@@ -182,7 +183,7 @@ def _local_join(kind: str, lays, out: Layout, axis: int, dtype):
     return local
 
 
-@functools.lru_cache(maxsize=1024)
+@program_cache(MEDIUM)
 def _join_fn(kind: str, in_layouts, targets, out: Layout, axis: int, dtype):
     """jit(*physical datas) -> the joined physical data in `out`. `targets[k]` is the layout
     input k is redistributed to first, or None when it goes in as it is."""

@@ -90,11 +90,14 @@ def _batch_layout(template: DistArray, shape, nbatch: int) -> Layout:
 
 def _batched(name, arrays, core: int, *, kwargs=(), array_kwargs=()):
     """jnp.linalg.<name> with every output keeping the batch split of the first array."""
+    if arrays[0].ndim < core:
+        raise ValueError(f"linalg.{name} needs an array of rank >= {core}, got shape "
+                         f"{arrays[0].shape}")
+    where = [i for i, a in enumerate(arrays) if isinstance(a, DistArray)]
+    arrays = list(arrays)
+    for i, a in zip(where, check_same_mesh([arrays[i] for i in where])):
+        arrays[i] = a
     x = arrays[0]
-    if x.ndim < core:
-        raise ValueError(f"linalg.{name} needs an array of rank >= {core}, got shape {x.shape}")
-    dists = [a for a in arrays if isinstance(a, DistArray)]
-    check_same_mesh(dists)
     static = (name, tuple(kwargs), tuple(array_kwargs))
     result = _shapes(_invoke, arrays, static)
     nbatch = x.ndim - core
@@ -140,7 +143,7 @@ def matmul(x1, x2, /) -> DistArray:
     """
     x1 = common.check_array(x1, "x1")
     x2 = common.check_array(x2, "x2")
-    check_same_mesh([x1, x2], "x1, x2")
+    x1, x2 = check_same_mesh([x1, x2], "x1, x2")
     if x1.ndim == 0 or x2.ndim == 0:
         raise ValueError(f"matmul needs operands of rank >= 1, got shapes {x1.shape}, {x2.shape}")
     if x1.shape[-1] != x2.shape[-2 if x2.ndim > 1 else 0]:
@@ -177,7 +180,7 @@ def tensordot(x1, x2, /, *, axes=2) -> DistArray:
     """
     x1 = common.check_array(x1, "x1")
     x2 = common.check_array(x2, "x2")
-    check_same_mesh([x1, x2], "x1, x2")
+    x1, x2 = check_same_mesh([x1, x2], "x1, x2")
     if isinstance(axes, (int, np.integer)):
         k = operator.index(axes)
         if k < 0 or k > min(x1.ndim, x2.ndim):
@@ -212,7 +215,7 @@ def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
     """
     x1 = common.check_array(x1, "x1")
     x2 = common.check_array(x2, "x2")
-    check_same_mesh([x1, x2], "x1, x2")
+    x1, x2 = check_same_mesh([x1, x2], "x1, x2")
     nd = max(x1.ndim, x2.ndim)
     axis = normalize_axis(axis, nd)
     full1 = (1,) * (nd - x1.ndim) + x1.shape
@@ -318,7 +321,7 @@ def outer(x1, x2, /) -> DistArray:
     x2 = common.check_array(x2, "x2")
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer needs 1-D arrays, got shapes {x1.shape} and {x2.shape}")
-    check_same_mesh([x1, x2], "x1, x2")
+    x1, x2 = check_same_mesh([x1, x2], "x1, x2")
     out = make_out_layout(x1.mesh, (x1.shape[0], x2.shape[0]),
                           (x1.layout.split[0], x2.layout.split[0]))
     return common.apply_logical(_invoke, [x1, x2], out, static=("outer", (), ()))

@@ -349,8 +349,7 @@ def _as_list(arrays, argname="arrays") -> list[DistArray]:
         raise TypeError(f"{argname} must be a non-empty tuple or list of DistArrays, got "
                         f"{type(arrays).__name__}")
     arrays = [common.check_array(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
-    check_same_mesh(arrays, argname)
-    return arrays
+    return check_same_mesh(arrays, argname)
 
 
 def concat(arrays, /, *, axis=0) -> DistArray:
@@ -470,7 +469,7 @@ def broadcast_to(x: DistArray, /, shape) -> DistArray:
 def broadcast_arrays(*arrays) -> tuple[DistArray, ...]:
     """Broadcast arrays against each other. Layout: as broadcast_to, per array."""
     arrays = [common.check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
-    check_same_mesh(arrays, fname="broadcast_arrays")  # the mesh rule (api/operands.py)
+    arrays = check_same_mesh(arrays, fname="broadcast_arrays")  # the mesh rule (api/operands.py)
     shape = broadcast_shapes(*[a.shape for a in arrays])
     # A tuple since Array API 2025.12 (a list before: see api/versions.py).
     return tuple(broadcast_to(a, shape) for a in arrays)
@@ -535,7 +534,7 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
             raise ValueError(f"repeats={counts} must be >= 0")
         host = None
     else:
-        check_operand_meshes("repeat", (x, "x"), (repeats, "repeats"))
+        x, repeats = check_operand_meshes("repeat", (x, "x"), (repeats, "repeats"))
         compaction.concrete_count(repeats, "repeat with per-element counts")
         if isinstance(repeats, jax.core.Tracer):
             raise jax.errors.ConcretizationTypeError(

@@ -1,15 +1,27 @@
 """The one rule for operands of multi-operand functions that live on different meshes.
 
-The Array API says computation happens where all array arguments live. darray reads that as:
+JAX's placement rule, committed versus uncommitted, read for meshes:
 
-* DistArrays of rank >= 1 given to one call must share a mesh. If they do not, the call raises
-  LayoutError (a ValueError) naming the function, both arguments, both meshes and the call that
-  moves an array. darray never moves a whole array silently: a redistribution between meshes
-  can be the most expensive thing a program does, and doing it implicitly would also make the
-  result's location depend on argument order.
+* An array created without an explicit placement (a creation function or `asarray` of host
+  data without ``mesh=``/``device=``) lands on darray's default mesh and is *uncommitted*:
+  darray's default mesh plays the part of JAX's default device. Arrays computed from
+  uncommitted arrays only stay there, and stay uncommitted, as in JAX.
+* An array on any other mesh is *committed* to it.
+* When the DistArrays of rank >= 1 given to one call live on different meshes, the call runs on
+  the mesh of the first committed one (the *target*; in indexing, the indexed array's).
+  Uncommitted arrays move there. Committed arrays on the same set of devices are resharded
+  onto it, as `jit` reshards operands with other shardings. Committed arrays on another set of
+  devices raise LayoutError (a ValueError) naming the function, both arguments, both meshes
+  and the call that moves an array: JAX refuses those too, and darray never guesses which set
+  of devices a computation should run on.
 * Python scalars, numpy arrays, jax arrays that are not DistArrays, and 0-d arrays (0-d
   DistArrays and the jax scalars darray returns for 0-d results) carry no distribution: they
   are placed where the arrays are.
+
+The default mesh is told apart by where an array lives, not by how it was made: an array the
+user placed explicitly on a mesh equal to darray's default mesh (a ('d',) mesh over every
+device) is treated as uncommitted too. It can only ever move onto a mesh over a subset of the
+devices (every other mesh spans the same devices and would reshard it anyway).
 
 Meshes compare by devices, axis names and axis sizes, not by axis types: darray keeps an Auto
 twin of an Explicit mesh a user passes (see compat.auto_twin), and both mean the same place.
@@ -52,25 +64,52 @@ def _is_placed_anywhere(a) -> bool:
     return isinstance(a, DistArray) and a.ndim >= 1
 
 
-def check_operand_meshes(fname: str, *named) -> None:
-    """LayoutError unless every DistArray of rank >= 1 among `named` ((operand, argname)
-    pairs) lives on one mesh."""
-    first = None
-    for a, name in named:
-        if not _is_placed_anywhere(a):
-            continue
-        if first is None:
-            first = (a, name)
-            continue
-        if not same_mesh(a.mesh, first[0].mesh):
-            raise mesh_error(fname, first[1], first[0].mesh, name, a.mesh)
+def is_committed(a: DistArray) -> bool:
+    """Whether `a` is committed to its mesh (see the module doc): it is not on the default mesh."""
+    from darray._src.placement import default_mesh
+    return not same_mesh(a.mesh, default_mesh())
+
+
+def device_set(mesh) -> frozenset:
+    return frozenset(mesh_key(mesh)[0])
+
+
+def check_operand_meshes(fname: str, *named, anchor: int | None = None) -> tuple:
+    """The operands of `named` ((operand, argname) pairs) placed by the rule of the module doc:
+    returned in order, with every DistArray of rank >= 1 on one mesh. LayoutError where two
+    committed arrays live on different sets of devices.
+
+    anchor: index into `named` of an operand that must not move (the array written by
+    ``x[key] = value``, or indexed by ``x[key]``): the call runs on its mesh.
+    """
+    dists = [(a, name) for a, name in named if _is_placed_anywhere(a)]
+    if all(same_mesh(a.mesh, dists[0][0].mesh) for a, _ in dists[1:]):
+        return tuple(a for a, _ in named)  # the common case: one mesh
+    committed = [(a, name) for a, name in dists if is_committed(a)]
+    if anchor is not None and _is_placed_anywhere(named[anchor][0]):
+        target = named[anchor]
+    else:
+        target = committed[0] if committed else dists[0]
+    mesh = target[0].mesh
+    for a, name in committed:
+        if device_set(a.mesh) != device_set(mesh):
+            raise mesh_error(fname, target[1], mesh, name, a.mesh)
+    return tuple(move_to(a, mesh) if _is_placed_anywhere(a) else a for a, _ in named)
+
+
+def move_to(a: DistArray, mesh) -> DistArray:
+    """`a` on `mesh` (itself if already there), split by the mesh's default for its shape."""
+    if same_mesh(a.mesh, mesh):
+        return a
+    from darray._src.api.creation import asarray
+    return asarray(a, mesh=mesh)
 
 
 def mesh_error(fname, name1, mesh1, name2, mesh2) -> LayoutError:
     return LayoutError(
         f"{fname}: {name1} lives on {describe_mesh(mesh1)} but {name2} on "
-        f"{describe_mesh(mesh2)}; darray computes where all arrays live and does not move "
-        f"arrays between meshes implicitly. Move one first, e.g. "
+        f"{describe_mesh(mesh2)}, another set of devices; darray, like JAX, moves an array "
+        f"placed explicitly (committed) to other devices only when asked. Move one first, e.g. "
         f"{name2} = {name2}.to_device({name1}.device) (or darray.asarray({name2}, "
         f"device={name1}.device))")
 
@@ -85,9 +124,9 @@ def caller_name(depth: int = 2) -> str:
 
 
 def placed(a, mesh):
-    """`a` ready to combine with arrays on `mesh`: a 0-d DistArray on another mesh is moved
-    there (it carries no distribution); everything else is returned as it is."""
-    if isinstance(a, DistArray) and a.ndim == 0 and not same_mesh(a.mesh, mesh):
-        from darray._src.api.creation import asarray
-        return asarray(a, mesh=mesh)
+    """`a` ready to combine with arrays on `mesh`: a DistArray on another mesh is moved there
+    (a 0-d one carries no distribution; one of rank >= 1 only after check_operand_meshes has
+    admitted it); everything else is returned as it is."""
+    if isinstance(a, DistArray) and not same_mesh(a.mesh, mesh):
+        return move_to(a, mesh)
     return a

@@ -18,6 +18,7 @@ from darray._src.api.common import check_array, masked_physical, valid_mask
 from darray._src.api.elementwise import elementwise
 from darray._src.api.statistical import highest, lowest, reduce
 from darray._src.array import DistArray
+from darray._src.program_cache import MEDIUM, program_cache
 
 
 # -- argmax / argmin ---------------------------------------------------------------------------
@@ -105,7 +106,7 @@ def nonzero(x, /) -> tuple[DistArray, ...]:
     return compaction.compact(x, with_indices=True)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(MEDIUM)
 def _searchsorted_fn(x1_lay, x2_lay, sorter_lay, side):
     """x1 (and sorter) whole on every device, x2 on its own blocks, inside shard_map: the
     search is local, and no data-dependent search is handed to the partitioner."""
@@ -154,7 +155,8 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side={side!r}; use 'left' or 'right'")
     args = [x1, x2] + ([check_array(sorter, "sorter")] if sorter is not None else [])
-    check_operand_meshes("searchsorted", *zip(args, ("x1", "x2", "sorter")))
+    args = list(check_operand_meshes("searchsorted", *zip(args, ("x1", "x2", "sorter"))))
+    x1, x2 = args[:2]
     if len(args) == 3 and (args[2].ndim != 1 or args[2].shape != x1.shape):
         raise ValueError(f"searchsorted: sorter must have x1's shape {x1.shape}, got "
                          f"{args[2].shape}")

@@ -134,7 +134,7 @@ def isin(x1, x2, /, *, invert=False) -> DistArray:
     """
     if not isinstance(x1, DistArray) and not isinstance(x2, DistArray):
         raise TypeError("isin needs at least one DistArray argument")
-    check_operand_meshes("isin", (x1, "x1"), (x2, "x2"))
+    x1, x2 = check_operand_meshes("isin", (x1, "x1"), (x2, "x2"))
     # where the call runs: the DistArray of rank >= 1 if any, else the DistArray given
     dists = [a for a in (x1, x2) if isinstance(a, DistArray)]
     like = next((a for a in dists if a.ndim), dists[0])

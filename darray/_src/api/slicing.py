@@ -21,8 +21,6 @@ padding included, are untouched).
 """
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,6 +29,7 @@ from jax.sharding import PartitionSpec
 from darray._src import compat, physical
 from darray._src.api import compaction
 from darray._src.layout import Layout
+from darray._src.program_cache import SMALL, program_cache
 
 _INT = "int"
 _NEW = "new"
@@ -112,7 +111,7 @@ def _gather_split_slice(block, lay: Layout, axis: int, p):
     return out
 
 
-@functools.lru_cache(maxsize=512)
+@program_cache(SMALL)
 def read_fn(lay: Layout, plan, out: Layout):
     """jit(data, int values) -> physical data of x[key] in layout `out` (see module doc)."""
     steps = _axis_steps(lay, plan)
@@ -213,7 +212,7 @@ def _local_geometry(lay: Layout, axis: int, p, values, int_axes):
     return jnp.clip(j, 0, max(m - 1, 0)), hit
 
 
-@functools.lru_cache(maxsize=512)
+@program_cache(SMALL)
 def write_fn(lay: Layout, plan, src_layout, indexed_shape):
     """jit(data, value, int values) -> x's physical data with x[key] = value (see module doc).
     `value` is a DistArray's physical data in `src_layout`, or a host/jax value (None)."""

@@ -12,8 +12,6 @@ and vmap keep the distribution without user annotations.
 """
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,6 +23,8 @@ from darray._src.backends import FFT_EXECUTORS
 from darray._src.fft import split_axis
 from darray._src.fft.plan import PlanError
 from darray._src.fft.planner import plan_fft
+from darray._src.layout import Layout
+from darray._src.program_cache import FFT, program_cache
 
 NORMS = ("backward", "ortho", "forward")
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -101,7 +101,7 @@ def _axes_and_sizes(x, s, axes, fname):
 
 
 # -- the one core path ------------------------------------------------------------------------
-@functools.lru_cache(maxsize=512)
+@program_cache(FFT)
 def _compiled(plan, norm, cast, conj_in, conj_out, backend):
     execute = FFT_EXECUTORS.select(backend, plan).impl  # "jax" where backend can't run plan
 
@@ -135,6 +135,8 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
     # x.layout has the rank of x.data even under jax.vmap (DistArray reconciles it), so a
     # vmapped call plans on the unmapped axes and JAX batches the shard_map.
     layout, data = x.layout, x.data
+    if x.size == 0:
+        return _empty_input(x, axes, sizes, kind, cast)
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
         cast = None
     backend = FFT_EXECUTORS.requested(backend)
@@ -151,6 +153,21 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
     out = _compiled(plan, norm, None if cast is None else np.dtype(cast), conj_in, conj_out,
                     backend)(data)
     return DistArray._new(out, plan.out_layout)
+
+
+def _empty_input(x: DistArray, axes, sizes, kind, cast) -> DistArray:
+    """numpy's answer for an input without elements: an empty axis padded to `n` is zeros, and
+    so is its transform (scipy.signal.envelope reaches fft(x, n) of a length-0 axis). The
+    result keeps x's split on every axis."""
+    shape = list(x.shape)
+    for a, n in zip(axes, sizes):
+        shape[a] = n
+    if kind == "r2c":
+        shape[axes[-1]] = sizes[-1] // 2 + 1
+    dt = np.dtype(cast if cast is not None else x.dtype)
+    dt = _real_of(dt) if kind == "c2r" else _complex_of(dt)
+    layout = Layout.create(tuple(shape), x.mesh, x.layout.spec)
+    return DistArray._new(physical.filled(layout, 0, dt), layout)
 
 
 def fft_plan(x: DistArray, *, axes=None, kind="c2c", inverse=False, s=None,

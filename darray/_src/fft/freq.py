@@ -1,7 +1,6 @@
 """Sample frequencies and spectrum shifts: fftfreq, rfftfreq, fftshift, ifftshift."""
 from __future__ import annotations
 
-import functools
 import operator
 
 import jax
@@ -13,6 +12,7 @@ from darray._src.api.common import apply_logical
 from darray._src.axes import positive_length
 from darray._src.array import DistArray
 from darray._src.placement import make_layout
+from darray._src.program_cache import SMALL, program_cache
 
 
 def _freq_length(n, fname) -> int:
@@ -32,7 +32,7 @@ def _freq_dtype(dtype, fname):
     return np.dtype(jax.dtypes.canonicalize_dtype(dt))
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(SMALL)
 def _freq_fn(kind, n, d, dtype, layout):
     def build():
         f = (jnp.fft.fftfreq if kind == "fft" else jnp.fft.rfftfreq)(n, d, dtype=dtype)

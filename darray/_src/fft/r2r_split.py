@@ -39,6 +39,7 @@ import jax
 import numpy as np
 
 from darray._src.fft.r2r_local import R2RKernel, _orthogonal_weights, _scale, working_dtype
+from darray._src.program_cache import FFT, program_cache
 
 
 @functools.lru_cache(maxsize=1)
@@ -170,8 +171,10 @@ def _one_axis(x, axis: int, kernel: R2RKernel):
     return _real_transform(x, axis, kernel, n, real_dtype)
 
 
-@functools.lru_cache(maxsize=128)
-def _compiled(axes: tuple[int, ...], kernels: tuple[R2RKernel, ...]):
+@program_cache(FFT)
+def _compiled(axes: tuple[int, ...], kernels: tuple[R2RKernel, ...], layout):
+    del layout  # in the key: one program per input layout, so the budget bounds programs
+
     def run(x):
         for axis, kernel in zip(axes, kernels):
             x = _one_axis(x, axis, kernel)
@@ -190,7 +193,7 @@ def transform(x, axes, kernels):
       No all-gather: the FFT's all-to-alls (three per transform, nine for Bluestein lengths)
       and a few ppermutes of output-sized buffers for the slices.
     """
-    return _compiled(tuple(int(a) for a in axes), tuple(kernels))(x)
+    return _compiled(tuple(int(a) for a in axes), tuple(kernels), x.layout)(x)
 
 
 __all__ = ["transform"]

@@ -39,6 +39,7 @@ from jax.sharding import PartitionSpec as P
 
 from darray._src import compat, physical
 from darray._src.layout import Layout
+from darray._src.program_cache import FFT, program_cache
 
 
 def factor(n: int, parts: int) -> tuple[int, int] | None:
@@ -359,7 +360,7 @@ def _run_stage(block, p, norm, consts):
     return jnp.moveaxis(out, -1, axis)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(FFT)
 def _compiled(in_layout, out_layout, stages, norm, cast, conj_in, conj_out, dtype,
               inline_tables):
     params = [dict(p) for p in stages]

@@ -6,7 +6,6 @@ lax.ppermute) is built in; a native one (cuDecomp's halo update) plugs in with
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
 import jax
@@ -19,6 +18,7 @@ from darray._src.array import DistArray
 from darray._src.api.common import check_array
 from darray._src.halo import spec as halo_spec
 from darray._src.layout import Layout
+from darray._src.program_cache import MEDIUM, program_cache
 
 def _jax_halo_fill():
     from darray._src.backends.jax import halo_exchange
@@ -56,7 +56,7 @@ def _rules_key(widths, rules):
     return tuple(r if (lo or hi) else None for (lo, hi), r in zip(widths, rules))
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(MEDIUM)
 def _fill_fn(in_layout: Layout, out_layout: Layout, rules, backend: str):
     fill = _HALO_BACKENDS.select(backend, (in_layout, out_layout, rules)).impl
 
@@ -108,7 +108,7 @@ def halo(x, width=1, *, boundary="periodic", axes=None, fill_value=0, backend=No
     return DistArray._new(data, out_layout)
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(MEDIUM)
 def _reduce_fn(layout: Layout, rules, backend: str):
     in_layout = layout.without_halo()
     fill = _HALO_BACKENDS.select(backend, (in_layout, layout, rules)).impl
@@ -155,7 +155,7 @@ def halo_reduce(y, *, boundary="periodic", backend=None) -> DistArray:
     return DistArray._new(fn(y.data), y.layout.without_halo())
 
 
-@functools.lru_cache(maxsize=256)
+@program_cache(MEDIUM)
 def _unhalo_fn(layout: Layout):
     from darray._src.backends.jax import halo_exchange
     out_layout = layout.without_halo()
