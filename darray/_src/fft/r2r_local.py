@@ -137,32 +137,57 @@ def _take_last(x, index: np.ndarray):
     return jnp.take(x, jnp.asarray(index, dtype=np.int32), axis=-1)
 
 
-@functools.lru_cache(maxsize=256)
-def _dct1_source(n: int) -> np.ndarray:
-    return np.concatenate([np.arange(n), np.arange(n - 2, 0, -1)]).astype(np.int32)
-
-
 def _dct1(x):
+    """DCT-I of length N = M + 1 at the cost of an M-point FFT (never the 2M extension).
+
+    E, the 2M-point DFT of the even extension e, is the DCT-I. For even M a radix-2 step in time
+    splits it: e[2m] = x[2m] is an even sequence of period M (a DCT-I of length M/2 + 1) and
+    e[2m+1] = x[2m+1] a half-sample-even one (a DCT-II of length M/2), so E[k] = A[k] + C[k] and
+    E[M-k] = A[k] - C[k] (C[M/2] = 0); the half-length DCT-I recurses. For odd M a step in
+    frequency gives even bins E[2k] = DFT_M(s)[k], s[j] = x[j] + x[M-j], and odd bins
+    E[2k+1] = DFT_M(v)[k + (M+1)/2], v[j] = (-1)^j (x[j] - x[M-j]) (M odd makes 2k+1+M even);
+    s and v are both even, so their DFTs are real and one complex M-point FFT of s + i v gives
+    both. Every step is exact algebra (no recurrence across bins), so errors stay those of the
+    FFT."""
     n = x.shape[-1]
-    # the even extension [x0 .. x_{N-1}, x_{N-2} .. x1] has a real DFT equal to DCT-I
-    ext = _take_last(x, _dct1_source(n))
-    return jnp.fft.rfft(ext, axis=-1)[..., :n].real.astype(x.dtype)
-
-
-@functools.lru_cache(maxsize=256)
-def _dst1_source(n: int):
-    # [0, x0 .. x_{N-1}, 0, -x_{N-1} .. -x0]: gather indices and signs (0 where the entry is 0)
-    index = np.concatenate([[0], np.arange(n), [0], np.arange(n - 1, -1, -1)]).astype(np.int32)
-    sign = np.concatenate([[0.0], np.ones(n), [0.0], -np.ones(n)])
-    return index, sign
+    m = n - 1
+    if m % 2 == 0:
+        half = m // 2
+        a = _dct1(x[..., ::2])
+        c = _dct2(x[..., 1::2])
+        low = a[..., :half]
+        return jnp.concatenate([low + c, a[..., half:], jnp.flip(low - c, axis=-1)], axis=-1)
+    head, tail = x[..., :m], jnp.flip(x[..., 1:], axis=-1)  # x[j], x[M-j] for j < M
+    z = jnp.fft.fft(jax.lax.complex(head + tail, (head - tail) * _const(_alternating(m), x)),
+                    axis=-1)[..., :(m + 1) // 2]
+    return _interleave(z.real, jnp.flip(z.imag, axis=-1)).astype(x.dtype)
 
 
 def _dst1(x):
+    """DST-I of length N = M - 1 at the cost of an M-point FFT (never the 2M extension).
+
+    With e the odd extension of period 2M (e[0] = e[M] = 0, e[j] = x[j-1]), y[K-1] = -Im E[K].
+    For even M a radix-2 step in time splits e into x[1::2] (a DST-I of length M/2 - 1, which
+    recurses) and x[0::2] (a DST-II of length M/2): y[K-1] = S_a + S_b, y[M-K-1] = S_b - S_a.
+    For odd M a step in frequency gives even K from DFT_M(a), a[j] = e[j] - e[M-j], and odd K
+    from DFT_M(c) at K' = (K+M)/2, c[j] = (-1)^j (e[j] + e[M-j]); both sequences are odd, their
+    DFTs imaginary, and one complex M-point FFT of a + i c gives both."""
     n = x.shape[-1]
-    index, sign = _dst1_source(n)
-    # the odd extension has a DFT of -i * DST-I
-    ext = _take_last(x, index) * _const(sign, x)
-    return -jnp.fft.rfft(ext, axis=-1)[..., 1:n + 1].imag.astype(x.dtype)
+    if n == 1:
+        return 2 * x
+    m = n + 1
+    if m % 2 == 0:
+        s_a = _dst1(x[..., 1::2])
+        s_b = _dst2(x[..., ::2])
+        low = s_b[..., :-1]
+        return jnp.concatenate([low + s_a, s_b[..., -1:], jnp.flip(low - s_a, axis=-1)],
+                               axis=-1)
+    zero = jnp.zeros_like(x[..., :1])
+    e = jnp.concatenate([zero, x], axis=-1)  # e[j], j < M
+    mirror = jnp.concatenate([zero, jnp.flip(x, axis=-1)], axis=-1)  # e[M-j], j < M
+    z = jnp.fft.fft(jax.lax.complex(e - mirror, (e + mirror) * _const(_alternating(m), x)),
+                    axis=-1)[..., 1:(m + 1) // 2]
+    return _interleave(-jnp.flip(z.real, axis=-1), -z.imag).astype(x.dtype)
 
 
 @functools.lru_cache(maxsize=256)
