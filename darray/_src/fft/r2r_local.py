@@ -156,11 +156,13 @@ def _dct1(x):
         a = _dct1(x[..., ::2])
         c = _dct2(x[..., 1::2])
         low = a[..., :half]
-        return jnp.concatenate([low + c, a[..., half:], jnp.flip(low - c, axis=-1)], axis=-1)
+        return _join(low + c, a[..., half:], jnp.flip(low - c, axis=-1))
     head, tail = x[..., :m], jnp.flip(x[..., 1:], axis=-1)  # x[j], x[M-j] for j < M
-    z = jnp.fft.fft(jax.lax.complex(head + tail, (head - tail) * _const(_alternating(m), x)),
-                    axis=-1)[..., :(m + 1) // 2]
-    return _interleave(z.real, jnp.flip(z.imag, axis=-1)).astype(x.dtype)
+    # DFT(s) and DFT(v) as two real FFTs rather than one complex FFT of s + i v: the same work,
+    # but no complex array of the input's length (two arrays of its size) is ever alive
+    even = jnp.fft.rfft(head + tail, axis=-1).real
+    odd = jnp.fft.rfft((head - tail) * _const(_alternating(m), x), axis=-1).real
+    return _interleave(even, jnp.flip(odd, axis=-1)).astype(x.dtype)
 
 
 def _dst1(x):
@@ -180,56 +182,90 @@ def _dst1(x):
         s_a = _dst1(x[..., 1::2])
         s_b = _dst2(x[..., ::2])
         low = s_b[..., :-1]
-        return jnp.concatenate([low + s_a, s_b[..., -1:], jnp.flip(low - s_a, axis=-1)],
-                               axis=-1)
-    zero = jnp.zeros_like(x[..., :1])
-    e = jnp.concatenate([zero, x], axis=-1)  # e[j], j < M
-    mirror = jnp.concatenate([zero, jnp.flip(x, axis=-1)], axis=-1)  # e[M-j], j < M
-    z = jnp.fft.fft(jax.lax.complex(e - mirror, (e + mirror) * _const(_alternating(m), x)),
-                    axis=-1)[..., 1:(m + 1) // 2]
-    return _interleave(-jnp.flip(z.real, axis=-1), -z.imag).astype(x.dtype)
+        return _join(low + s_a, s_b[..., -1:], jnp.flip(low - s_a, axis=-1))
+    # e[j] -+ e[M-j] is 0 at j = 0 and x[j-1] -+ x[N-j] above; two real FFTs (A and C are
+    # imaginary), not one complex FFT of a + i c (see _dct1)
+    even = jnp.fft.rfft(_pad_front(x - jnp.flip(x, axis=-1)), axis=-1).imag[..., 1:]
+    # the barrier orders the second FFT's input after the first FFT (XLA otherwise builds both
+    # inputs first: one more array alive)
+    even, x = jax.lax.optimization_barrier((even, x))
+    odd = jnp.fft.rfft(_pad_front(x + jnp.flip(x, axis=-1)) * _const(_alternating(m), x),
+                       axis=-1).imag[..., 1:]
+    return _interleave(jnp.flip(odd, axis=-1), -even).astype(x.dtype)
 
 
 @functools.lru_cache(maxsize=256)
-def _dct2_tables(n: int):
-    """Makhoul's input order (even entries forward, odd entries backward), and for the output:
-    the FFT bin each y[k] reads (k, or N-k above N/2), its twiddle, and which half it is in."""
-    order = np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)[::-1]]).astype(np.int32)
-    k = np.arange(n)
-    low = k <= n // 2
-    source = np.where(low, k, n - k).astype(np.int32)
-    return order, source, np.exp(-1j * np.pi * source / (2 * n)), low
+def _dct2_order(n: int) -> np.ndarray:
+    """Makhoul's input order: even entries forward, odd entries backward."""
+    return np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)[::-1]]).astype(np.int32)
 
 
 def _dct2(x):
     n = x.shape[-1]
-    order, source, twiddle, low = _dct2_tables(n)
-    z = jnp.fft.rfft(_take_last(x, order), axis=-1)
+    half = n // 2
+    z = jnp.fft.rfft(_take_last(x, _dct2_order(n)), axis=-1)
     # y[k] = 2 Re(e^{-i pi k/2N} Z[k]) for k <= N/2; above, Hermitian symmetry of the FFT of a
-    # real sequence gives y[N-k] = -2 Im(e^{-i pi k/2N} Z[k])
-    w = _take_last(z, source) * _const(twiddle, x)
-    return jnp.where(jnp.asarray(low), 2 * w.real, -2 * w.imag).astype(x.dtype)
+    # real sequence gives y[N-k] = -2 Im(e^{-i pi k/2N} Z[k]). Taking the real and imaginary
+    # parts before reordering keeps every array after the FFT real: a gather of the complex
+    # spectrum to length N is two arrays of the input's size, which XLA keeps alive when the
+    # result feeds an all-to-all.
+    w = z * _const(_twiddle(half + 1, 0.5 / n), x)
+    return _join(2 * w.real, jnp.flip(-2 * w.imag[..., 1:n - half], axis=-1)).astype(x.dtype)
+
+
+def _join(*parts):
+    """concatenate(parts, axis=-1) as a sum of zero-padded arrays: XLA fuses pads and the sum
+    (and the elementwise producers of every part) into one loop, where CPU XLA leaves a
+    concatenate of computed parts unfused (every part then lives as a temporary)."""
+    zeros = [(0, 0)] * (parts[0].ndim - 1)
+    total = sum(p.shape[-1] for p in parts)
+    out, start = None, 0
+    for part in parts:
+        width = part.shape[-1]
+        if width:
+            padded = jnp.pad(part, zeros + [(start, total - start - width)])
+            out = padded if out is None else out + padded
+        start += width
+    return out
 
 
 def _interleave(even, odd):
     """[e0, o0, e1, o1, ...]; `even` may be one longer than `odd`."""
-    total = even.shape[-1] + odd.shape[-1]
-    if odd.shape[-1] < even.shape[-1]:
-        odd = jnp.concatenate([odd, jnp.zeros(odd.shape[:-1] + (1,), odd.dtype)], axis=-1)
-    both = jnp.stack([even, odd], axis=-1).reshape(even.shape[:-1] + (2 * even.shape[-1],))
-    return both[..., :total]
+    e, o = even.shape[-1], odd.shape[-1]
+    if o == 0:
+        return even
+    # interior padding spreads each part to every other entry; the sum fuses into one loop
+    zero = jnp.zeros((), even.dtype)
+    keep = [(0, 0, 0)] * (even.ndim - 1)
+    return (jax.lax.pad(even, zero, keep + [(0, o - e + 1, 1)])
+            + jax.lax.pad(odd, zero, keep + [(1, e - o, 1)]))
 
 
 def _dct3(x):
     n = x.shape[-1]
     half = n // 2
     # inverse of Makhoul's DCT-II: V[k] = N e^{i pi k/2N} (X[k] - i X[N-k]), X[N] = 0
-    mirrored = jnp.concatenate([jnp.zeros_like(x[..., :1]), jnp.flip(x[..., n - half:], axis=-1)],
-                               axis=-1)
+    mirrored = _pad_front(jnp.flip(x[..., n - half:], axis=-1))
     spec = jax.lax.complex(x[..., :half + 1], -mirrored)
     spec = spec * _const(n * np.conj(_twiddle(half + 1, 0.5 / n)), x)
     v = jnp.fft.irfft(spec, n=n, axis=-1).astype(x.dtype)
-    return _interleave(v[..., :(n + 1) // 2], jnp.flip(v[..., (n + 1) // 2:], axis=-1))
+    # y[2j] = v[j], y[2j+1] = v[N-1-j]: one gather, which XLA fuses into a transposing
+    # consumer (two padded halves would both be materialised there)
+    return _take_last(v, _dct3_order(n))
+
+
+@functools.lru_cache(maxsize=256)
+def _dct3_order(n: int) -> np.ndarray:
+    order = np.empty(n, np.int32)
+    order[0::2] = np.arange((n + 1) // 2)
+    order[1::2] = n - 1 - np.arange(n // 2)
+    return order
+
+
+def _pad_front(x):
+    """One zero before the last axis (a pad fuses with its producer; a concatenate with a
+    zeros array materialises the zeros)."""
+    return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 0)])
 
 
 @functools.lru_cache(maxsize=256)
