@@ -4,12 +4,15 @@
 What is counted: (temp_size_in_bytes + output_size_in_bytes) / argument_size_in_bytes, i.e. how
 many arrays of the input's size the program allocates beyond its input, per device.
 
-The bound pinned here is the value measured after the issue's work, with a little margin, not
-the issue's 3.0 target: on jax 0.12 at 64^3 the forward complex programs plan 3.00, the inverse
-and real ones 2.88-3.88 and dctn 4.03 (XLA's heap packing of the all-to-all's eight send and
-receive pieces leaves up to one array unused, see the worker's report). A regression that adds a
-full extra copy (e.g. the optimization_barrier before every exchange that this work removed)
-moves a program above the bound.
+The bounds pinned here are the values measured on both jax lines (0.10.2, 0.12) at 64^3, with a
+little margin, per program; they are not all the issue's 3.0 target. Measured maxima over the
+slab, pencil and merged plans: fftn 3.00, dctn and idctn 3.03 (4.03 before r2r_local kept the
+post-FFT arrays real and its reorders fusible), dctn type 1 4.94 (one complex (N-1)-point FFT
+for even N: two real FFTs plan 3.98 but run 2-3x slower at prime N-1; 4.97 with the 2(N-1)
+extension), rfftn 3.75, irfftn 3.85, ifftn 3.88 (XLA's heap packing of the all-to-all's eight
+send and receive pieces leaves up to one array unused). A regression that adds a full extra
+copy (e.g. an optimization_barrier before every exchange, or a complex gather of a DCT's
+spectrum) moves a program above its bound.
 """
 import jax
 import numpy as np
@@ -19,7 +22,9 @@ import darray
 import darray.fft as dfft
 
 N = 64
-BOUND = 4.25  # measured max 4.03 (dctn), jax 0.12, 64^3; margin for the other jax line / size
+# arrays beyond the input (temp + output over argument), measured max + margin
+BOUNDS = {"fftn": 3.05, "ifftn": 3.95, "rfftn": 3.8, "irfftn": 3.9, "dctn": 3.1, "idctn": 3.1,
+          "dctn type 1": 5.0}
 
 
 def _arrays_beyond_input(fn, x):
@@ -44,7 +49,10 @@ def test_every_program_plans_at_most_the_pinned_arrays(plan):
         "rfftn": (lambda v: dfft.rfftn(v, decomposition=decomposition), xr),
         "irfftn": (lambda v: dfft.irfftn(v, s=(N, N, N), decomposition=decomposition), kr),
         "dctn": (lambda v: dfft.dctn(v), xr),
+        "idctn": (lambda v: dfft.idctn(v), xr),
+        "dctn type 1": (lambda v: dfft.dctn(v, type=1), xr),
     }
     measured = {name: _arrays_beyond_input(fn, x) for name, (fn, x) in programs.items()}
     assert dict(kc.layout.mesh.shape) == dict(mesh.shape) and any(kr.layout.split)
-    assert all(v <= BOUND for v in measured.values()), measured
+    over = {name: v for name, v in measured.items() if v > BOUNDS[name]}
+    assert not over, (over, measured)

@@ -1,5 +1,6 @@
 """Local DCT/DST kernels (darray._src.fft.r2r_local) against scipy.fft, on one device."""
 import itertools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -200,3 +201,18 @@ def test_kernels_are_hashable_values():
     assert a == R2RKernel("dct", 2, None, "ortho") and hash(a) == hash(R2RKernel("dct", 2, None,
                                                                                    "ortho"))
     assert a != R2RKernel("dct", 2, None, "ortho", inverse=True)
+
+
+@pytest.mark.parametrize("family", ["dct", "dst"])
+@pytest.mark.parametrize("n", [64, 65, 66])  # odd and even M = N -+ 1 take different paths
+def test_type_1_runs_ffts_of_at_most_n_plus_1_points(family, n):
+    # issue #21: DCT-I/DST-I by (N-1)/(N+1)-point FFTs, never the 2(N-1)/2(N+1) extension
+    x = np.random.default_rng(n).standard_normal((3, n))
+    kernel = R2RKernel(family, 1, norm="ortho")
+    fn = jax.jit(lambda v: apply_kernel(v, -1, kernel))
+    hlo = fn.lower(jnp.asarray(x, jnp.float32)).compile().as_text()
+    lengths = [int(v) for v in re.findall(r"fft_length=\{(\d+)\}", hlo)]
+    assert lengths and max(lengths) <= n + 1, lengths
+    got = fn(jnp.asarray(x))
+    ref = _scipy(family, False)(x, type=1, norm="ortho", axis=-1)
+    assert got.shape == ref.shape and _rel_err(got, ref) < 1e-6

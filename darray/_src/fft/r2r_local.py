@@ -137,74 +137,132 @@ def _take_last(x, index: np.ndarray):
     return jnp.take(x, jnp.asarray(index, dtype=np.int32), axis=-1)
 
 
-@functools.lru_cache(maxsize=256)
-def _dct1_source(n: int) -> np.ndarray:
-    return np.concatenate([np.arange(n), np.arange(n - 2, 0, -1)]).astype(np.int32)
-
-
 def _dct1(x):
+    """DCT-I of length N = M + 1 at the cost of an M-point FFT (never the 2M extension).
+
+    E, the 2M-point DFT of the even extension e, is the DCT-I. For even M a radix-2 step in time
+    splits it: e[2m] = x[2m] is an even sequence of period M (a DCT-I of length M/2 + 1) and
+    e[2m+1] = x[2m+1] a half-sample-even one (a DCT-II of length M/2), so E[k] = A[k] + C[k] and
+    E[M-k] = A[k] - C[k] (C[M/2] = 0); the half-length DCT-I recurses. For odd M a step in
+    frequency gives even bins E[2k] = DFT_M(s)[k], s[j] = x[j] + x[M-j], and odd bins
+    E[2k+1] = DFT_M(v)[k + (M+1)/2], v[j] = (-1)^j (x[j] - x[M-j]) (M odd makes 2k+1+M even);
+    s and v are both even, so their DFTs are real and one complex M-point FFT of s + i v gives
+    both. Every step is exact algebra (no recurrence across bins), so errors stay those of the
+    FFT."""
     n = x.shape[-1]
-    # the even extension [x0 .. x_{N-1}, x_{N-2} .. x1] has a real DFT equal to DCT-I
-    ext = _take_last(x, _dct1_source(n))
-    return jnp.fft.rfft(ext, axis=-1)[..., :n].real.astype(x.dtype)
-
-
-@functools.lru_cache(maxsize=256)
-def _dst1_source(n: int):
-    # [0, x0 .. x_{N-1}, 0, -x_{N-1} .. -x0]: gather indices and signs (0 where the entry is 0)
-    index = np.concatenate([[0], np.arange(n), [0], np.arange(n - 1, -1, -1)]).astype(np.int32)
-    sign = np.concatenate([[0.0], np.ones(n), [0.0], -np.ones(n)])
-    return index, sign
+    m = n - 1
+    if m % 2 == 0:
+        half = m // 2
+        a = _dct1(x[..., ::2])
+        c = _dct2(x[..., 1::2])
+        low = a[..., :half]
+        return _join(low + c, a[..., half:], jnp.flip(low - c, axis=-1))
+    head, tail = x[..., :m], jnp.flip(x[..., 1:], axis=-1)  # x[j], x[M-j] for j < M
+    # one complex FFT of s + i v, not two real FFTs of s and v: measured (jax 0.12, CPU) 2-3x
+    # faster when M is prime (N = 128), as fast otherwise; it plans one more array of memory
+    z = jnp.fft.fft(jax.lax.complex(head + tail, (head - tail) * _const(_alternating(m), x)),
+                    axis=-1)[..., :(m + 1) // 2]
+    return _interleave(z.real, jnp.flip(z.imag, axis=-1)).astype(x.dtype)
 
 
 def _dst1(x):
+    """DST-I of length N = M - 1 at the cost of an M-point FFT (never the 2M extension).
+
+    With e the odd extension of period 2M (e[0] = e[M] = 0, e[j] = x[j-1]), y[K-1] = -Im E[K].
+    For even M a radix-2 step in time splits e into x[1::2] (a DST-I of length M/2 - 1, which
+    recurses) and x[0::2] (a DST-II of length M/2): y[K-1] = S_a + S_b, y[M-K-1] = S_b - S_a.
+    For odd M a step in frequency gives even K from DFT_M(a), a[j] = e[j] - e[M-j], and odd K
+    from DFT_M(c) at K' = (K+M)/2, c[j] = (-1)^j (e[j] + e[M-j]); both sequences are odd, their
+    DFTs imaginary, and one complex M-point FFT of a + i c gives both."""
     n = x.shape[-1]
-    index, sign = _dst1_source(n)
-    # the odd extension has a DFT of -i * DST-I
-    ext = _take_last(x, index) * _const(sign, x)
-    return -jnp.fft.rfft(ext, axis=-1)[..., 1:n + 1].imag.astype(x.dtype)
+    if n == 1:
+        return 2 * x
+    m = n + 1
+    if m % 2 == 0:
+        s_a = _dst1(x[..., 1::2])
+        s_b = _dst2(x[..., ::2])
+        low = s_b[..., :-1]
+        return _join(low + s_a, s_b[..., -1:], jnp.flip(low - s_a, axis=-1))
+    # e[j] -+ e[M-j] is 0 at j = 0 and x[j-1] -+ x[N-j] above; one complex FFT (see _dct1)
+    flipped = jnp.flip(x, axis=-1)
+    z = jnp.fft.fft(jax.lax.complex(_pad_front(x - flipped),
+                                    _pad_front(x + flipped) * _const(_alternating(m), x)),
+                    axis=-1)[..., 1:(m + 1) // 2]
+    return _interleave(-jnp.flip(z.real, axis=-1), -z.imag).astype(x.dtype)
 
 
 @functools.lru_cache(maxsize=256)
-def _dct2_tables(n: int):
-    """Makhoul's input order (even entries forward, odd entries backward), and for the output:
-    the FFT bin each y[k] reads (k, or N-k above N/2), its twiddle, and which half it is in."""
-    order = np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)[::-1]]).astype(np.int32)
-    k = np.arange(n)
-    low = k <= n // 2
-    source = np.where(low, k, n - k).astype(np.int32)
-    return order, source, np.exp(-1j * np.pi * source / (2 * n)), low
+def _dct2_order(n: int) -> np.ndarray:
+    """Makhoul's input order: even entries forward, odd entries backward."""
+    return np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)[::-1]]).astype(np.int32)
 
 
 def _dct2(x):
     n = x.shape[-1]
-    order, source, twiddle, low = _dct2_tables(n)
-    z = jnp.fft.rfft(_take_last(x, order), axis=-1)
+    half = n // 2
+    z = jnp.fft.rfft(_take_last(x, _dct2_order(n)), axis=-1)
     # y[k] = 2 Re(e^{-i pi k/2N} Z[k]) for k <= N/2; above, Hermitian symmetry of the FFT of a
-    # real sequence gives y[N-k] = -2 Im(e^{-i pi k/2N} Z[k])
-    w = _take_last(z, source) * _const(twiddle, x)
-    return jnp.where(jnp.asarray(low), 2 * w.real, -2 * w.imag).astype(x.dtype)
+    # real sequence gives y[N-k] = -2 Im(e^{-i pi k/2N} Z[k]). Taking the real and imaginary
+    # parts before reordering keeps every array after the FFT real: a gather of the complex
+    # spectrum to length N is two arrays of the input's size, which XLA keeps alive when the
+    # result feeds an all-to-all.
+    w = z * _const(_twiddle(half + 1, 0.5 / n), x)
+    return _join(2 * w.real, jnp.flip(-2 * w.imag[..., 1:n - half], axis=-1)).astype(x.dtype)
+
+
+def _join(*parts):
+    """concatenate(parts, axis=-1) as a sum of zero-padded arrays: XLA fuses pads and the sum
+    (and the elementwise producers of every part) into one loop, where CPU XLA leaves a
+    concatenate of computed parts unfused (every part then lives as a temporary)."""
+    zeros = [(0, 0)] * (parts[0].ndim - 1)
+    total = sum(p.shape[-1] for p in parts)
+    out, start = None, 0
+    for part in parts:
+        width = part.shape[-1]
+        if width:
+            padded = jnp.pad(part, zeros + [(start, total - start - width)])
+            out = padded if out is None else out + padded
+        start += width
+    return out
 
 
 def _interleave(even, odd):
     """[e0, o0, e1, o1, ...]; `even` may be one longer than `odd`."""
-    total = even.shape[-1] + odd.shape[-1]
-    if odd.shape[-1] < even.shape[-1]:
-        odd = jnp.concatenate([odd, jnp.zeros(odd.shape[:-1] + (1,), odd.dtype)], axis=-1)
-    both = jnp.stack([even, odd], axis=-1).reshape(even.shape[:-1] + (2 * even.shape[-1],))
-    return both[..., :total]
+    e, o = even.shape[-1], odd.shape[-1]
+    if o == 0:
+        return even
+    # interior padding spreads each part to every other entry; the sum fuses into one loop
+    zero = jnp.zeros((), even.dtype)
+    keep = [(0, 0, 0)] * (even.ndim - 1)
+    return (jax.lax.pad(even, zero, keep + [(0, o - e + 1, 1)])
+            + jax.lax.pad(odd, zero, keep + [(1, e - o, 1)]))
 
 
 def _dct3(x):
     n = x.shape[-1]
     half = n // 2
     # inverse of Makhoul's DCT-II: V[k] = N e^{i pi k/2N} (X[k] - i X[N-k]), X[N] = 0
-    mirrored = jnp.concatenate([jnp.zeros_like(x[..., :1]), jnp.flip(x[..., n - half:], axis=-1)],
-                               axis=-1)
+    mirrored = _pad_front(jnp.flip(x[..., n - half:], axis=-1))
     spec = jax.lax.complex(x[..., :half + 1], -mirrored)
     spec = spec * _const(n * np.conj(_twiddle(half + 1, 0.5 / n)), x)
     v = jnp.fft.irfft(spec, n=n, axis=-1).astype(x.dtype)
-    return _interleave(v[..., :(n + 1) // 2], jnp.flip(v[..., (n + 1) // 2:], axis=-1))
+    # y[2j] = v[j], y[2j+1] = v[N-1-j]: one gather, which XLA fuses into a transposing
+    # consumer (two padded halves would both be materialised there)
+    return _take_last(v, _dct3_order(n))
+
+
+@functools.lru_cache(maxsize=256)
+def _dct3_order(n: int) -> np.ndarray:
+    order = np.empty(n, np.int32)
+    order[0::2] = np.arange((n + 1) // 2)
+    order[1::2] = n - 1 - np.arange(n // 2)
+    return order
+
+
+def _pad_front(x):
+    """One zero before the last axis (a pad fuses with its producer; a concatenate with a
+    zeros array materialises the zeros)."""
+    return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 0)])
 
 
 @functools.lru_cache(maxsize=256)
