@@ -191,11 +191,9 @@ def _nystroem(xp, X):
     return Nystroem(n_components=5, random_state=0).fit_transform(X)
 
 
-@sk_case("GaussianMixture_full", ("X",), rtol=1e-5, atol=1e-7, marks=[library_bug(
-    "sklearn's _estimate_gaussian_covariances_full adds reg_covar through "
-    "_add_to_diagonal(covariances[k, :, :], ...), relying on the slice being a view that writes "
-    "back into `covariances`; the standard leaves view semantics to the implementation (JAX and "
-    "darray copy), so reg_covar is lost and the singular covariances give NaN")])
+# sklearn adds reg_covar through _add_to_diagonal(covariances[k, :, :], ...): a write through
+# a slice, which darray's views carry to `covariances` (was a strict xfail before views)
+@sk_case("GaussianMixture_full", ("X",), rtol=1e-5, atol=1e-7)
 def _gmm(xp, X):
     from sklearn.mixture import GaussianMixture
     g = GaussianMixture(n_components=2, init_params="random_from_data", random_state=0,
