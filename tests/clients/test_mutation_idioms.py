@@ -12,10 +12,9 @@ import pytest
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 import darray  # noqa: E402
+from clients_harness import require  # noqa: E402
 
 pytestmark = pytest.mark.clients
-sklearn = pytest.importorskip("sklearn")
-signal = pytest.importorskip("scipy.signal")
 
 
 def _distributed(host):
@@ -24,7 +23,8 @@ def _distributed(host):
 
 @pytest.mark.parametrize("n_jobs", [1, 2, 4])
 def test_pairwise_distances_threads(n_jobs):
-    from sklearn.metrics import pairwise_distances
+    sklearn = require("sklearn")
+    pairwise_distances = require("sklearn.metrics").pairwise_distances
     rng = np.random.default_rng(0)
     host = rng.standard_normal((37, 5))
     expected = pairwise_distances(host, n_jobs=1)
@@ -37,6 +37,7 @@ def test_pairwise_distances_threads(n_jobs):
 
 @pytest.mark.parametrize("shape_a, shape_b", [(17, 5), (64, 9), (100, 31), (13, 13)])
 def test_oaconvolve_writes_through_views(shape_a, shape_b):
+    signal = require("scipy.signal")
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal(shape_a), rng.standard_normal(shape_b)
     expected = signal.fftconvolve(a, b)
@@ -46,6 +47,7 @@ def test_oaconvolve_writes_through_views(shape_a, shape_b):
 
 
 def test_oaconvolve_2d_axes():
+    signal = require("scipy.signal")
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal((24, 19)), rng.standard_normal((5, 7))
     expected = signal.fftconvolve(a, b, mode="same")
