@@ -321,18 +321,7 @@ def _executor(plan: Plan, norm: str):
     body = compat.shard_map(lambda b: _run_stages(b, plan, grid_spec, ops, norm),
                             mesh=plan.in_layout.mesh, in_specs=(plan.in_layout.spec,),
                             out_specs=plan.out_layout.spec)
-
-    @jax.custom_jvp
-    def run(data):
-        return body(data)
-
-    @run.defjvp
-    def run_jvp(primals, tangents):
-        # The plan is linear in the data: its tangent is the same plan on the tangent, run by
-        # the JAX backend, whose collectives JAX can transpose for reverse mode.
-        (data,), (t,) = primals, tangents
-        return body(data), fft_exec.execute(plan, t, norm)
-    return run
+    return fft_exec.with_jax_tangent(body, plan, norm)
 
 
 def execute(plan: Plan, data, norm: str):

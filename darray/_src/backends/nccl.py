@@ -307,16 +307,7 @@ def _executor(plan: Plan, norm: str, exchange_size_one: bool):
     body = compat.shard_map(
         lambda b: fft_exec.run_stages(b, plan, norm, move=_native_move(mesh)),
         mesh=mesh, in_specs=(plan.in_layout.spec,), out_specs=plan.out_layout.spec)
-
-    @jax.custom_jvp
-    def run(data):
-        return body(data)
-
-    @run.defjvp
-    def run_jvp(primals, tangents):
-        (data,), (t,) = primals, tangents
-        return body(data), fft_exec.execute(plan, t, norm)
-    return run
+    return fft_exec.with_jax_tangent(body, plan, norm)
 
 
 def execute(plan: Plan, data, norm: str):

@@ -17,6 +17,7 @@ end (for a round trip in one jit XLA cancels that with the inverse's first move)
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from darray._src import compat
@@ -159,3 +160,18 @@ def execute(plan: Plan, data, norm: str):
 
 
 __all__ = ["apply_r2r", "execute", "run_stages"]
+
+
+def with_jax_tangent(native_body, plan: Plan, norm: str):
+    """`native_body` (a native backend's executor of `plan`) as a `jax.custom_jvp` whose
+    tangent is the same plan run here: a custom call has no transpose rule, the plan is linear
+    in the data, and the JAX collectives of this executor transpose for reverse mode."""
+    @jax.custom_jvp
+    def run(data):
+        return native_body(data)
+
+    @run.defjvp
+    def run_jvp(primals, tangents):
+        (data,), (t,) = primals, tangents
+        return native_body(data), execute(plan, t, norm)
+    return run
