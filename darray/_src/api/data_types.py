@@ -63,12 +63,14 @@ def result_type(*arrays_and_dtypes):
 def can_cast(from_, to, /) -> bool:
     """Whether `from_` (a dtype or DistArray) casts to `to` under the promotion rules.
 
-    Same-kind widening only: bool to anything, integers to wider integers, floats to wider
-    floats and complex; never a downcast or a change of kind against the lattice.
+    Safe casts only, as numpy's and jax.numpy's ``can_cast``: bool to anything, integers to
+    wider integers and to floats that hold every value (uint64 to float32 is refused although
+    JAX's promotion lattice joins them at float32), floats to wider floats and complex; never a
+    downcast.
     """
     src = from_.dtype if isinstance(from_, DistArray) else _dt.as_dtype(from_, "from_")
     dst = _dt.as_dtype(to, "to")
-    return np.dtype(jnp.promote_types(src, dst)) == dst
+    return bool(np.can_cast(src, dst, casting="safe"))
 
 
 class finfo_object(NamedTuple):
