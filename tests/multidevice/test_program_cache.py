@@ -102,6 +102,7 @@ def test_no_jit_program_is_cached_outside_the_budget():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # 604 compilations: ~20 min on 2 busy cores
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
 def test_scipy_many_sizes_pattern_runs_to_the_end():
     """The full length sweep of scipy's TestFFTConvolve::test_many_sizes in one process."""
