@@ -2,17 +2,40 @@
 ``jax.jit(f).lower(x).compile().memory_analysis()``.
 
 What is counted: (temp_size_in_bytes + output_size_in_bytes) / argument_size_in_bytes, i.e. how
-many arrays of the input's size the program allocates beyond its input, per device.
+many arrays of the input's size the program allocates beyond its input, per device, at 64^3 on
+the slab (8,), pencil (2, 4) and merged (2, 4)-input plans. The compiled programs are also
+checked for all-gathers (there must be none).
 
-The bounds pinned here are the values measured on both jax lines (0.10.2, 0.12) at 64^3, with a
-little margin, per program; they are not all the issue's 3.0 target. Measured maxima over the
-slab, pencil and merged plans: fftn 3.00, dctn and idctn 3.03 (4.03 before r2r_local kept the
-post-FFT arrays real and its reorders fusible), dctn type 1 4.94 (one complex (N-1)-point FFT
-for even N: two real FFTs plan 3.98 but run 2-3x slower at prime N-1; 4.97 with the 2(N-1)
-extension), rfftn 3.75, irfftn 3.85, ifftn 3.88 (XLA's heap packing of the all-to-all's eight
-send and receive pieces leaves up to one array unused). A regression that adds a full extra
-copy (e.g. an optimization_barrier before every exchange, or a complex gather of a DCT's
-spectrum) moves a program above its bound.
+On XLA's CPU backend every all-to-all becomes one send and one receive buffer per device of
+the group, all live together, so an exchange holds two arrays of pieces at once; values that do
+not overlap in time can share the output's buffer (only one value at a time), everything else
+is packed by a heap ordered by size, then by lifetime. The bounds are the values measured on
+both jax lines (0.10.2, 0.12), identical there, plus a little margin:
+
+* fftn 3.00: the send and receive pieces (2) beside the output buffer, which holds the arrays
+  before and after the exchange and the output: the floor of an exchange between two FFTs.
+* ifftn 2.75 (pencil) to 2.875 (slab, merged): it ends in the 1/n pass of an earlier stage
+  (fft_exec._deferred_stage), so the concatenation of the received pieces can use the output's
+  buffer, and one send piece shares it too. Ended by the FFT itself, that concatenation sat in
+  the heap where the pre-exchange FFT had been and pushed the receive pieces beyond the send
+  pieces: 3.75-3.875.
+* rfftn 3.09 (slab), 3.38 (pencil), 3.75 (merged): the same floor as fftn, three arrays of the
+  complex half spectrum, counted against a real input half its size per element: 33/32 of the
+  input, 36/32 and 40/32 where the 33 bins are padded to a multiple of 4 and 8 devices.
+* irfftn 3.55 (merged) to 3.85 (slab): the complex intermediates do not fit the real output's
+  buffer, so all of them are packed in the heap; by size then lifetime it places the
+  pre-exchange FFT output (the longest-lived full array) first, and the post-exchange
+  concatenation at the same offset, so the receive pieces land beyond the send pieces (a
+  packing of 2.97 exists; XLA's size-ordered heap does not find it).
+* dctn and idctn 3.03: the DCT kernel's real FFT output (N/2 + 1 bins, 1.03 arrays) is live
+  beside the kernel's real result (r2r_local._dct2).
+* dctn type 1 4.94: one complex (N-1)-point FFT for even N, its complex input and output are
+  two arrays each (two real FFTs plan 3.98 but run 2-3x slower at prime N-1; a single real
+  FFT needs a running sum across bins, which loses accuracy).
+
+A regression that adds a full extra copy (e.g. an optimization_barrier before every exchange,
+a complex gather of a DCT's spectrum, a concatenated copy of the send rows, an inverse that
+ends in its FFT again) moves a program above its bound.
 """
 import jax
 import numpy as np
@@ -22,14 +45,22 @@ import darray
 import darray.fft as dfft
 
 N = 64
-# arrays beyond the input (temp + output over argument), measured max + margin
-BOUNDS = {"fftn": 3.05, "ifftn": 3.95, "rfftn": 3.8, "irfftn": 3.9, "dctn": 3.1, "idctn": 3.1,
-          "dctn type 1": 5.0}
+# arrays beyond the input (temp + output over argument): measured on both jax lines + margin
+BOUNDS = {
+    "slab": {"fftn": 3.01, "ifftn": 2.89, "rfftn": 3.1, "irfftn": 3.86, "dctn": 3.04,
+             "idctn": 3.04, "dctn type 1": 4.95},
+    "pencil": {"fftn": 3.01, "ifftn": 2.76, "rfftn": 3.38, "irfftn": 3.65, "dctn": 3.04,
+               "idctn": 3.04, "dctn type 1": 4.95},
+    "merged": {"fftn": 3.01, "ifftn": 2.89, "rfftn": 3.76, "irfftn": 3.56, "dctn": 3.04,
+               "idctn": 3.04, "dctn type 1": 4.95},
+}
 
 
 def _arrays_beyond_input(fn, x):
-    m = jax.jit(fn).lower(x).compile().memory_analysis()
-    return (m.temp_size_in_bytes + m.output_size_in_bytes) / m.argument_size_in_bytes
+    compiled = jax.jit(fn).lower(x).compile()
+    m = compiled.memory_analysis()
+    gathers = compiled.as_text().count("all-gather")
+    return (m.temp_size_in_bytes + m.output_size_in_bytes) / m.argument_size_in_bytes, gathers
 
 
 @pytest.mark.parametrize("plan", ["slab", "pencil", "merged"])
@@ -54,5 +85,7 @@ def test_every_program_plans_at_most_the_pinned_arrays(plan):
     }
     measured = {name: _arrays_beyond_input(fn, x) for name, (fn, x) in programs.items()}
     assert dict(kc.layout.mesh.shape) == dict(mesh.shape) and any(kr.layout.split)
-    over = {name: v for name, v in measured.items() if v > BOUNDS[name]}
-    assert not over, (over, measured)
+    assert {name: g for name, (_, g) in measured.items() if g} == {}
+    arrays = {name: v for name, (v, _) in measured.items()}
+    over = {name: v for name, v in arrays.items() if v > BOUNDS[plan][name]}
+    assert not over, (over, arrays)
