@@ -129,9 +129,10 @@ def scatter_move(x, groups, src: int, dsts, src_len: int, parts_each, exchange=l
         chunks.append(chunk)
     # The send rows as a stack of boxes cut from the block (row = the receiver's linear index
     # over the groups, major first). Written as reshapes and one transpose, XLA (jax 0.10 and
-    # 0.12) made a full concatenated copy of 7/8 of the block and then cut the rows from it:
-    # an extra pass and an extra array of memory for every merged inverse. Cut as boxes, the
-    # all-to-all's row slices of the stack fold back onto the boxes: one fused copy per row.
+    # 0.12) first copied 7/8 of the block into a concatenated buffer of the block's size and
+    # cut the rows from that: an extra pass before every merged inverse's all-to-all. Cut as
+    # boxes, the all-to-all's row slices of the stack fold back onto the boxes: one fused copy
+    # per row, as in `all_to_all_move`.
     rows = []
     for digits in itertools.product(*(range(p) for p in parts_each)):
         start, limit = [0] * x.ndim, list(x.shape)
