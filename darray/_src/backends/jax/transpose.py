@@ -20,6 +20,8 @@ the MPI backend passes its own, which does the same row exchange with MPI_Alltoa
 """
 from __future__ import annotations
 
+import itertools
+
 import jax.numpy as jnp
 from jax import lax
 
@@ -120,17 +122,24 @@ def merge_move(x, groups, srcs, dst: int, src_lens, parts_each, exchange=lax_exc
 def scatter_move(x, groups, src: int, dsts, src_len: int, parts_each, exchange=lax_exchange):
     """The reverse of `merge_move`: a merged split on `src` is dealt out, ``groups[i]`` to
     ``dsts[i]`` (each local before), in ONE all-to-all; `src` becomes local."""
-    total = 1
-    for p in parts_each:
-        total *= p
-    for i, (d, p) in enumerate(zip(dsts, parts_each)):
-        pos = i + d                       # i group digits already moved to the front
-        chunk = -(-x.shape[pos] // p)
-        x = pad_axis(x, pos, chunk * p)
-        x = x.reshape(x.shape[:pos] + (p, chunk) + x.shape[pos + 1:])
-        x = jnp.moveaxis(x, pos, i)
-    k = len(groups)
-    x = x.reshape((total,) + x.shape[k:])
+    chunks = []
+    for d, p in zip(dsts, parts_each):
+        chunk = -(-x.shape[d] // p)
+        x = pad_axis(x, d, chunk * p)
+        chunks.append(chunk)
+    # The send rows as a stack of boxes cut from the block (row = the receiver's linear index
+    # over the groups, major first). Written as reshapes and one transpose, XLA (jax 0.10 and
+    # 0.12) first copied 7/8 of the block into a concatenated buffer of the block's size and
+    # cut the rows from that: an extra pass before every merged inverse's all-to-all. Cut as
+    # boxes, the all-to-all's row slices of the stack fold back onto the boxes: one fused copy
+    # per row, as in `all_to_all_move`.
+    rows = []
+    for digits in itertools.product(*(range(p) for p in parts_each)):
+        start, limit = [0] * x.ndim, list(x.shape)
+        for d, c, j in zip(dsts, chunks, digits):
+            start[d], limit[d] = j * c, (j + 1) * c
+        rows.append(lax.slice(x, start, limit))
+    x = jnp.stack(rows)
     names = tuple(name for g in groups for name in g)
     x = exchange(x, names)
     x = jnp.moveaxis(x, 0, src)
