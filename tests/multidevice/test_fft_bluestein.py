@@ -6,7 +6,7 @@ from jax.sharding import PartitionSpec as P
 
 import darray
 import darray.fft as dfft
-from darray._src.fft import split_axis
+from darray._src.fft import bluestein, split_axis
 
 
 def _x(n, mesh_shape=(8,), names=("d",), batch=None, seed=3):
@@ -68,5 +68,5 @@ def test_eager_program_has_four_all_to_alls_and_no_gather():
 
 
 def test_table_cache_is_bounded():
-    info = split_axis._bluestein_tables.cache_info()
+    info = bluestein.host_tables.cache_info()
     assert info.maxsize is not None and info.maxsize <= 8

@@ -1,0 +1,328 @@
+"""Bluestein's chirp-z FFT of one split axis of any length (a prime, 7 over 4 devices, 9 over 2).
+
+The four-step FFT (split_axis.py) needs N = N1 * N2 with the device count P dividing both. Any
+other length N runs here, as a circular convolution of a padded length M >= 2N - 1 that the
+four-step handles (a multiple of P*P with a 2/3/5/7-smooth cofactor):
+
+  X[k] = c[k] * sum_n (x[n] c[n]) h[k - n],   c[n] = exp(-+ i pi n^2 / N),  h = conj(c),
+
+the convolution computed as IDFT_M(DFT_M(x c) * H) with H = DFT_M(h) the filter spectrum.
+
+Data layouts, per device r (w = M2 / P, h1 = M1 / P, the axis viewed as A[n1, n2] = a[M2 n1 + n2]):
+
+  natural   (..., cs)      the input block a[r cs + t]; the output block likewise (cd)
+  columns   (..., w, M1)   col[j, n1] = A[n1, r w + j]: this device's n2 block, n1 last
+  spectrum  (..., h1, M2)  S[i, k2] = DFT_M(a)[k1 + M1 k2] for k1 = r h1 + i
+
+natural -> columns (one all-to-all; only the rows that hold data travel), FFT over n1 (the last
+axis), twiddles, all-to-all -> spectrum order, FFT over n2, times H, and the same way back: four
+all-to-alls per transform, two each way, and no all-gather. The convolution never visits natural
+order, so H is needed only in spectrum order. Every FFT runs over the last axis, so the only
+transposes are the ones fused into the twiddle multiplications and the chirps.
+
+Tables: an eager call passes the chirps and H as arguments, built once per (length, layout,
+dtype) in float64 on the host (`host_tables`, a bounded cache). Inside a caller's jit those
+would be embedded whole in every device's program as constants, so the program builds them
+itself (`tables_in_program`): the chirps elementwise from exact integer angles, H by the
+forward half above applied to h generated in columns order (one more all-to-all, five in all).
+An optimization barrier ties that work to the stage's input, so that XLA cannot hoist it into
+an earlier stage where it would be live next to that stage's largest buffers.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+# (norm, inverse) -> power of 1/N applied after the unnormalised DFT
+NORM_SCALE = {
+    ("backward", False): 0.0, ("ortho", False): 0.5, ("forward", False): 1.0,
+    ("backward", True): 1.0, ("ortho", True): 0.5, ("forward", True): 0.0}
+
+
+def bluestein_length(n: int, parts: int) -> int:
+    """The padded convolution length: the smallest M >= 2n - 1 that is a multiple of
+    parts*parts with a 2/3/5/7-smooth cofactor (fast local FFTs)."""
+    base = parts * parts
+    k = max(1, -(-(2 * n - 1) // base))
+    while True:
+        r = k
+        for f in (2, 3, 5, 7):
+            while r % f == 0:
+                r //= f
+        if r == 1:
+            return base * k
+        k += 1
+
+
+def split_length(m: int, parts: int, cs: int, cd: int) -> tuple[int, int]:
+    """M = M1 * M2 with `parts` dividing both. Prefer an M2 that divides the input and output
+    block lengths (the layout changes are then reshapes, no gathers), then M1 close to M2."""
+    best, best_key = None, None
+    for m1 in range(parts, m + 1, parts):
+        if m % m1 or (m // m1) % parts:
+            continue
+        m2 = m // m1
+        aligned = (cs % m2 == 0 and parts * (cs // m2) <= m1) + \
+            (cd % m2 == 0 and parts * (cd // m2) <= m1)
+        key = (-aligned, abs(m1 - m2), -m1)
+        if best_key is None or key < best_key:
+            best, best_key = (m1, m2), key
+    return best
+
+
+# -- exact chirps --------------------------------------------------------------------------------
+def chirp(pos, n: int, sign: int, real_dtype):
+    """exp(sign * i pi pos^2 / n) for int32 positions 0 <= pos < 2^31.
+
+    pos^2 mod 2n by shift-and-add in uint32 (every partial sum < 2 * 2n <= 2^32), so the angle
+    stays exact for any length and either precision (pos^2 itself overflows). A loop, not an
+    unrolled chain: XLA split the unrolled chain into fusions that each held a full
+    intermediate (tens of arrays of the signal's size)."""
+    m = np.uint32(2 * n)
+    g = pos.astype(jnp.uint32) % m
+
+    def add_bit(bit, state):
+        acc, cur = state
+        take = ((g >> bit.astype(jnp.uint32)) & np.uint32(1)) == np.uint32(1)
+        return jnp.where(take, (acc + cur) % m, acc), (cur + cur) % m
+
+    # acc starts at bit 0's term, not at a zeros array: XLA hoists and shares such constants
+    start = jnp.where((g & np.uint32(1)) == np.uint32(1), g, g - g)
+    acc, _ = lax.fori_loop(1, max(1, int(2 * n).bit_length()), add_bit,
+                           (start, (g + g) % m))
+    angle = (np.pi / n) * acc.astype(real_dtype)
+    return lax.complex(jnp.cos(angle), sign * jnp.sin(angle))
+
+
+def _twiddled(c, r, w: int, m1: int, m: int, sign: int):
+    """c[..., j, k1] * exp(sign 2 pi i n2 k1 / m) on the columns grid (n2 = r w + j, k1 < m1).
+
+    k1 = a K + b splits the factor into W^(n2 a K) W^(n2 b): two tables of w*m1/K and w*K
+    entries (exact integer angles, n2 k1 < m < 2^31) whose broadcast product fuses into the
+    multiplication. A full (w, m1) table of cos/sin is shared by every stage after XLA's CSE
+    and kept alive as a buffer of its own (measured: two extra arrays at the peak)."""
+    real = c.real.dtype
+    k = next(d for d in range(int(np.sqrt(m1)), 0, -1) if m1 % d == 0)
+    n2 = (r * w + jnp.arange(w, dtype=jnp.int32))[:, None]
+
+    def table(steps, stride):
+        angle = (2 * np.pi / m) * (n2 * (stride * jnp.arange(steps, dtype=jnp.int32))[None, :]
+                                   ).astype(real)
+        return lax.complex(jnp.cos(angle), sign * jnp.sin(angle))
+    coarse, fine = table(m1 // k, k), table(k, 1)           # (w, m1/K), (w, K)
+    shaped = c.reshape(c.shape[:-1] + (m1 // k, k)) * coarse[:, :, None] * fine[:, None, :]
+    return shaped.reshape(c.shape)
+
+
+# -- layout changes ------------------------------------------------------------------------------
+def natural_to_columns(a, *, name, parts, cs, valid, m1, m2):
+    """a[..., t] = x[r cs + t] (read as zero at positions >= valid) -> columns (..., w, m1)."""
+    w = m2 // parts
+    if cs % m2 == 0 and parts * (cs // m2) <= m1:  # every block is whole rows: a reshape
+        rows = cs // m2
+        piece = a.reshape(a.shape[:-1] + (rows, parts, w))
+        piece = jnp.swapaxes(jnp.moveaxis(piece, -2, 0), -1, -2)       # (P_d, ..., w, rows)
+        recv = lax.all_to_all(piece, name, 0, 0, tiled=True)           # (P_s, ..., w, rows)
+        cols = jnp.moveaxis(recv, 0, -2)
+        cols = cols.reshape(cols.shape[:-2] + (parts * rows,))
+        return jnp.pad(cols, [(0, 0)] * (cols.ndim - 1) + [(0, m1 - parts * rows)])
+    lo = [(s * cs) // m2 for s in range(parts)]
+    live = [s for s in range(parts) if s * cs < valid and lo[s] < m1]
+    rows = max([min(m1, -(-min(s * cs + cs, valid) // m2)) - lo[s] for s in live] + [1])
+    r = lax.axis_index(name)
+    lo_r = jnp.asarray(lo, jnp.int32)[r]
+    q = jnp.arange(rows, dtype=jnp.int32)[None, None, :]
+    d = jnp.arange(parts, dtype=jnp.int32)[:, None, None]
+    j = jnp.arange(w, dtype=jnp.int32)[None, :, None]
+    g = m2 * (lo_r + q) + d * w + j                                    # (P, w, rows) positions
+    idx = g - r * cs
+    mask = (idx >= 0) & (idx < cs) & (g < valid) & (lo_r + q < m1)
+    piece = jnp.take(a, jnp.clip(idx, 0, cs - 1).reshape(-1), axis=-1)
+    piece = piece.reshape(a.shape[:-1] + (parts, w, rows))
+    piece = jnp.where(mask, piece, jnp.zeros((), piece.dtype))
+    recv = lax.all_to_all(jnp.moveaxis(piece, -3, 0), name, 0, 0, tiled=True)
+    out = None
+    for s in live:  # sender s's rows start at lo[s]; a row two senders share arrives in halves
+        top = min(rows, m1 - lo[s])
+        part = jnp.pad(recv[s, ..., :top], [(0, 0)] * (recv.ndim - 2) + [(lo[s], m1 - lo[s] - top)])
+        out = part if out is None else out + part
+    if out is None:
+        out = jnp.zeros(recv.shape[1:-1] + (m1,), recv.dtype)
+    return out
+
+
+def columns_to_natural(c, *, name, parts, m1, m2, out_len, cd):
+    """Columns (..., w, m1) -> y[..., t] = Y[r cd + t] for t < cd; positions >= out_len are
+    left for the caller to zero (its output chirp is zero there)."""
+    w = m2 // parts
+    if cd % m2 == 0 and parts * (cd // m2) <= m1:
+        rows = cd // m2
+        piece = c[..., :parts * rows].reshape(c.shape[:-1] + (parts, rows))
+        offsets = None
+    else:
+        lo = [min((d * cd) // m2, m1 - 1) for d in range(parts)]
+        live = [d for d in range(parts) if d * cd < out_len]
+        rows = max([min(m1 - 1, (min(d * cd + cd, out_len) - 1) // m2) - lo[d] + 1
+                    for d in live] + [1])
+        table = np.minimum(np.array(lo)[:, None] + np.arange(rows)[None, :], m1 - 1)
+        piece = jnp.take(c, jnp.asarray(table.reshape(-1), jnp.int32), axis=-1)
+        piece = piece.reshape(c.shape[:-1] + (parts, rows))
+        offsets = np.array([d * cd - m2 * lo[d] for d in range(parts)])
+    recv = lax.all_to_all(jnp.moveaxis(piece, -2, 0), name, 0, 0, tiled=True)  # (P_s,...,w,rows)
+    nat = jnp.moveaxis(jnp.moveaxis(recv, 0, -1), -3, -1)                      # (..., rows, P_s, w)
+    flat = nat.reshape(nat.shape[:-3] + (rows * m2,))  # position - lo[this device] * m2
+    if offsets is None:
+        return flat
+    pad = max(0, int(offsets.max()) + cd - rows * m2)
+    if pad:
+        flat = jnp.pad(flat, [(0, 0)] * (flat.ndim - 1) + [(0, pad)])
+    start = jnp.asarray(offsets, jnp.int32)[lax.axis_index(name)]
+    return lax.dynamic_slice_in_dim(flat, start, cd, axis=-1)
+
+
+def columns_to_spectrum(c, *, name, parts, m1, m2, r):
+    """Columns (..., w, m1) -> the spectrum order (..., h1, m2) (the forward half)."""
+    w, h1 = m2 // parts, m1 // parts
+    c = _twiddled(jnp.fft.fft(c, axis=-1), r, w, m1, m1 * m2, -1)
+    piece = c.reshape(c.shape[:-1] + (parts, h1))
+    piece = jnp.swapaxes(jnp.moveaxis(piece, -2, 0), -1, -2)        # (P_d, ..., h1, w)
+    recv = lax.all_to_all(piece, name, 0, 0, tiled=True)            # (P_s, ..., h1, w)
+    s = jnp.moveaxis(recv, 0, -2)
+    return jnp.fft.fft(s.reshape(s.shape[:-2] + (m2,)), axis=-1)
+
+
+def spectrum_to_columns(s, *, name, parts, m1, m2, r):
+    """The inverse of `columns_to_spectrum` (the inverse DFT, normalised by 1/M)."""
+    w, h1 = m2 // parts, m1 // parts
+    s = jnp.fft.ifft(s, axis=-1)
+    piece = jnp.moveaxis(s.reshape(s.shape[:-1] + (parts, w)), -2, 0)   # (P_d, ..., h1, w)
+    recv = lax.all_to_all(piece, name, 0, 0, tiled=True)               # (P_s, ..., h1, w)
+    c = jnp.moveaxis(jnp.moveaxis(recv, 0, -1), -3, -1)                # (..., w, P_s, h1)
+    c = _twiddled(c.reshape(c.shape[:-2] + (m1,)), r, w, m1, m1 * m2, 1)
+    return jnp.fft.ifft(c, axis=-1)
+
+
+# -- the transform -------------------------------------------------------------------------------
+def transform(b, tables, *, name, parts, cs, valid, n, m1, m2, out_len, cd, weight):
+    """The chirp-z transform of the last axis of block b (length n, split over `parts`).
+
+    tables: (chirp_in (cs,), filter spectrum (h1, m2), chirp_out (cd,)) for this device, from
+    `host_tables` or `tables_in_program` (whose chirp_out is a function of an array it must
+    wait for); they carry the direction, the norm and irfft's
+    Hermitian weights. weight: "irfft" returns the real part (c2r)."""
+    chirp_in, spectrum, chirp_out = tables
+    r = lax.axis_index(name)
+    a = b * chirp_in
+    if parts * cs > min(valid, n):  # layout padding may hold anything: zero it, not 0 * it
+        g = r * cs + jnp.arange(cs, dtype=jnp.int32)
+        a = jnp.where(g < min(valid, n), a, jnp.zeros((), a.dtype))
+    cols = natural_to_columns(a, name=name, parts=parts, cs=cs, valid=min(valid, n), m1=m1,
+                              m2=m2)
+    s = columns_to_spectrum(cols, name=name, parts=parts, m1=m1, m2=m2, r=r) * spectrum
+    cols = spectrum_to_columns(s, name=name, parts=parts, m1=m1, m2=m2, r=r)
+    if callable(chirp_out):
+        chirp_out = chirp_out(cols)
+    out = columns_to_natural(cols, name=name, parts=parts, m1=m1, m2=m2, out_len=out_len,
+                             cd=cd) * chirp_out
+    return out.real if weight == "irfft" else out
+
+
+def tables_in_program(b, *, name, parts, cs, valid, n, m1, m2, inverse, norm, out_len, cd,
+                      weight, dtype):
+    """This device's tables (see `transform`), computed in the program. Returns (b, tables):
+    b comes back through the optimization barrier that orders the work (module doc)."""
+    sign = 1 if inverse else -1
+    real = np.dtype(jnp.finfo(dtype).dtype)
+    r = lax.axis_index(name) + _zero_after(b)
+    m, w = m1 * m2, m2 // parts
+    # h = conj of the chirp at distance min(k, m - k) < n, generated in columns order
+    k = m2 * jnp.arange(m1, dtype=jnp.int32)[None, :] + (r * w + jnp.arange(w, dtype=jnp.int32))[:, None]
+    dist = jnp.minimum(k, m - k)
+    near = dist < n
+    h = jnp.where(near, chirp(jnp.where(near, dist, 0), n, -sign, real), 0).astype(dtype)
+    spectrum = columns_to_spectrum(h, name=name, parts=parts, m1=m1, m2=m2, r=r)
+    # the input chirp waits for the spectrum, so the data path does not run beside its FFTs
+    r_in = lax.axis_index(name) + _zero_after(spectrum)
+    g = r_in * cs + jnp.arange(cs, dtype=jnp.int32)
+    live = g < min(valid, n)
+    c_in = jnp.where(live, chirp(jnp.where(live, g, 0), n, sign, real), 0)
+    if weight == "irfft":  # the Hermitian extension of the n//2+1 given entries
+        ends = (g == 0) | (g == n // 2) if n % 2 == 0 else (g == 0)
+        c_in = c_in * jnp.where(ends, 1, 2).astype(real)
+
+    def c_out(after):  # generated once the convolution is done (`after`), not held through it
+        kout = (lax.axis_index(name) + _zero_after(after)) * cd + jnp.arange(cd, dtype=jnp.int32)
+        kept = kout < out_len
+        scale = jnp.asarray(float(n) ** -NORM_SCALE[(norm, inverse)], real)
+        return (jnp.where(kept, chirp(jnp.where(kept, kout, 0), n, sign, real), 0) *
+                scale).astype(dtype)
+    return b, (c_in.astype(dtype), spectrum, c_out)
+
+
+def _zero_after(b):
+    """An int32 zero that XLA cannot prove zero, computed from b: the tables built from it
+    wait for the stage's input. (An optimization barrier did not hold: XLA turns barriers
+    into control dependencies that its later passes drop, and then scheduled both stages'
+    tables first, holding them through the first stage.)"""
+    first = b.reshape(-1)[0]
+    first = first.real if jnp.iscomplexobj(first) else first
+    unsigned = jnp.uint64 if first.dtype.itemsize == 8 else jnp.uint32
+    bits = lax.bitcast_convert_type(first, unsigned)
+    half = jnp.asarray(8 * first.dtype.itemsize // 2, unsigned)
+    return lax.shift_right_logical(lax.shift_right_logical(bits, half), half).astype(jnp.int32)
+
+
+def _chirp_host(pos: np.ndarray, n: int, sign: int) -> np.ndarray:
+    """exp(sign i pi pos^2 / n) in complex128, the angle reduced exactly (pos^2 mod 2n)."""
+    sq = (pos.astype(np.int64) % (2 * n)) ** 2 % (2 * n)
+    return np.exp(sign * 1j * np.pi * sq / n)
+
+
+@functools.lru_cache(maxsize=4)
+def _host_spectrum(n: int, m1: int, m2: int) -> np.ndarray:
+    """The forward filter spectrum (m1, m2) in spectrum order [k1, k2] = H[k1 + m1 k2], in
+    complex128; the inverse direction's is its conjugate (h is even, so H is too)."""
+    m = m1 * m2
+    k = np.arange(m)
+    dist = np.minimum(k, m - k)
+    h = np.where(dist < n, _chirp_host(np.where(dist < n, dist, 0), n, 1), 0)
+    return np.ascontiguousarray(np.fft.fft(h).reshape(m2, m1).T)
+
+
+@functools.lru_cache(maxsize=8)
+def host_tables(mesh, entry, n, m1, m2, parts, cs, valid, out_len, cd, inverse, norm, irfft,
+                dtype):
+    """The tables of `transform` for every device, built once in float64 on the host and
+    placed on the devices split like the axis (bounded cache: each entry holds about three
+    arrays of the signal's size). Returns (chirp_in (P cs,), spectrum (m1, m2), chirp_out
+    (P cd,)), all of `dtype`."""
+    from jax.sharding import NamedSharding
+    sign = 1 if inverse else -1
+    g = np.arange(parts * cs)
+    c_in = np.where(g < min(valid, n), _chirp_host(g, n, sign), 0)
+    if irfft:
+        ends = (g == 0) | ((g == n // 2) if n % 2 == 0 else False)
+        c_in = c_in * np.where(ends, 1.0, 2.0)
+    spectrum = _host_spectrum(n, m1, m2)
+    if inverse:
+        spectrum = np.conj(spectrum)
+    kout = np.arange(parts * cd)
+    c_out = np.where(kout < out_len, _chirp_host(np.where(kout < out_len, kout, 0), n, sign), 0)
+    c_out = c_out * float(n) ** -NORM_SCALE[(norm, inverse)]
+    put = [(c_in, P(entry)), (spectrum, P(entry, None)), (c_out, P(entry))]
+    with jax.ensure_compile_time_eval():  # concrete arrays even when called under a jit
+        return tuple(jax.device_put(v.astype(dtype), NamedSharding(mesh, sp)) for v, sp in put)
+
+
+def table_specs(entry):
+    """The in_specs of `host_tables`' arrays."""
+    return (P(entry), P(entry, None), P(entry))
+
+
+__all__ = ["NORM_SCALE", "bluestein_length", "host_tables", "split_length", "table_specs",
+           "tables_in_program", "transform"]
