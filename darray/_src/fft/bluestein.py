@@ -76,27 +76,70 @@ def split_length(m: int, parts: int, cs: int, cd: int) -> tuple[int, int]:
 
 
 # -- exact chirps --------------------------------------------------------------------------------
-def chirp(pos, n: int, sign: int, real_dtype):
-    """exp(sign * i pi pos^2 / n) for int32 positions 0 <= pos < 2^31.
+# E(x) = exp(sign i pi x / n) for integers x, which only matter mod 2n: the chirp is c[p] = E(p^2).
+def _phases(x, n: int, sign: int) -> np.ndarray:
+    """E(x) in complex128 for integer arrays x (reduced exactly mod 2n in int64 first)."""
+    return np.exp(sign * 1j * np.pi * (np.asarray(x, np.int64) % (2 * n)) / n)
 
-    pos^2 mod 2n by shift-and-add in uint32 (every partial sum < 2 * 2n <= 2^32), so the angle
-    stays exact for any length and either precision (pos^2 itself overflows). A loop, not an
-    unrolled chain: XLA split the unrolled chain into fusions that each held a full
-    intermediate (tens of arrays of the signal's size)."""
-    m = np.uint32(2 * n)
-    g = pos.astype(jnp.uint32) % m
 
-    def add_bit(bit, state):
-        acc, cur = state
-        take = ((g >> bit.astype(jnp.uint32)) & np.uint32(1)) == np.uint32(1)
-        return jnp.where(take, (acc + cur) % m, acc), (cur + cur) % m
+def _split(count: int) -> tuple[int, int]:
+    """count <= outer * inner with inner ~ sqrt(count)."""
+    inner = max(1, int(np.ceil(np.sqrt(count))))
+    return -(-count // inner), inner
 
-    # acc starts at bit 0's term, not at a zeros array: XLA hoists and shares such constants
-    start = jnp.where((g & np.uint32(1)) == np.uint32(1), g, g - g)
-    acc, _ = lax.fori_loop(1, max(1, int(2 * n).bit_length()), add_bit,
-                           (start, (g + g) % m))
-    angle = (np.pi / n) * acc.astype(real_dtype)
-    return lax.complex(jnp.cos(angle), sign * jnp.sin(angle))
+
+@functools.lru_cache(maxsize=16)
+def _grid_factors(step: int, parts: int, s1: int, rows: int, s2: int, cols: int, n: int,
+                  sign: int, mirror):
+    """Small exact tables (complex128) whose broadcast product is the chirp on the grid
+    p = r step + s1 u + s2 v for device r (see `chirp_grid`)."""
+    mod = 2 * n
+    r = np.arange(parts, dtype=np.int64)[:, None] * step % mod
+    u = np.arange(rows, dtype=np.int64)[None, :]
+    v = np.arange(cols, dtype=np.int64)[None, :]
+    pu = (r + s1 * u) % mod
+    pv = (r + s2 * v) % mod
+    row = _phases(pu * pu, n, sign)                     # (parts, rows): E((r step + s1 u)^2)
+    col = _phases(pv * pv - r * r, n, sign)             # (parts, cols): E((.. + s2 v)^2 - ..^2)
+    (r1, k1), (c1, k2) = _split(rows), _split(cols)
+    c = 2 * s1 * s2 % mod                                # E(c u v), u = u1 k1 + u2, v = v1 k2 + v2
+    cross = [_phases(c * (a[:, None] % mod) * (b[None, :] % mod) % mod, n, sign) for a, b in (
+        (np.arange(r1) * k1, np.arange(c1) * k2), (np.arange(r1) * k1, np.arange(k2)),
+        (np.arange(k1), np.arange(c1) * k2), (np.arange(k1), np.arange(k2)))]
+    if mirror is None:
+        return row, col, cross, None
+    # c[M - p] = c[p] E(M^2 - 2 M p): linear in p, so one row and one column table
+    lin_row = _phases(mirror * mirror - 2 * mirror * ((r + s1 * u) % mod), n, sign)
+    lin_col = _phases(-2 * mirror * s2 * v % mod, n, sign)[0]
+    return row, col, cross, (lin_row, lin_col)
+
+
+def chirp_grid(r, step: int, parts: int, s1: int, rows: int, s2: int, cols: int, n: int,
+               sign: int, dtype, mirror=None):
+    """The chirp c[p] = exp(sign i pi p^2 / n) on the grid p = r step + s1 u + s2 v (u < rows,
+    v < cols) for device r (an int32 scalar), as a (rows, cols) array of `dtype`.
+
+    p^2 = (r step + s1 u)^2 + [(r step + s2 v)^2 - (r step)^2] + 2 s1 s2 u v: a row and a column
+    table per device and the cross term split in four (u and v each in two digits) make a
+    product of six exact tables of about sqrt(rows * cols) entries each (angles reduced mod 2n
+    in int64 on the host, embedded as small constants). It fuses into its consumer: no
+    full-size table, no per-element integer arithmetic, within a few ulps of the exact chirp.
+    (In-program integer tables cost more than the transform: an op per bit per device.)
+
+    mirror=M also returns the factor that turns c[p] into c[M - p] (Bluestein's even filter):
+    (grid, far) with far (rows, cols) to be used where p > M/2."""
+    row, col, cross, lin = _grid_factors(step, parts, s1, rows, s2, cols, n, sign, mirror)
+    (r1, k1), (c1, k2) = _split(rows), _split(cols)
+
+    def pick(table):
+        return lax.dynamic_index_in_dim(jnp.asarray(table.astype(dtype)), r, 0, keepdims=False)
+    t = [jnp.asarray(x.astype(dtype)) for x in cross]
+    grid = (t[0][:, None, :, None] * t[1][:, None, None, :] *
+            t[2][None, :, :, None] * t[3][None, :, None, :]).reshape(r1 * k1, c1 * k2)
+    grid = grid[:rows, :cols] * pick(row)[:, None] * pick(col)[None, :]
+    if lin is None:
+        return grid
+    return grid, pick(lin[0])[:, None] * jnp.asarray(lin[1].astype(dtype))[None, :]
 
 
 def _twiddled(c, r, w: int, m1: int, m: int, sign: int):
@@ -232,35 +275,45 @@ def transform(b, tables, *, name, parts, cs, valid, n, m1, m2, out_len, cd, weig
     return out.real if weight == "irfft" else out
 
 
+def _block_chirp(r, length: int, parts: int, n: int, sign: int, dtype):
+    """The chirp at positions r * length + t, t < length (device r's natural block)."""
+    rows, cols = _split(length)
+    grid = chirp_grid(r, length, parts, cols, rows, 1, cols, n, sign, dtype)
+    return grid.reshape(-1)[:length]
+
+
 def tables_in_program(b, *, name, parts, cs, valid, n, m1, m2, inverse, norm, out_len, cd,
                       weight, dtype):
-    """This device's tables (see `transform`), computed in the program. Returns (b, tables):
-    b comes back through the optimization barrier that orders the work (module doc)."""
+    """This device's tables (see `transform`), computed in the program from exact small
+    tables (`chirp_grid`). Returns (b, tables); each table is made to wait, through
+    `_zero_after`, for the array it is used with (module doc)."""
     sign = 1 if inverse else -1
     real = np.dtype(jnp.finfo(dtype).dtype)
     r = lax.axis_index(name) + _zero_after(b)
     m, w = m1 * m2, m2 // parts
-    # h = conj of the chirp at distance min(k, m - k) < n, generated in columns order
-    k = m2 * jnp.arange(m1, dtype=jnp.int32)[None, :] + (r * w + jnp.arange(w, dtype=jnp.int32))[:, None]
-    dist = jnp.minimum(k, m - k)
-    near = dist < n
-    h = jnp.where(near, chirp(jnp.where(near, dist, 0), n, -sign, real), 0).astype(dtype)
+    # h = conj of the chirp at distance min(k, m - k) < n, generated in columns order:
+    # k = r w + j + m2 n1 on the grid (j < w, n1 < m1)
+    grid, far_factor = chirp_grid(r, w, parts, 1, w, m2, m1, n, -sign, dtype, mirror=m)
+    k = m2 * jnp.arange(m1, dtype=jnp.int32)[None, :] + \
+        (r * w + jnp.arange(w, dtype=jnp.int32))[:, None]
+    h = grid * jnp.where(k > m - k, far_factor, jnp.ones((), grid.dtype))
+    h = jnp.where(jnp.minimum(k, m - k) < n, h, jnp.zeros((), h.dtype)).astype(dtype)
     spectrum = columns_to_spectrum(h, name=name, parts=parts, m1=m1, m2=m2, r=r)
     # the input chirp waits for the spectrum, so the data path does not run beside its FFTs
     r_in = lax.axis_index(name) + _zero_after(spectrum)
     g = r_in * cs + jnp.arange(cs, dtype=jnp.int32)
-    live = g < min(valid, n)
-    c_in = jnp.where(live, chirp(jnp.where(live, g, 0), n, sign, real), 0)
+    c_in = jnp.where(g < min(valid, n), _block_chirp(r_in, cs, parts, n, sign, dtype), 0)
     if weight == "irfft":  # the Hermitian extension of the n//2+1 given entries
         ends = (g == 0) | (g == n // 2) if n % 2 == 0 else (g == 0)
         c_in = c_in * jnp.where(ends, 1, 2).astype(real)
 
     def c_out(after):  # generated once the convolution is done (`after`), not held through it
-        kout = (lax.axis_index(name) + _zero_after(after)) * cd + jnp.arange(cd, dtype=jnp.int32)
-        kept = kout < out_len
+        r_out = lax.axis_index(name) + _zero_after(after)
+        kout = r_out * cd + jnp.arange(cd, dtype=jnp.int32)
         scale = jnp.asarray(float(n) ** -NORM_SCALE[(norm, inverse)], real)
-        return (jnp.where(kept, chirp(jnp.where(kept, kout, 0), n, sign, real), 0) *
-                scale).astype(dtype)
+        out = jnp.where(kout < out_len, _block_chirp(r_out, cd, parts, n, sign, dtype) * scale,
+                        0)
+        return out.astype(dtype)
     return b, (c_in.astype(dtype), spectrum, c_out)
 
 
