@@ -50,8 +50,9 @@ def _ops():
     from darray._src.fft import api as fft_api
     return types.SimpleNamespace(
         arange=creation.arange, expand_dims=manipulation.expand_dims, where=searching.where,
-        cos=elementwise.cos, sin=elementwise.sin, real=elementwise.real, imag=elementwise.imag,
-        astype=data_types.astype, fft=types.SimpleNamespace(rfft=fft_api.rfft, fft=fft_api.fft))
+        cos=elementwise.cos, sin=elementwise.sin, floor=elementwise.floor, real=elementwise.real, imag=elementwise.imag,
+        astype=data_types.astype, fft=types.SimpleNamespace(rfft=fft_api.rfft, fft=fft_api.fft,
+                                                            ifft=fft_api.ifft))
 
 
 def _positions(x, axis: int, length: int, dtype):
@@ -113,6 +114,8 @@ def _unnormalised(x, axis: int, family: str, typ: int, n: int, pre, real_dtype):
     for index, factor in pre:
         merged[index] = merged.get(index, 1.0) * factor
     x = _scale_entries(x, axis, sorted(merged.items()), n, real_dtype)
+    if _reordered(family, typ, n):
+        return _by_reorder(x, axis, family, typ, n, real_dtype)
 
     two = np.asarray(2.0, real_dtype)
     if typ in (1, 2):
@@ -142,6 +145,106 @@ def _unnormalised(x, axis: int, family: str, typ: int, n: int, pre, real_dtype):
     if family == "dct":  # Re(e^{-it} F) = c Re F + s Im F
         return two * (c * fr + s * fi)
     return two * (s * fr - c * fi)  # -Im(e^{-it} F) = s Re F - c Im F
+
+
+# -- Makhoul's reorders: one complex FFT of length n, never 2n -------------------------------
+@functools.lru_cache(maxsize=64)
+def _makhoul_source(n: int, have: int) -> tuple:
+    """v[j] = x[2j] (j < ceil(n/2)), v[n-1-j] = x[2j+1]: the source of each v entry, -1 where
+    it lies in the zero padding (x has `have` entries)."""
+    src = np.empty(n, np.int64)
+    half = (n + 1) // 2
+    src[:half] = 2 * np.arange(half)
+    src[half:] = (2 * np.arange(n // 2) + 1)[::-1]
+    return tuple(np.where(src < have, src, -1))
+
+
+@functools.lru_cache(maxsize=64)
+def _unmakhoul_source(n: int) -> tuple:
+    """y[2j] = w[j], y[2j+1] = w[n-1-j] (the inverse reorder)."""
+    src = np.empty(n, np.int64)
+    src[0::2] = np.arange((n + 1) // 2)
+    src[1::2] = n - 1 - np.arange(n // 2)
+    return tuple(src)
+
+
+def _parity(x, axis: int, length: int, real_dtype):
+    """k mod 2 (0.0 or 1.0) for positions k < length along `axis`, split like x."""
+    pos = _positions(x, axis, length, real_dtype)
+    return pos - 2 * _ops().floor(pos * np.asarray(0.5, real_dtype))
+
+
+def _reordered(family: str, typ: int, n: int) -> bool:
+    """The kernels `_by_reorder` computes: types 2 and 3, and type 4 of even length."""
+    return typ in (2, 3) or (typ == 4 and n % 2 == 0)
+
+
+def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
+    """The unnormalised transform of real x (at most n entries along `axis`, the rest zero
+    padding, boundary weights applied) by one complex FFT of length n (n/2 for type 4) and
+    Makhoul's reorders, run as `split_permute.permute` (point-to-point sends of what moves).
+
+      DCT-II   y = 2 Re(e^{-i pi k/2n} F(P x))                       P: x[0], x[2], .., x[3], x[1]
+      DST-II   y = 2 Re(e^{-i pi (n-1-k)/2n} conj(F(W P S x)))       S = (-1)^j, W = e^{-2 pi i j/n}
+      DCT-III  y = P^T 2 Re F(e^{-i pi k/2n} x)                      (the transpose of DCT-II)
+      DST-III  y = S P^T 2 Re(conj(W) F^H(e^{-i pi (n-1-k)/2n} x))  (the transpose of DST-II)
+      DCT-IV   t[p] = x[2p] + i x[n-1-2p] (p < n/2), u = e^{-i pi k/n} F(e^{-i pi (p + 1/4)/n} t),
+               y[2p] = 2 Re u[p], y[2p+1] = -2 Im u[n/2-1-p]
+      DST-IV   (-1)^k DCT-IV of the reversed x (the reversal folds into the reorder)
+
+    (F the DFT of length n; DST-II uses F(P S x)[n-1-k] = conj(F(W P S x)[k]) for real input,
+    so its output needs no reversal.)"""
+    from darray._src.fft.split_permute import permute
+    da = _ops()
+    have = x.shape[axis]
+    two = np.asarray(2.0, real_dtype)
+    if typ == 2:
+        if family == "dst":
+            x = x * (1 - 2 * _parity(x, axis, have, real_dtype))
+        v = permute(x, axis, np.asarray(_makhoul_source(n, have)), n)
+        if family == "dct":
+            f = da.fft.fft(v, axis=axis)
+            c, s = _phase(f, axis, n, 0.5 / n, 0.0, real_dtype)
+            return two * (c * da.real(f) + s * da.imag(f))
+        c, s = _phase(v, axis, n, 2.0 / n, 0.0, real_dtype)
+        f = da.fft.fft(v * c - 1j * (v * s), axis=axis)
+        c, s = _phase(f, axis, n, -0.5 / n, (n - 1) / (2 * n), real_dtype)
+        return two * (c * da.real(f) - s * da.imag(f))
+    if typ == 3:
+        shift = 0.0 if family == "dct" else (n - 1) / (2 * n)
+        c, s = _phase(x, axis, have, (0.5 if family == "dct" else -0.5) / n, shift, real_dtype)
+        z = x * c - 1j * (x * s)
+        if family == "dct":
+            w = two * da.real(da.fft.fft(z, n=n, axis=axis))
+        else:
+            f = da.fft.ifft(z, n=n, axis=axis, norm="forward")  # sum_k z[k] e^{+2 pi i jk/n}
+            c, s = _phase(f, axis, n, 2.0 / n, 0.0, real_dtype)
+            w = two * (c * da.real(f) - s * da.imag(f))
+        y = permute(w, axis, np.asarray(_unmakhoul_source(n)), n)
+        if family == "dst":
+            y = y * (1 - 2 * _parity(y, axis, n, real_dtype))
+        return y
+    # type 4, even n
+    m = n // 2
+    evens, odds_back = 2 * np.arange(m), n - 1 - 2 * np.arange(m)
+    if family == "dst":
+        evens, odds_back = odds_back, evens
+    re = permute(x, axis, np.where(evens < have, evens, -1), m)
+    im = permute(x, axis, np.where(odds_back < have, odds_back, -1), m)
+    c, s = _phase(re, axis, m, 1.0 / n, 0.25 / n, real_dtype)
+    f = da.fft.fft((re * c + im * s) + 1j * (im * c - re * s), axis=axis)
+    c, s = _phase(f, axis, m, 1.0 / n, 0.0, real_dtype)
+    # w = 2 conj(u): Re w = 2 Re u, Im w = -2 Im u
+    w = two * (c * da.real(f) + s * da.imag(f)) - 1j * (two * (c * da.imag(f) - s * da.real(f)))
+    src = np.empty(n, np.int64)
+    src[0::2] = np.arange(m)
+    src[1::2] = m - 1 - np.arange(m)
+    p = permute(w, axis, src, n)
+    odd = _parity(p, axis, n, real_dtype)
+    y = da.real(p) * (1 - odd) + da.imag(p) * odd
+    if family == "dst":
+        y = y * (1 - 2 * odd)
+    return y
 
 
 def _real_transform(x, axis: int, kernel: R2RKernel, n: int, real_dtype):
