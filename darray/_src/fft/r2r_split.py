@@ -103,7 +103,8 @@ def _unnormalised(x, axis: int, family: str, typ: int, n: int, pre, real_dtype):
     boundary scalings of the input (orthogonalisation, before the DCT-I/DST-III halvings)."""
     da = _ops()
     pre = list(pre)
-    if family == "dct" and typ == 1:
+    reorder = _reordered(family, typ, n)
+    if family == "dct" and typ == 1 and not reorder:
         pre += [(0, 0.5), (n - 1, 0.5)]
     elif family == "dct" and typ == 3:
         pre += [(0, 0.5)]
@@ -114,7 +115,7 @@ def _unnormalised(x, axis: int, family: str, typ: int, n: int, pre, real_dtype):
     for index, factor in pre:
         merged[index] = merged.get(index, 1.0) * factor
     x = _scale_entries(x, axis, sorted(merged.items()), n, real_dtype)
-    if _reordered(family, typ, n):
+    if reorder:
         return _by_reorder(x, axis, family, typ, n, real_dtype)
 
     two = np.asarray(2.0, real_dtype)
@@ -175,8 +176,9 @@ def _parity(x, axis: int, length: int, real_dtype):
 
 
 def _reordered(family: str, typ: int, n: int) -> bool:
-    """The kernels `_by_reorder` computes: types 2 and 3, and type 4 of even length."""
-    return typ in (2, 3) or (typ == 4 and n % 2 == 0)
+    """The kernels `_by_reorder` computes: types 2 and 3 of any length, types 1 and 4 of even
+    length (odd lengths of those run the zero-padded FFT of `_unnormalised`)."""
+    return typ in (2, 3) or n % 2 == 0
 
 
 def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
@@ -191,6 +193,7 @@ def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
       DCT-IV   t[p] = x[2p] + i x[n-1-2p] (p < n/2), u = e^{-i pi k/n} F(e^{-i pi (p + 1/4)/n} t),
                y[2p] = 2 Re u[p], y[2p+1] = -2 Im u[n/2-1-p]
       DST-IV   (-1)^k DCT-IV of the reversed x (the reversal folds into the reorder)
+      type I   (even n) one complex FFT of odd length n -+ 1, see `_type1`
 
     (F the DFT of length n; DST-II uses F(P S x)[n-1-k] = conj(F(W P S x)[k]) for real input,
     so its output needs no reversal.)"""
@@ -224,6 +227,8 @@ def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
         if family == "dst":
             y = y * (1 - 2 * _parity(y, axis, n, real_dtype))
         return y
+    if typ == 1:
+        return _type1(x, axis, family, n, real_dtype)
     # type 4, even n
     m = n // 2
     evens, odds_back = 2 * np.arange(m), n - 1 - 2 * np.arange(m)
@@ -236,15 +241,51 @@ def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
     c, s = _phase(f, axis, m, 1.0 / n, 0.0, real_dtype)
     # w = 2 conj(u): Re w = 2 Re u, Im w = -2 Im u
     w = two * (c * da.real(f) + s * da.imag(f)) - 1j * (two * (c * da.imag(f) - s * da.real(f)))
-    src = np.empty(n, np.int64)
-    src[0::2] = np.arange(m)
-    src[1::2] = m - 1 - np.arange(m)
-    p = permute(w, axis, src, n)
-    odd = _parity(p, axis, n, real_dtype)
-    y = da.real(p) * (1 - odd) + da.imag(p) * odd
+    y = _interleaved(w, axis, np.arange(m), m - 1 - np.arange(m), n, real_dtype)
     if family == "dst":
-        y = y * (1 - 2 * odd)
+        y = y * (1 - 2 * _parity(y, axis, n, real_dtype))
     return y
+
+
+def _interleaved(z, axis: int, even_source, odd_source, n: int, real_dtype):
+    """y[2k] = Re z[even_source[k]], y[2k+1] = Im z[odd_source[k]]: one reorder of the complex
+    z and a choice by parity (the real and imaginary parts travel together)."""
+    from darray._src.fft.split_permute import permute
+    da = _ops()
+    src = np.empty(n, np.int64)
+    src[0::2], src[1::2] = even_source, odd_source
+    p = permute(z, axis, src, n)
+    odd = _parity(p, axis, n, real_dtype)
+    return da.real(p) * (1 - odd) + da.imag(p) * odd
+
+
+def _type1(x, axis: int, family: str, n: int, real_dtype):
+    """DCT-I / DST-I of even length n by one complex FFT of the odd length m = n -+ 1 (the
+    frequency split of r2r_local's _dct1/_dst1): with e the sequence of period 2m whose DFT is
+    the transform (DCT-I: e[j] = x[j]; DST-I: e[0] = 0, e[j] = x[j-1]), s = e[j] +- e[m-j] and
+    v = (-1)^j (e[j] -+ e[m-j]) are even (odd) sequences, so one FFT of s + i v gives the even
+    bins in its real part and the odd bins in its imaginary part."""
+    from darray._src.fft.split_permute import permute
+    da = _ops()
+    have = x.shape[axis]
+    m = n - 1 if family == "dct" else n + 1
+    j = np.arange(m)
+    if family == "dct":
+        head, tail = j, m - j
+    else:
+        head, tail = j - 1, np.where(j == 0, -1, m - j - 1)
+    head = permute(x, axis, np.where(head < have, head, -1), m)
+    tail = permute(x, axis, np.where(tail < have, tail, -1), m)
+    sign = 1 - 2 * _parity(head, axis, m, real_dtype)
+    if family == "dct":
+        z = da.fft.fft((head + tail) + 1j * (sign * (head - tail)), axis=axis)
+    else:
+        z = da.fft.fft((head - tail) + 1j * (sign * (head + tail)), axis=axis)
+    k = np.arange(n // 2)
+    if family == "dct":  # y[2k] = Re z[k], y[2k+1] = Im z[n/2 - 1 - k]
+        return _interleaved(z, axis, k, n // 2 - 1 - k, n, real_dtype)
+    # y[2k] = -Re z[n/2 - k], y[2k+1] = -Im z[1 + k]
+    return -_interleaved(z, axis, n // 2 - k, 1 + k, n, real_dtype)
 
 
 def _real_transform(x, axis: int, kernel: R2RKernel, n: int, real_dtype):
