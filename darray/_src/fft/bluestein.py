@@ -322,6 +322,8 @@ def _zero_after(b):
     wait for the stage's input. (An optimization barrier did not hold: XLA turns barriers
     into control dependencies that its later passes drop, and then scheduled both stages'
     tables first, holding them through the first stage.)"""
+    if b.size == 0:
+        return jnp.int32(0)
     first = b.reshape(-1)[0]
     first = first.real if jnp.iscomplexobj(first) else first
     unsigned = jnp.uint64 if first.dtype.itemsize == 8 else jnp.uint32
