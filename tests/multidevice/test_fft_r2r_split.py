@@ -3,6 +3,7 @@ planner has no local axis; r2r_split runs them through the distributed complex F
 scipy.fft in float64: values, layouts (the split is kept), round trips, no all-gather in the
 compiled HLO, and the gradient against scipy's adjoint."""
 import itertools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -96,6 +97,24 @@ def test_round_trip_returns_x_in_its_layout_without_all_gather():
     back = compiled(x)
     close(back, a)
     assert back.layout == x.layout
+
+
+@pytest.mark.parametrize("family, typ", [("dct", 2), ("dst", 3), ("dct", 4), ("dst", 1)])
+def test_reorder_path_runs_an_fft_of_length_n_and_sends_point_to_point(family, typ):
+    """Makhoul's reorders (types 2/3, even-length 1/4): the split FFT is of length n (n/2 for
+    IV, n +- 1 for I), never the 2n extension, and the reorders are collective permutes."""
+    n = 64
+    a = rand(n, seed=9)
+    x = place(a, "d8")
+    fn = jax.jit(lambda v: getattr(dfft, family)(v, type=typ))
+    hlo = fn.lower(x).compile().as_text()
+    lengths = {int(v) for v in re.findall(r"fft_length=\{(\d+)\}", hlo)}
+    # 64 over 8 is a four-step 8 x 8 (the 2n form, 128 = 8 x 16); 32 and 65 over 8 run
+    # Bluestein on 64 = 8 x 8 and 192 = 8 x 24
+    want = {("dct", 2): {8}, ("dst", 3): {8}, ("dct", 4): {8}, ("dst", 1): {8, 24}}
+    assert lengths == want[family, typ], lengths
+    assert "all-gather" not in hlo and "collective-permute" in hlo
+    close(fn(x), getattr(sf, family)(a, type=typ))
 
 
 def test_truncation_padding_orthogonalize_and_complex_input():

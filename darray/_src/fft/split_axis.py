@@ -22,22 +22,21 @@ keeping the real part: y = Re(ifft(w * X)). Both pay for a complex transform of 
 (about twice the work of a local real transform) but move no more data than the c2c transform.
 
 Any other length N (a prime, 7 over 4 devices, 9 over 2) runs Bluestein's chirp-z form on a
-padded length M >= 2N - 1 that the four-step handles (a multiple of P*P, 2/3/5/7-smooth):
-X[k] = c[k] * sum_n (x[n] c[n]) conj(c)[k - n] with c[n] = exp(-i pi n^2 / N), a circular
-convolution of length M done by two four-step FFTs of the data and one of the (constant) chirp
-filter: nine all-to-alls of M-point data instead of three, still no all-gather.
+padded length M >= 2N - 1 that the four-step handles (bluestein.py): four all-to-alls, two each
+way (the convolution never visits natural order), plus one when its filter spectrum is built
+inside a caller's jit; still no all-gather.
 """
 from __future__ import annotations
 
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.sharding import PartitionSpec as P
 
 from darray._src import compat, physical
+from darray._src.fft import bluestein
+from darray._src.fft.bluestein import bluestein_length
 from darray._src.layout import Layout
 from darray._src.program_cache import FFT, program_cache
 
@@ -51,21 +50,6 @@ def factor(n: int, parts: int) -> tuple[int, int] | None:
         if best is None or abs(n1 - n // n1) < abs(best[0] - best[1]):
             best = (n1, n // n1)
     return best
-
-
-def bluestein_length(n: int, parts: int) -> int:
-    """The padded convolution length for Bluestein: the smallest M >= 2n - 1 that is a
-    multiple of parts*parts with a 2/3/5/7-smooth cofactor (fast local FFTs)."""
-    base = parts * parts
-    k = max(1, -(-(2 * n - 1) // base))
-    while True:
-        r = k
-        for f in (2, 3, 5, 7):
-            while r % f == 0:
-                r //= f
-        if r == 1:
-            return base * k
-        k += 1
 
 
 # -- the per-device body ----------------------------------------------------------------------
@@ -165,153 +149,6 @@ def _four_step(b, *, name, parts, cs, valid, n, n1, n2, inverse, norm, out_len, 
     return _to_natural(a, name=name, parts=parts, n1=n1, n2=n2, out_len=out_len, cd=cd)
 
 
-_NORM_SCALE = {  # (norm, inverse) -> power of 1/N applied after the unnormalised DFT
-    ("backward", False): 0.0, ("ortho", False): 0.5, ("forward", False): 1.0,
-    ("backward", True): 1.0, ("ortho", True): 0.5, ("forward", True): 0.0}
-
-
-def _twiddle(n1, w, n, name, sign, real):
-    """exp(sign 2 pi i k1 n2 / n) for k1 < n1 and this device's n2 block of width w."""
-    n2_idx = lax.axis_index(name) * w + jnp.arange(w, dtype=jnp.int32)
-    prod = (jnp.arange(n1, dtype=jnp.int32)[:, None] * n2_idx[None, :]) % n
-    angle = (2 * np.pi / n) * prod.astype(real)
-    return lax.complex(jnp.cos(angle), sign * jnp.sin(angle))
-
-
-def _columns_to_natural(a, *, name, parts, m1, m2, out_len, cd):
-    """A[..., n1, n2 block of this device] (index m2*n1 + n2) -> X[d*cd + t], t < cd; entries
-    at or beyond `out_len` are zeroed. One all-to-all of about cd + m2 entries per device."""
-    w = m2 // parts
-    lo = [min((d * cd) // m2, m1 - 1) for d in range(parts)]
-    hi = [min(m1 - 1, (min(d * cd + cd, out_len) - 1) // m2) for d in range(parts)]
-    rows = max(1, max(hi[d] - lo[d] + 1 for d in range(parts) if d * cd < out_len))
-    table = np.minimum(np.array(lo)[:, None] + np.arange(rows)[None, :], m1 - 1)
-    piece = jnp.take(a, jnp.asarray(table.reshape(-1), jnp.int32), axis=-2)
-    piece = piece.reshape(a.shape[:-2] + (parts, rows, w))
-    piece = jnp.moveaxis(piece, -3, 0)                          # (parts_d, ..., rows, w)
-    recv = lax.all_to_all(piece, name, 0, 0, tiled=True)        # (parts_r, ..., rows, w)
-    recv = jnp.moveaxis(recv, 0, -2)                            # (..., rows, parts_r, w)
-    flat = recv.reshape(recv.shape[:-3] + (rows * m2,))         # index - lo[d] * m2
-    offsets = np.array([d * cd - m2 * lo[d] for d in range(parts)])
-    pad = max(0, int(offsets.max()) + cd - rows * m2)
-    if pad:
-        flat = jnp.pad(flat, [(0, 0)] * (flat.ndim - 1) + [(0, pad)])
-    d = lax.axis_index(name)
-    if offsets.any() or pad:
-        flat = lax.dynamic_slice_in_dim(flat, jnp.asarray(offsets, jnp.int32)[d], cd, axis=-1)
-    if parts * cd > out_len:
-        k = d * cd + jnp.arange(cd, dtype=jnp.int32)
-        flat = jnp.where(k < out_len, flat, jnp.zeros((), flat.dtype))
-    return flat
-
-
-def _bluestein(b, consts, *, name, parts, cs, valid, n, m, m1, m2, inverse, norm, out_len,
-               cd, weight):
-    """One split axis of length n (the last of block b) by a length-m chirp-z convolution.
-
-    The convolution never visits natural order: the forward half of the four-step stops at
-    C[k1 block, k2] (two all-to-alls), is multiplied there by the filter spectrum (a constant
-    in that same order, `_bluestein_tables`), and the inverse half retraces it back to columns
-    (one all-to-all) and to natural order (one): four all-to-alls in all."""
-    chirp_in, filter_spectrum, chirp_out = consts
-    real = b.real.dtype
-    w = m2 // parts
-    a = b * chirp_in  # the chirp, irfft's Hermitian weights, zero beyond the input
-    a = _to_columns(a, name=name, parts=parts, cs=cs, valid=min(valid, n), n1=m1, n2=m2,
-                    weight=None)                                     # (..., m1, m2/P)
-    a = jnp.fft.fft(a, axis=-2) * _twiddle(m1, w, m, name, -1, real)
-    a = lax.all_to_all(a, name, a.ndim - 2, a.ndim - 1, tiled=True)  # (..., m1/P, m2)
-    a = jnp.fft.fft(a, axis=-1) * filter_spectrum
-    a = jnp.fft.ifft(a, axis=-1)
-    a = lax.all_to_all(a, name, a.ndim - 1, a.ndim - 2, tiled=True)  # (..., m1, m2/P)
-    a = jnp.fft.ifft(a * _twiddle(m1, w, m, name, 1, real), axis=-2)
-    out = _columns_to_natural(a, name=name, parts=parts, m1=m1, m2=m2, out_len=out_len,
-                              cd=cd) * chirp_out  # the chirp and the norm
-    return out.real if weight == "irfft" else out
-
-
-def _chirp(pos, n: int, sign: int, real_dtype):
-    """exp(sign * i pi pos^2 / n) for int32 positions 0 <= pos < 2^31.
-
-    pos^2 mod 2n by shift-and-add in uint32 (every partial sum < 2 * 2n <= 2^32), so the
-    angle stays exact for any length and either precision (pos^2 itself overflows). A loop,
-    not an unrolled chain: XLA split the unrolled chain into fusions that each held a full
-    intermediate (tens of arrays of the signal's size)."""
-    m = np.uint32(2 * n)
-    g = pos.astype(jnp.uint32) % m
-
-    def add_bit(bit, state):
-        acc, cur = state
-        take = ((g >> bit.astype(jnp.uint32)) & np.uint32(1)) == np.uint32(1)
-        return jnp.where(take, (acc + cur) % m, acc), (cur + cur) % m
-
-    acc, _ = lax.fori_loop(0, max(1, int(2 * n).bit_length()), add_bit, (jnp.zeros_like(g), g))
-    angle = (np.pi / n) * acc.astype(real_dtype)
-    return lax.complex(jnp.cos(angle), sign * jnp.sin(angle))
-
-
-def _tables_in_program(r, *, name, parts, cs, valid, n, m, m1, m2, inverse, norm, out_len,
-                       cd, weight, dtype):
-    """`_bluestein_tables`' values for this device, computed inside the program: used when
-    the transform is traced inside a caller's jit, where host tables would be embedded as
-    whole-array constants in every device's program. The filter spectrum then costs one
-    all-to-all and two local FFTs per call (the filter is generated in column order)."""
-    sign = 1 if inverse else -1
-    real = jnp.finfo(dtype).dtype
-    g = r * cs + jnp.arange(cs, dtype=jnp.int32)
-    c_in = jnp.where(g < min(valid, n), _chirp(g, n, sign, real), 0).astype(dtype)
-    if weight == "irfft":
-        ends = (g == 0) | (g == n // 2) if n % 2 == 0 else (g == 0)
-        c_in = c_in * jnp.where(ends, 1, 2).astype(real)
-    w = m2 // parts
-    k = m2 * jnp.arange(m1, dtype=jnp.int32)[:, None] + (r * w + jnp.arange(w, dtype=jnp.int32))
-    dist = jnp.minimum(k, m - k)
-    h = jnp.where(dist < n, _chirp(jnp.where(dist < n, dist, 0), n, -sign, real), 0)
-    h = jnp.fft.fft(h.astype(dtype), axis=-2) * _twiddle(m1, w, m, name, -1, real)
-    spectrum = jnp.fft.fft(lax.all_to_all(h, name, 0, 1, tiled=True), axis=-1)
-    kout = r * cd + jnp.arange(cd, dtype=jnp.int32)
-    c_out = jnp.where(kout < out_len, _chirp(jnp.where(kout < out_len, kout, 0), n, sign, real),
-                      0) * jnp.asarray(float(n) ** -_NORM_SCALE[(norm, inverse)], real)
-    return c_in, spectrum, c_out.astype(dtype)
-
-
-def _chirp_host(pos: np.ndarray, n: int, sign: int) -> np.ndarray:
-    """exp(sign i pi pos^2 / n) in complex128, the angle reduced exactly (pos^2 mod 2n)."""
-    sq = (pos.astype(np.int64) % (2 * n)) ** 2 % (2 * n)
-    return np.exp(sign * 1j * np.pi * sq / n)
-
-
-@functools.lru_cache(maxsize=8)
-def _bluestein_tables(mesh, entry, n, m, m1, m2, parts, cs, valid, out_len, cd, inverse,
-                      norm, irfft, dtype):
-    """The chirps and the filter spectrum of one Bluestein stage, built once in float64 on the
-    host and placed on the devices split like the axis (bounded cache: each holds ~3 arrays of
-    the signal's size).
-
-    Returns (chirp_in (P*cs,), filter spectrum (m1, m2) in the four-step's transposed order
-    C[k1, k2] = H[k1 + m1*k2], chirp_out (P*cd,)), all of `dtype`."""
-    from jax.sharding import NamedSharding
-    sign = 1 if inverse else -1
-    g = np.arange(parts * cs)
-    live = g < min(valid, n)
-    c_in = np.where(live, _chirp_host(g, n, sign), 0)
-    if irfft:  # the Hermitian extension of the n//2+1 given entries (module doc)
-        ends = (g == 0) | ((g == n // 2) if n % 2 == 0 else False)
-        c_in = c_in * np.where(ends, 1.0, 2.0)
-    k = np.arange(m)
-    dist = np.minimum(k, m - k)
-    h = np.where(dist < n, _chirp_host(np.where(dist < n, dist, 0), n, -sign), 0)
-    spectrum = np.fft.fft(h).reshape(m2, m1).T  # [k1, k2] = H[k1 + m1 k2]
-    kout = np.arange(parts * cd)
-    c_out = np.where(kout < out_len, _chirp_host(np.where(kout < out_len, kout, 0), n, sign), 0)
-    c_out = c_out * float(n) ** -_NORM_SCALE[(norm, inverse)]
-    spec = P(entry)
-    put = [(c_in, spec), (np.ascontiguousarray(spectrum), P(entry, None)),
-           (c_out, spec)]
-    with jax.ensure_compile_time_eval():  # concrete arrays even when called under a jit
-        return tuple(jax.device_put(v.astype(dtype), NamedSharding(mesh, sp)) for v, sp in put)
-
-
 # -- stages and the compiled program ----------------------------------------------------------
 def _stage(layout: Layout, axis: int, kind: str, inverse: bool, size: int, fname: str):
     """(static parameters, output layout) of one axis transform."""
@@ -330,9 +167,10 @@ def _stage(layout: Layout, axis: int, kind: str, inverse: bool, size: int, fname
                   cs=layout.chunk(axis), valid=min(n_in, size if kind != "c2r" else
                                                    size // 2 + 1),
                   out_len=out_len, cd=out.chunk(axis))
-    if nn is None:  # Bluestein on a padded length the four-step takes
+    if nn is None:  # Bluestein on a padded length the four-step takes (bluestein.py)
         m = bluestein_length(size, parts)
-        params.update(m=m, m1=factor(m, parts)[0], m2=factor(m, parts)[1])
+        m1, m2 = bluestein.split_length(m, parts, params["cs"], params["cd"])
+        params.update(m1=m1, m2=m2)
     else:
         params.update(n1=nn[0], n2=nn[1])
     return params, out
@@ -353,8 +191,9 @@ def _run_stage(block, p, norm, consts):
     common = dict(name=p["name"], parts=p["parts"], cs=p["cs"], valid=p["valid"],
                   n=p["size"], inverse=p["inverse"], norm=norm, out_len=p["out_len"],
                   cd=p["cd"], weight="irfft" if kind == "c2r" else None)
-    if "m" in p:
-        out = _bluestein(b, consts, m=p["m"], m1=p["m1"], m2=p["m2"], **common)
+    if "m1" in p:
+        del common["inverse"], common["norm"]  # carried by the tables
+        out = bluestein.transform(b, consts, m1=p["m1"], m2=p["m2"], **common)
     else:
         out = _four_step(b, n1=p["n1"], n2=p["n2"], **common)
     return jnp.moveaxis(out, -1, axis)
@@ -364,16 +203,18 @@ def _run_stage(block, p, norm, consts):
 def _compiled(in_layout, out_layout, stages, norm, cast, conj_in, conj_out, dtype,
               inline_tables):
     params = [dict(p) for p in stages]
-    # Bluestein stages take their chirps and filter spectrum as arguments (_bluestein_tables)
-    const_specs = tuple(
-        (P(_entry(p["name"])), P(_entry(p["name"]), None), P(_entry(p["name"])))
-        if "m" in p and not inline_tables else () for p in params)
+    # Bluestein stages take their tables as arguments (bluestein.host_tables) unless the
+    # transform is traced inside a caller's jit (then the program builds them)
+    const_specs = tuple(bluestein.table_specs(_entry(p["name"]))
+                        if "m1" in p and not inline_tables else () for p in params)
 
     def body(block, consts):
         for p, c in zip(params, consts):
-            if inline_tables and "m" in p:
-                c = _tables_in_program(lax.axis_index(p["name"]), **_bluestein_args(p, norm),
-                                       dtype=dtype)
+            if inline_tables and "m1" in p:
+                moved = jnp.moveaxis(block, p["axis"], -1)
+                moved, c = bluestein.tables_in_program(moved, **_bluestein_args(p, norm),
+                                                       dtype=dtype)
+                block = jnp.moveaxis(moved, -1, p["axis"])
             block = _run_stage(block, p, norm, c)
         return block
 
@@ -428,7 +269,8 @@ def transform(x, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
       Three all-to-alls per split transform axis, no all-gather. rfft/ihfft/irfft/hfft run a
       complex transform of the full length N (about 2x the flops of a local real transform).
 
-    Lengths the four-step cannot factor run Bluestein (module doc): nine all-to-alls.
+    Lengths the four-step cannot factor run Bluestein (bluestein.py): four all-to-alls with
+    the cached host tables of an eager call, five inside a caller's jit.
     """
     from darray._src.array import DistArray
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
@@ -453,17 +295,17 @@ def _entry(name):
 
 def _bluestein_args(p, norm):
     return dict(name=p["name"], parts=p["parts"], cs=p["cs"], valid=p["valid"], n=p["size"],
-                m=p["m"], m1=p["m1"], m2=p["m2"], inverse=p["inverse"], norm=norm,
+                m1=p["m1"], m2=p["m2"], inverse=p["inverse"], norm=norm,
                 out_len=p["out_len"], cd=p["cd"],
                 weight="irfft" if p["kind"] == "c2r" else None)
 
 
 def _stage_tables(mesh, p, norm, dtype):
-    if "m" not in p:
+    if "m1" not in p:
         return ()
-    return _bluestein_tables(mesh, _entry(p["name"]), p["size"], p["m"], p["m1"], p["m2"],
-                             p["parts"], p["cs"], p["valid"], p["out_len"], p["cd"],
-                             p["inverse"], norm, p["kind"] == "c2r", dtype)
+    return bluestein.host_tables(mesh, _entry(p["name"]), p["size"], p["m1"], p["m2"],
+                                 p["parts"], p["cs"], p["valid"], p["out_len"], p["cd"],
+                                 p["inverse"], norm, p["kind"] == "c2r", dtype)
 
 
 __all__ = ["bluestein_length", "factor", "plan_split_axes", "transform"]
