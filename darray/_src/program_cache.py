@@ -4,8 +4,8 @@ darray builds a `jax.jit` closure per input layout (shape, mesh, split) and cach
 repeated call does not retrace. Each closure owns its compiled XLA executable, and on XLA:CPU
 every kernel of an executable is loaded as its own memory mappings (code, constants, data):
 measured, about 3 mappings for a small elementwise program, 50 for a compaction, 84 for a
-four-step FFT over a split axis and 250 for a Bluestein one. A process that meets many shapes
-(scipy's `fftconvolve` test over 604 lengths) kept one FFT program per length in per-function
+four-step FFT over a split axis and 250 for a Bluestein one (115 since bluestein.py's rewrite,
+jax 0.12). A process that meets many shapes (scipy's `fftconvolve` test over 599 lengths) kept one FFT program per length in per-function
 caches of 256 to 1024 entries, reached the kernel's `vm.max_map_count` (65530) and XLA crashed
 in the next compilation.
 
@@ -29,7 +29,7 @@ BUDGET = 24_000
 SMALL = 10         # elementwise, reductions, slicing, creation, placement moves
 MEDIUM = 30        # joins, halo exchanges, scans
 COMPACTION = 60    # boolean-mask compaction, nonzero, unique
-FFT = 300          # distributed FFT stages (four-step ~84, Bluestein ~250)
+FFT = 300          # distributed FFT stages (four-step ~84, Bluestein ~115; was ~250)
 
 CacheInfo = collections.namedtuple("CacheInfo", "hits misses maxsize currsize")
 

@@ -70,7 +70,8 @@ def _check_length(n, argname, fname):
 def _check_input(x, fname) -> DistArray:
     if isinstance(x, (jax.Array, np.ndarray)) and np.ndim(x) == 1:
         # The default placement splits a 1-D array over every device, and a split 1-D signal
-        # takes the costlier path through the distributed complex FFT (r2r_split). Host data is
+        # takes the costlier split path (r2r_split: reorders by ppermute, a four-step or
+        # Bluestein FFT with its all-to-alls). Host data is
         # not distributed yet: place it whole on every device (the devices each compute the
         # local transform, no collective), as scipy would on one.
         from darray._src.api.creation import asarray  # the namespace imports darray.fft
