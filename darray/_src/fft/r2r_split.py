@@ -4,30 +4,31 @@ The planner (`run_r2r`) runs the local kernels of r2r_local after moving splits 
 when every array axis is split there is nowhere to move a split, and this module takes over,
 one transform axis at a time, in darray's own distributed ops.
 
-Types 2 and 3 of any length, and types 1 and 4 of even length, run the O(n)-reordering
-algorithms (`_by_reorder`, `_type1`): Makhoul's reorder x[0], x[2], ..., x[3], x[1] and one
-complex FFT of length n for II (III is its transpose: the FFT first, the inverse reorder after),
-the half-length complex FFT of x[2p] + i x[n-1-2p] for IV, one complex FFT of the odd length
-n -+ 1 for I. Never a 2n transform. The reorders are data permutations across devices, run by
+Types 2, 3 and 4 of any length, and type 1 of even length, run the O(n)-reordering
+algorithms (`_by_reorder`, `_type1`, `_type4_odd`): Makhoul's reorder x[0], x[2], ..., x[3],
+x[1] and one complex FFT of length n for II (III is its transpose: the FFT first, the inverse
+reorder after), the half-length complex FFT of x[2p] + i x[n-1-2p] for IV of even length, one
+n-point FFT over a permutation for IV of odd length, one complex FFT of the odd length n -+ 1
+for I. Never a 2n transform. The reorders are data permutations across devices, run by
 `split_permute.permute` as a few ppermutes of about half a block (no all-gather, no
 all-to-all); twiddles and parities are generated per block from `darray.arange`.
 
-Odd lengths of types 1 and 4 keep the zero-padded form (`_unnormalised`): one complex (or real)
-FFT of length M = 2(N-1) for DCT-I, 2(N+1) for DST-I, 2N for IV, with phase twiddles:
+Odd lengths of type 1 keep the zero-padded form (`_unnormalised`): one real FFT of length
+M = 2(N-1) for DCT-I, 2(N+1) for DST-I, with phase twiddles:
 
   F_M(k) = sum_{n<N} z[n] exp(-2 pi i k n / M)     (darray.fft.fft / rfft with n=M: the zero
                                                     padding happens inside the split FFT)
   DCT-I   y[k] =  2 Re F(k),         z = x with x[0], x[N-1] halved,           M = 2(N-1)
   DST-I   y[k] = -2 Im(e^{-i pi (k+1)/(N+1)} F(k+1)),   z = x,                  M = 2(N+1)
-  DCT-IV  y[k] =  2 Re(e^{-i pi (2k+1)/(4N)} F(k)),     z = x e^{-i pi n/(2N)}
-  DST-IV  y[k] = -2 Im(e^{-i pi (2k+1)/(4N)} F(k)),     z = x e^{-i pi n/(2N)}
 
-(and the same forms for II and III, kept for reference in `_unnormalised`).
+(each is the definition in r2r_local's docstring with the sine or cosine written as the real
+or imaginary part of one exponential whose k*n term is the M-point DFT kernel).
 
 Cost: the split FFT of length n (four-step: three all-to-alls; Bluestein for lengths it cannot
 factor, see split_axis) on complex data, plus one to three reorders. Measured (1-D, 2^20 float32
 over 8 CPU devices, dct+idct in one program): type 2 96 ms and 8.75 arrays of memory beyond the
-input (the 2n form: 139 ms, 20.75), type 4 70 ms and 7.0 (155 ms, 24.5).
+input (the 2n form: 139 ms, 20.75), type 4 70 ms and 7.0 (155 ms, 24.5); odd type 4 (n = 2^18 + 1,
+Bluestein) 179 ms and 18.2 arrays (the 2n form: 228 ms, 28.6; jax 0.12, one run at load 7).
 """
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def _ops():
     from darray._src.fft import api as fft_api
     return types.SimpleNamespace(
         arange=creation.arange, expand_dims=manipulation.expand_dims, where=searching.where,
-        cos=elementwise.cos, sin=elementwise.sin, floor=elementwise.floor, real=elementwise.real, imag=elementwise.imag,
+        cos=elementwise.cos, sin=elementwise.sin, floor=elementwise.floor,
+        real=elementwise.real, imag=elementwise.imag,
         astype=data_types.astype, fft=types.SimpleNamespace(rfft=fft_api.rfft, fft=fft_api.fft,
                                                             ifft=fft_api.ifft))
 
@@ -117,34 +119,15 @@ def _unnormalised(x, axis: int, family: str, typ: int, n: int, pre, real_dtype):
     if reorder:
         return _by_reorder(x, axis, family, typ, n, real_dtype)
 
+    # odd-length type I: the zero-padded real FFT of length m (module doc)
     two = np.asarray(2.0, real_dtype)
-    if typ in (1, 2):
-        m = 2 * (n - 1) if (family, typ) == ("dct", 1) else 2 * (n + 1) if typ == 1 else 2 * n
-        spectrum = da.fft.rfft(x, n=m, axis=axis)  # m // 2 + 1 bins
-        if family == "dct" and typ == 1:
-            return two * da.real(spectrum)  # n bins exactly
-        if family == "dct":  # type 2
-            f = _take(spectrum, axis, 0, n)
-            c, s = _phase(f, axis, n, 0.5 / n, 0.0, real_dtype)
-        else:  # DST-I (m = 2(n+1)) or DST-II (m = 2n): bins 1..n
-            f = _take(spectrum, axis, 1, n + 1)
-            scale = 2.0 / m if typ == 1 else 1.0 / m  # pi (k+1)/(n+1) or pi (k+1)/(2n)
-            c, s = _phase(f, axis, n, scale, scale, real_dtype)
-    else:
-        # z = x exp(-i pi j / (2n)), then an m = 2n complex FFT
-        c_in, s_in = _phase(x, axis, x.shape[axis], 0.5 / n, 0.0, real_dtype)
-        z = x * c_in - 1j * (x * s_in)
-        f = _take(da.fft.fft(z, n=2 * n, axis=axis), axis, 0, n)
-        if family == "dct" and typ == 3:
-            return two * da.real(f)
-        if typ == 3:  # DST-III
-            c, s = _phase(f, axis, n, 1.0 / n, 0.5 / n, real_dtype)
-        else:  # type 4
-            c, s = _phase(f, axis, n, 0.5 / n, 0.25 / n, real_dtype)
-    fr, fi = da.real(f), da.imag(f)
-    if family == "dct":  # Re(e^{-it} F) = c Re F + s Im F
-        return two * (c * fr + s * fi)
-    return two * (s * fr - c * fi)  # -Im(e^{-it} F) = s Re F - c Im F
+    m = 2 * (n - 1) if family == "dct" else 2 * (n + 1)
+    spectrum = da.fft.rfft(x, n=m, axis=axis)  # m // 2 + 1 bins
+    if family == "dct":
+        return two * da.real(spectrum)  # n bins exactly
+    f = _take(spectrum, axis, 1, n + 1)  # DST-I: bins 1..n, phase pi (k+1)/(n+1)
+    c, s = _phase(f, axis, n, 2.0 / m, 2.0 / m, real_dtype)
+    return two * (s * da.real(f) - c * da.imag(f))  # -Im(e^{-it} F) = s Re F - c Im F
 
 
 # -- Makhoul's reorders: one complex FFT of length n, never 2n -------------------------------
@@ -175,9 +158,9 @@ def _parity(x, axis: int, length: int, real_dtype):
 
 
 def _reordered(family: str, typ: int, n: int) -> bool:
-    """The kernels `_by_reorder` computes: types 2 and 3 of any length, types 1 and 4 of even
-    length (odd lengths of those run the zero-padded FFT of `_unnormalised`)."""
-    return typ in (2, 3) or n % 2 == 0
+    """The kernels `_by_reorder` computes: types 2, 3 and 4 of any length, type 1 of even
+    length (odd lengths of type 1 run the zero-padded FFT of `_unnormalised`)."""
+    return typ in (2, 3, 4) or n % 2 == 0
 
 
 def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
@@ -228,6 +211,8 @@ def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
         return y
     if typ == 1:
         return _type1(x, axis, family, n, real_dtype)
+    if n % 2:
+        return _type4_odd(x, axis, family, n, real_dtype)
     # type 4, even n
     m = n // 2
     evens, odds_back = 2 * np.arange(m), n - 1 - 2 * np.arange(m)
@@ -256,6 +241,55 @@ def _interleaved(z, axis: int, even_source, odd_source, n: int, real_dtype):
     p = permute(z, axis, src, n)
     odd = _parity(p, axis, n, real_dtype)
     return da.real(p) * (1 - odd) + da.imag(p) * odd
+
+
+def _mod4_select(pos, values, real_dtype):
+    """values[pos mod 4] for float positions `pos` (exact below 2^24 in float32)."""
+    da = _ops()
+    r = pos - 4 * da.floor(pos * np.asarray(0.25, real_dtype))
+    out = None
+    for t, v in enumerate(values):
+        term = da.where(r == t, np.asarray(v, real_dtype), np.asarray(0.0, real_dtype))
+        out = term if out is None else out + term
+    return out
+
+
+def _type4_odd(x, axis: int, family: str, n: int, real_dtype):
+    """DCT-IV / DST-IV of odd length n by one complex FFT of length n (r2r_local's
+    `_dct4_odd_tables`: the kernel's angle splits, as gcd(8, n) = 1, into an eighth-turn sign
+    pattern and an n-point DFT over a permutation of the input), never the 2n form.
+
+    The input weights chi(2q+1), psi(2q+1) (signs set by q mod 4, q the index the DCT-IV sees:
+    q = i, or n-1-i for the DST's reversal) apply before the permutation, the output weights
+    (set by k mod 4) after the two reorders of the DFT's real part; both reorders and the input
+    permutation are `split_permute.permute` calls (ppermutes of what moves, no all-gather)."""
+    from darray._src.fft.r2r_local import _dct4_odd_tables
+    from darray._src.fft.split_permute import permute
+    da = _ops()
+    have = x.shape[axis]
+    source, _, _, bins, mirror, _, _ = _dct4_odd_tables(n)
+    a = pow(n, -1, 8)
+    chi = lambda v: 1.0 if v % 8 in (1, 7) else -1.0  # noqa: E731
+    psi = lambda v: 1.0 if v % 8 in (1, 3) else -1.0  # noqa: E731
+    pos = _positions(x, axis, have, real_dtype)
+    q = np.asarray(n - 1, real_dtype) - pos if family == "dst" else pos
+    z = (x * _mod4_select(q, [chi(2 * r + 1) for r in range(4)], real_dtype)
+         + 1j * (x * _mod4_select(q, [psi(2 * r + 1) for r in range(4)], real_dtype)))
+    src = np.asarray(source, np.int64)
+    if family == "dst":
+        src = n - 1 - src
+    f = da.real(da.fft.fft(permute(z, axis, np.where(src < have, src, -1), n), axis=axis))
+    half = np.sqrt(0.5)
+    c = [half * chi(a * (2 * r + 1)) for r in range(4)]
+    s = [half * psi(a * (2 * r + 1)) for r in range(4)]
+    k = _positions(f, axis, n, real_dtype)
+    y = (permute(f, axis, np.asarray(bins, np.int64), n)
+         * _mod4_select(k, [ci - si for ci, si in zip(c, s)], real_dtype)
+         + permute(f, axis, np.asarray(mirror, np.int64), n)
+         * _mod4_select(k, [ci + si for ci, si in zip(c, s)], real_dtype))
+    if family == "dst":
+        y = y * (1 - 2 * _parity(y, axis, n, real_dtype))
+    return y
 
 
 def _type1(x, axis: int, family: str, n: int, real_dtype):
