@@ -4,15 +4,25 @@ The planner (`run_r2r`) runs the local kernels of r2r_local after moving splits 
 when every array axis is split there is nowhere to move a split, and this module takes over,
 one transform axis at a time, in darray's own distributed ops.
 
-Every type and length runs an O(n)-reordering algorithm (`_by_reorder`, `_type1`,
-`_type1_odd`, `_type4_odd`): Makhoul's reorder x[0], x[2], ..., x[3], x[1] and one complex FFT
-of length n for II (III is its transpose: the FFT first, the inverse reorder after), the
-half-length complex FFT of x[2p] + i x[n-1-2p] for IV of even length, one n-point FFT over a
-permutation for IV of odd length, one complex FFT of the odd length n -+ 1 for I of even length
-and, for I of odd length, the radix-2 step in time onto a half-length I and II. Never a 2n
-transform. The reorders are data permutations across devices, run by
+Types 2, 3 and 4 of any length, and type 1 of even length, run the O(n)-reordering
+algorithms (`_by_reorder`, `_type1`, `_type4_odd`): Makhoul's reorder x[0], x[2], ..., x[3],
+x[1] and one complex FFT of length n for II (III is its transpose: the FFT first, the inverse
+reorder after), the half-length complex FFT of x[2p] + i x[n-1-2p] for IV of even length, one
+n-point FFT over a permutation for IV of odd length, one complex FFT of the odd length n -+ 1
+for I. Never a 2n transform. The reorders are data permutations across devices, run by
 `split_permute.permute` as a few ppermutes of about half a block (no all-gather, no
 all-to-all); twiddles and parities are generated per block from `darray.arange`.
+
+Odd lengths of type 1 keep the zero-padded form (`_unnormalised`): one real FFT of length
+M = 2(N-1) for DCT-I, 2(N+1) for DST-I, with phase twiddles:
+
+  F_M(k) = sum_{n<N} z[n] exp(-2 pi i k n / M)     (darray.fft.fft / rfft with n=M: the zero
+                                                    padding happens inside the split FFT)
+  DCT-I   y[k] =  2 Re F(k),         z = x with x[0], x[N-1] halved,           M = 2(N-1)
+  DST-I   y[k] = -2 Im(e^{-i pi (k+1)/(N+1)} F(k+1)),   z = x,                  M = 2(N+1)
+
+(each is the definition in r2r_local's docstring with the sine or cosine written as the real
+or imaginary part of one exponential whose k*n term is the M-point DFT kernel).
 
 Cost: the split FFT of length n (four-step: three all-to-alls; Bluestein for lengths it cannot
 factor, see split_axis) on complex data, plus one to three reorders. Measured (1-D, 2^20 float32
@@ -92,8 +102,12 @@ def _unnormalised(x, axis: int, family: str, typ: int, n: int, pre, real_dtype):
     """The unnormalised forward transform (scipy's definition) of real `x` along `axis`, of
     length `n`; `x` has at most `n` entries there (fewer: zero padding) and `pre` lists the
     boundary scalings of the input (orthogonalisation, before the DCT-I/DST-III halvings)."""
+    da = _ops()
     pre = list(pre)
-    if family == "dct" and typ == 3:
+    reorder = _reordered(family, typ, n)
+    if family == "dct" and typ == 1 and not reorder:
+        pre += [(0, 0.5), (n - 1, 0.5)]
+    elif family == "dct" and typ == 3:
         pre += [(0, 0.5)]
     elif family == "dst" and typ == 3:
         pre += [(n - 1, 0.5)]
@@ -102,7 +116,18 @@ def _unnormalised(x, axis: int, family: str, typ: int, n: int, pre, real_dtype):
     for index, factor in pre:
         merged[index] = merged.get(index, 1.0) * factor
     x = _scale_entries(x, axis, sorted(merged.items()), n, real_dtype)
-    return _by_reorder(x, axis, family, typ, n, real_dtype)
+    if reorder:
+        return _by_reorder(x, axis, family, typ, n, real_dtype)
+
+    # odd-length type I: the zero-padded real FFT of length m (module doc)
+    two = np.asarray(2.0, real_dtype)
+    m = 2 * (n - 1) if family == "dct" else 2 * (n + 1)
+    spectrum = da.fft.rfft(x, n=m, axis=axis)  # m // 2 + 1 bins
+    if family == "dct":
+        return two * da.real(spectrum)  # n bins exactly
+    f = _take(spectrum, axis, 1, n + 1)  # DST-I: bins 1..n, phase pi (k+1)/(n+1)
+    c, s = _phase(f, axis, n, 2.0 / m, 2.0 / m, real_dtype)
+    return two * (s * da.real(f) - c * da.imag(f))  # -Im(e^{-it} F) = s Re F - c Im F
 
 
 # -- Makhoul's reorders: one complex FFT of length n, never 2n -------------------------------
@@ -130,6 +155,12 @@ def _parity(x, axis: int, length: int, real_dtype):
     """k mod 2 (0.0 or 1.0) for positions k < length along `axis`, split like x."""
     pos = _positions(x, axis, length, real_dtype)
     return pos - 2 * _ops().floor(pos * np.asarray(0.5, real_dtype))
+
+
+def _reordered(family: str, typ: int, n: int) -> bool:
+    """The kernels `_by_reorder` computes: types 2, 3 and 4 of any length, type 1 of even
+    length (odd lengths of type 1 run the zero-padded FFT of `_unnormalised`)."""
+    return typ in (2, 3, 4) or n % 2 == 0
 
 
 def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
@@ -179,7 +210,7 @@ def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
             y = y * (1 - 2 * _parity(y, axis, n, real_dtype))
         return y
     if typ == 1:
-        return (_type1 if n % 2 == 0 else _type1_odd)(x, axis, family, n, real_dtype)
+        return _type1(x, axis, family, n, real_dtype)
     if n % 2:
         return _type4_odd(x, axis, family, n, real_dtype)
     # type 4, even n
@@ -259,47 +290,6 @@ def _type4_odd(x, axis: int, family: str, n: int, real_dtype):
     if family == "dst":
         y = y * (1 - 2 * _parity(y, axis, n, real_dtype))
     return y
-
-
-def _type1_odd(x, axis: int, family: str, n: int, real_dtype):
-    """DCT-I / DST-I of odd length n by r2r_local's radix-2 step in time (its _dct1/_dst1 for
-    even M = n -+ 1): the even and odd input entries give a type-I transform of about half the
-    length (recursing while odd) and a DCT-II/DST-II of half the length, combined as
-      DCT-I   y[k] = A[k] + C[k], y[h] = A[h], y[M-k] = A[k] - C[k]      (k < h = M/2)
-      DST-I   y[k] = B[k] + S[k], y[h-1] = B[h-1], y[M-2-k] = B[k] - S[k]  (k < h - 1)
-    with A, S the half-length type I and C, B the type II. Every regrouping is a
-    `split_permute.permute` (ppermutes of what moves); never the 2n form."""
-    from darray._src.fft.split_permute import permute
-    da = _ops()
-    have = x.shape[axis]
-
-    def part(source, length, typ):
-        if length == 0:
-            return None
-        source = np.where(source < have, source, -1)
-        return _by_reorder(permute(x, axis, source, length), axis, family, typ, length,
-                           real_dtype)
-
-    i = np.arange(n)
-    if family == "dct":
-        m, half = n - 1, (n - 1) // 2
-        whole, signed = part(2 * np.arange(half + 1), half + 1, 1), part(
-            2 * np.arange(half) + 1, half, 2)
-        mid = half
-        whole_src = np.where(i <= mid, i, m - i)
-    else:
-        m, half = n + 1, (n + 1) // 2
-        whole, signed = part(2 * np.arange(half), half, 2), part(
-            2 * np.arange(half - 1) + 1, half - 1, 1)
-        mid = half - 1
-        whole_src = np.where(i <= mid, i, m - 2 - i)
-    y = permute(whole, axis, whole_src, n)
-    if signed is None:
-        return y
-    signed_src = np.where(i < mid, i, np.where(i == mid, -1, whole_src))
-    pos = _positions(y, axis, n, real_dtype)
-    sign = da.where(pos < mid, np.asarray(1.0, real_dtype), np.asarray(-1.0, real_dtype))
-    return y + sign * permute(signed, axis, signed_src, n)
 
 
 def _type1(x, axis: int, family: str, n: int, real_dtype):
