@@ -14,7 +14,11 @@ for I. Never a 2n transform. The reorders are data permutations across devices, 
 all-to-all); twiddles and parities are generated per block from `darray.arange`.
 
 Odd lengths of type 1 keep the zero-padded form (`_unnormalised`): one real FFT of length
-M = 2(N-1) for DCT-I, 2(N+1) for DST-I, with phase twiddles:
+M = 2(N-1) for DCT-I, 2(N+1) for DST-I, with phase twiddles. This is kept on measurement: the
+radix-2 step in time onto half-length type I and II transforms (r2r_local's form for even M)
+recurses while the half length stays odd, and at N = 2^18 + 1 it compiled 142 all-to-alls in
+20 s and ran dct+idct in 104 ms, where the 2n form (M = 2^19, a four-step length) compiles 6
+all-to-alls in 0.5 s and runs in 16 ms (jax 0.12, 8 CPU devices):
 
   F_M(k) = sum_{n<N} z[n] exp(-2 pi i k n / M)     (darray.fft.fft / rfft with n=M: the zero
                                                     padding happens inside the split FFT)
