@@ -212,3 +212,22 @@ def test_integer_input_and_hlo_of_every_type():
         y = compiled(x)
         assert y.dtype == np.float64
         close(y, sf.idct(sf.dst(a, type=typ, n=20), type=typ))
+
+
+def test_the_cheaper_form_is_chosen_per_length():
+    """The reorder form where its FFT length factors over the devices (or neither does), the
+    zero-padded 2n form where only 2n does (a four-step FFT against a Bluestein one), and the
+    2n form for odd type I; both give scipy's numbers."""
+    from darray._src.fft.r2r_split import _reordered
+    assert _reordered("dct", 2, 1 << 20, 8) and _reordered("dst", 4, 1 << 20, 8)
+    assert not _reordered("dct", 2, 32 * 8193, 8)      # 32 * 8193 Bluestein, 64 * 8193 four-step
+    assert _reordered("dct", 4, (1 << 18) + 1, 8)      # both Bluestein: the shorter one
+    assert not _reordered("dct", 1, 13, 8) and _reordered("dst", 1, 14, 8)
+    for n, typ in [(32, 2), (32, 3), (96, 4)]:          # lengths that take the 2n form
+        assert not _reordered("dct", typ, n, 8)
+        a = rand(n, seed=n)
+        x = place(a, "d8")
+        for family in ("dct", "dst"):
+            y = getattr(dfft, family)(x, type=typ, norm="ortho")
+            close(y, getattr(sf, family)(a, type=typ, norm="ortho"))
+            assert_split_kept(y, x, n)

@@ -4,26 +4,34 @@ The planner (`run_r2r`) runs the local kernels of r2r_local after moving splits 
 when every array axis is split there is nowhere to move a split, and this module takes over,
 one transform axis at a time, in darray's own distributed ops.
 
-Types 2, 3 and 4 of any length, and type 1 of even length, run the O(n)-reordering
-algorithms (`_by_reorder`, `_type1`, `_type4_odd`): Makhoul's reorder x[0], x[2], ..., x[3],
-x[1] and one complex FFT of length n for II (III is its transpose: the FFT first, the inverse
-reorder after), the half-length complex FFT of x[2p] + i x[n-1-2p] for IV of even length, one
-n-point FFT over a permutation for IV of odd length, one complex FFT of the odd length n -+ 1
-for I. Never a 2n transform. The reorders are data permutations across devices, run by
-`split_permute.permute` as a few ppermutes of about half a block (no all-gather, no
-all-to-all); twiddles and parities are generated per block from `darray.arange`.
+Types 2, 3 and 4 of any length, and type 1 of even length, have O(n)-reordering algorithms
+(`_by_reorder`, `_type1`, `_type4_odd`): Makhoul's reorder x[0], x[2], ..., x[3], x[1] and one
+complex FFT of length n for II (III is its transpose: the FFT first, the inverse reorder after),
+the half-length complex FFT of x[2p] + i x[n-1-2p] for IV of even length, one n-point FFT over a
+permutation for IV of odd length, one complex FFT of the odd length n -+ 1 for I. The reorders
+are data permutations across devices, run by `split_permute.permute` as a few ppermutes of
+about half a block (no all-gather, no all-to-all); twiddles and parities are generated per
+block from `darray.arange`.
 
-Odd lengths of type 1 keep the zero-padded form (`_unnormalised`): one real FFT of length
-M = 2(N-1) for DCT-I, 2(N+1) for DST-I, with phase twiddles. This is kept on measurement: the
-radix-2 step in time onto half-length type I and II transforms (r2r_local's form for even M)
-recurses while the half length stays odd, and at N = 2^18 + 1 it compiled 142 all-to-alls in
-20 s and ran dct+idct in 104 ms, where the 2n form (M = 2^19, a four-step length) compiles 6
-all-to-alls in 0.5 s and runs in 16 ms (jax 0.12, 8 CPU devices):
+The zero-padded form (`_unnormalised`: one complex or real FFT of length M = 2(N-1) for DCT-I,
+2(N+1) for DST-I, 2N otherwise, with phase twiddles) is kept where it is cheaper, chosen per
+length by `_reordered`: where the reorder's FFT length needs Bluestein and M is a four-step
+length, and for odd type I. There the radix-2 step in time onto half-length type I and II
+transforms (r2r_local's form for even M) recurses while the half length stays odd: at
+N = 2^18 + 1 it compiled 142 all-to-alls in 20 s and ran dct+idct in 104 ms, where the 2n form
+(M = 2^19, a four-step length) compiles 6 all-to-alls in 0.5 s and runs in 16 ms (jax 0.12,
+8 CPU devices). The forms:
 
   F_M(k) = sum_{n<N} z[n] exp(-2 pi i k n / M)     (darray.fft.fft / rfft with n=M: the zero
                                                     padding happens inside the split FFT)
   DCT-I   y[k] =  2 Re F(k),         z = x with x[0], x[N-1] halved,           M = 2(N-1)
   DST-I   y[k] = -2 Im(e^{-i pi (k+1)/(N+1)} F(k+1)),   z = x,                  M = 2(N+1)
+  DCT-II  y[k] =  2 Re(e^{-i pi k/(2N)} F(k)),          z = x
+  DST-II  y[k] = -2 Im(e^{-i pi (k+1)/(2N)} F(k+1)),    z = x
+  DCT-III y[k] =  2 Re F(k),         z = x e^{-i pi n/(2N)}, x[0] halved
+  DST-III y[k] = -2 Im(e^{-i pi (2k+1)/(2N)} F(k)),     z = x e^{-i pi n/(2N)}, x[N-1] halved
+  DCT-IV  y[k] =  2 Re(e^{-i pi (2k+1)/(4N)} F(k)),     z = x e^{-i pi n/(2N)}
+  DST-IV  y[k] = -2 Im(e^{-i pi (2k+1)/(4N)} F(k)),     z = x e^{-i pi n/(2N)}
 
 (each is the definition in r2r_local's docstring with the sine or cosine written as the real
 or imaginary part of one exponential whose k*n term is the M-point DFT kernel).
@@ -108,7 +116,7 @@ def _unnormalised(x, axis: int, family: str, typ: int, n: int, pre, real_dtype):
     boundary scalings of the input (orthogonalisation, before the DCT-I/DST-III halvings)."""
     da = _ops()
     pre = list(pre)
-    reorder = _reordered(family, typ, n)
+    reorder = _reordered(family, typ, n, x.layout.parts(axis))
     if family == "dct" and typ == 1 and not reorder:
         pre += [(0, 0.5), (n - 1, 0.5)]
     elif family == "dct" and typ == 3:
@@ -123,15 +131,34 @@ def _unnormalised(x, axis: int, family: str, typ: int, n: int, pre, real_dtype):
     if reorder:
         return _by_reorder(x, axis, family, typ, n, real_dtype)
 
-    # odd-length type I: the zero-padded real FFT of length m (module doc)
     two = np.asarray(2.0, real_dtype)
-    m = 2 * (n - 1) if family == "dct" else 2 * (n + 1)
-    spectrum = da.fft.rfft(x, n=m, axis=axis)  # m // 2 + 1 bins
-    if family == "dct":
-        return two * da.real(spectrum)  # n bins exactly
-    f = _take(spectrum, axis, 1, n + 1)  # DST-I: bins 1..n, phase pi (k+1)/(n+1)
-    c, s = _phase(f, axis, n, 2.0 / m, 2.0 / m, real_dtype)
-    return two * (s * da.real(f) - c * da.imag(f))  # -Im(e^{-it} F) = s Re F - c Im F
+    if typ in (1, 2):
+        m = 2 * (n - 1) if (family, typ) == ("dct", 1) else 2 * (n + 1) if typ == 1 else 2 * n
+        spectrum = da.fft.rfft(x, n=m, axis=axis)  # m // 2 + 1 bins
+        if family == "dct" and typ == 1:
+            return two * da.real(spectrum)  # n bins exactly
+        if family == "dct":  # type 2
+            f = _take(spectrum, axis, 0, n)
+            c, s = _phase(f, axis, n, 0.5 / n, 0.0, real_dtype)
+        else:  # DST-I (m = 2(n+1)) or DST-II (m = 2n): bins 1..n
+            f = _take(spectrum, axis, 1, n + 1)
+            scale = 2.0 / m if typ == 1 else 1.0 / m  # pi (k+1)/(n+1) or pi (k+1)/(2n)
+            c, s = _phase(f, axis, n, scale, scale, real_dtype)
+    else:
+        # z = x exp(-i pi j / (2n)), then an m = 2n complex FFT
+        c_in, s_in = _phase(x, axis, x.shape[axis], 0.5 / n, 0.0, real_dtype)
+        z = x * c_in - 1j * (x * s_in)
+        f = _take(da.fft.fft(z, n=2 * n, axis=axis), axis, 0, n)
+        if family == "dct" and typ == 3:
+            return two * da.real(f)
+        if typ == 3:  # DST-III
+            c, s = _phase(f, axis, n, 1.0 / n, 0.5 / n, real_dtype)
+        else:  # type 4
+            c, s = _phase(f, axis, n, 0.5 / n, 0.25 / n, real_dtype)
+    fr, fi = da.real(f), da.imag(f)
+    if family == "dct":  # Re(e^{-it} F) = c Re F + s Im F
+        return two * (c * fr + s * fi)
+    return two * (s * fr - c * fi)  # -Im(e^{-it} F) = s Re F - c Im F
 
 
 # -- Makhoul's reorders: one complex FFT of length n, never 2n -------------------------------
@@ -161,10 +188,24 @@ def _parity(x, axis: int, length: int, real_dtype):
     return pos - 2 * _ops().floor(pos * np.asarray(0.5, real_dtype))
 
 
-def _reordered(family: str, typ: int, n: int) -> bool:
-    """The kernels `_by_reorder` computes: types 2, 3 and 4 of any length, type 1 of even
-    length (odd lengths of type 1 run the zero-padded FFT of `_unnormalised`)."""
-    return typ in (2, 3, 4) or n % 2 == 0
+def _reordered(family: str, typ: int, n: int, parts: int) -> bool:
+    """Whether `_by_reorder` computes this kernel (else the zero-padded 2n form).
+
+    The reorder algorithms run a split FFT of length L = n (n/2 for type IV of even n, n -+ 1
+    for type I of even n; odd type I has none), the 2n form one of length M = 2n (2(n -+ 1) for
+    type I). The split FFT is a four-step transform when the device count squared divides its
+    length (split_axis.factor) and Bluestein's, about 4x dearer, otherwise; so the 2n form is
+    kept where M factors and L does not. Measured (jax 0.12, 8 CPU devices, dct+idct type 2):
+    n = 2^20 reorder 96 ms vs 2n 139 ms; n = 32 * 8193 (L Bluestein, M four-step) reorder
+    43 ms vs 2n 23 ms."""
+    from darray._src.fft.split_axis import factor
+    if typ == 1:
+        if n % 2:
+            return False
+        length, padded = (n - 1, 2 * (n - 1)) if family == "dct" else (n + 1, 2 * (n + 1))
+    else:
+        length, padded = (n // 2 if typ == 4 and n % 2 == 0 else n), 2 * n
+    return factor(length, parts) is not None or factor(padded, parts) is None
 
 
 def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
