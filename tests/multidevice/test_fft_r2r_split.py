@@ -222,8 +222,9 @@ def test_the_cheaper_form_is_chosen_per_length():
     assert _reordered("dct", 2, 1 << 20, 8) and _reordered("dst", 4, 1 << 20, 8)
     assert not _reordered("dct", 2, 32 * 8193, 8)      # 32 * 8193 Bluestein, 64 * 8193 four-step
     assert _reordered("dct", 4, (1 << 18) + 1, 8)      # both Bluestein: the shorter one
+    assert _reordered("dst", 4, 32 * 8193, 8)          # IV: half-length FFT, a third the memory
     assert not _reordered("dct", 1, 13, 8) and _reordered("dst", 1, 14, 8)
-    for n, typ in [(32, 2), (32, 3), (96, 4)]:          # lengths that take the 2n form
+    for n, typ in [(32, 2), (32, 3), (96, 3)]:          # lengths that take the 2n form
         assert not _reordered("dct", typ, n, 8)
         a = rand(n, seed=n)
         x = place(a, "d8")

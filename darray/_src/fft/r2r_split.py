@@ -15,8 +15,8 @@ block from `darray.arange`.
 
 The zero-padded form (`_unnormalised`: one complex or real FFT of length M = 2(N-1) for DCT-I,
 2(N+1) for DST-I, 2N otherwise, with phase twiddles) is kept where it is cheaper, chosen per
-length by `_reordered`: where the reorder's FFT length needs Bluestein and M is a four-step
-length, and for odd type I. There the radix-2 step in time onto half-length type I and II
+length by `_reordered`: for types 2 and 3 (and even type 1) where the reorder's FFT length needs
+Bluestein and M is a four-step length, and for odd type I. There the radix-2 step in time onto half-length type I and II
 transforms (r2r_local's form for even M) recurses while the half length stays odd: at
 N = 2^18 + 1 it compiled 142 all-to-alls in 20 s and ran dct+idct in 104 ms, where the 2n form
 (M = 2^19, a four-step length) compiles 6 all-to-alls in 0.5 s and runs in 16 ms (jax 0.12,
@@ -191,21 +191,25 @@ def _parity(x, axis: int, length: int, real_dtype):
 def _reordered(family: str, typ: int, n: int, parts: int) -> bool:
     """Whether `_by_reorder` computes this kernel (else the zero-padded 2n form).
 
-    The reorder algorithms run a split FFT of length L = n (n/2 for type IV of even n, n -+ 1
-    for type I of even n; odd type I has none), the 2n form one of length M = 2n (2(n -+ 1) for
-    type I). The split FFT is a four-step transform when the device count squared divides its
-    length (split_axis.factor) and Bluestein's, about 4x dearer, otherwise; so the 2n form is
-    kept where M factors and L does not. Measured (jax 0.12, 8 CPU devices, dct+idct type 2):
-    n = 2^20 reorder 96 ms vs 2n 139 ms; n = 32 * 8193 (L Bluestein, M four-step) reorder
-    43 ms vs 2n 23 ms."""
+    The reorder algorithms run a split FFT of length L = n (n -+ 1 for type I of even n; odd
+    type I has none), the 2n form one of length M = 2n (2(n -+ 1) for type I). The split FFT is
+    a four-step transform when the device count squared divides its length (split_axis.factor)
+    and Bluestein's (about three FFTs of twice the length) otherwise, so for types I-III the 2n
+    form is kept where M factors and L does not. Type IV always reorders: its FFT is of length
+    n/2 (even n), so even against a four-step 2n form it costs about the same time and a third
+    of the memory. Measured (jax 0.12, 8 CPU devices, dct+idct, n = 32 * 8193: L Bluestein, M
+    four-step): type 2 reorder 44 ms / 13.3 arrays vs 2n 23 ms / 21.2; type 4 reorder 27 ms /
+    8.7 arrays vs 2n 25 ms / 27.3. At n = 2^20 (both four-step) type 2 reorder 29 ms vs 60."""
     from darray._src.fft.split_axis import factor
+    if typ == 4:
+        return True
     if typ == 1:
         if n % 2:
             return False
-        length, padded = (n - 1, 2 * (n - 1)) if family == "dct" else (n + 1, 2 * (n + 1))
+        length = n - 1 if family == "dct" else n + 1
     else:
-        length, padded = (n // 2 if typ == 4 and n % 2 == 0 else n), 2 * n
-    return factor(length, parts) is not None or factor(padded, parts) is None
+        length = n
+    return factor(length, parts) is not None or factor(2 * length, parts) is None
 
 
 def _by_reorder(x, axis: int, family: str, typ: int, n: int, real_dtype):
