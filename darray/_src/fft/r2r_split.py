@@ -19,8 +19,8 @@ length by `_reordered`: for types 2 and 3 (and even type 1) where the reorder's 
 Bluestein and M is a four-step length, and for odd type I. There the radix-2 step in time
 onto half-length type I and II transforms (r2r_local's form for even M) recurses while the
 half length stays odd: at N = 2^18 + 1 it compiled 142 all-to-alls in 20 s and ran dct+idct
-in 104 ms, where the 2n form (M = 2^19, a four-step length) compiles 6 all-to-alls in 0.5 s and runs in 16 ms (jax 0.12,
-8 CPU devices). The forms:
+in 104 ms, where the 2n form (M = 2^19, a four-step length) compiles 6 all-to-alls in 0.5 s
+and runs in 16 ms (jax 0.12, 8 CPU devices). The forms:
 
   F_M(k) = sum_{n<N} z[n] exp(-2 pi i k n / M)     (darray.fft.fft / rfft with n=M: the zero
                                                     padding happens inside the split FFT)
