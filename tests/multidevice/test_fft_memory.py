@@ -27,8 +27,12 @@ both jax lines (0.10.2, 0.12), identical there, plus a little margin:
   pre-exchange FFT output (the longest-lived full array) first, and the post-exchange
   concatenation at the same offset, so the receive pieces land beyond the send pieces (a
   packing of 2.97 exists; XLA's size-ordered heap does not find it).
-* dctn and idctn 3.03: the DCT kernel's real FFT output (N/2 + 1 bins, 1.03 arrays) is live
-  beside the kernel's real result (r2r_local._dct2).
+* dctn 3.00: the DCT-II kernel's output is a stack of its two halves that XLA fuses into the
+  send slices (r2r_local._halves); written as a zero-padded sum it wrote two full padded
+  arrays there and planned 3.03.
+* idctn 3.03: the DCT-III kernel's complex input to its inverse real FFT (N/2 + 1 bins, 1.03
+  arrays) is live beside the kernel's real result (r2r_local._dct3).
+* dctn and idctn type 4 3.00 (3.75-3.88 before the stack form of r2r_local._interleave).
 * dctn type 1 3.00 (pencil, merged), 3.88 (slab): its complex (N-1)-point FFT and that FFT's
   complex input are two arrays each (4.94 when run over the whole block at once; a single
   real FFT would need a running sum across bins, which loses accuracy), so the kernel runs
@@ -51,12 +55,15 @@ import darray.fft as dfft
 N = 64
 # arrays beyond the input (temp + output over argument): measured on both jax lines + margin
 BOUNDS = {
-    "slab": {"fftn": 3.01, "ifftn": 2.89, "rfftn": 3.1, "irfftn": 3.86, "dctn": 3.04,
-             "idctn": 3.04, "dctn type 1": 3.89},
-    "pencil": {"fftn": 3.01, "ifftn": 2.76, "rfftn": 3.38, "irfftn": 3.65, "dctn": 3.04,
-               "idctn": 3.04, "dctn type 1": 3.01},
-    "merged": {"fftn": 3.01, "ifftn": 2.89, "rfftn": 3.76, "irfftn": 3.56, "dctn": 3.04,
-               "idctn": 3.04, "dctn type 1": 3.01},
+    "slab": {"fftn": 3.01, "ifftn": 2.89, "rfftn": 3.1, "irfftn": 3.86, "dctn": 3.01,
+             "idctn": 3.04, "dctn type 1": 3.89, "dctn type 4": 3.01,
+             "idctn type 4": 3.01},
+    "pencil": {"fftn": 3.01, "ifftn": 2.76, "rfftn": 3.38, "irfftn": 3.65, "dctn": 3.01,
+               "idctn": 3.04, "dctn type 1": 3.01, "dctn type 4": 3.01,
+               "idctn type 4": 3.01},
+    "merged": {"fftn": 3.01, "ifftn": 2.89, "rfftn": 3.76, "irfftn": 3.56, "dctn": 3.01,
+               "idctn": 3.04, "dctn type 1": 3.01, "dctn type 4": 3.01,
+               "idctn type 4": 3.01},
 }
 
 
@@ -86,6 +93,8 @@ def test_every_program_plans_at_most_the_pinned_arrays(plan):
         "dctn": (lambda v: dfft.dctn(v), xr),
         "idctn": (lambda v: dfft.idctn(v), xr),
         "dctn type 1": (lambda v: dfft.dctn(v, type=1), xr),
+        "dctn type 4": (lambda v: dfft.dctn(v, type=4), xr),
+        "idctn type 4": (lambda v: dfft.idctn(v, type=4), xr),
     }
     measured = {name: _arrays_beyond_input(fn, x) for name, (fn, x) in programs.items()}
     assert dict(kc.layout.mesh.shape) == dict(mesh.shape) and any(kr.layout.split)
