@@ -23,7 +23,7 @@ SRC = pathlib.Path(darray.__file__).parent / "_src"
 # Bottom to top. Each entry: (floor name, module or package names relative to darray._src).
 FLOORS = (
     ("foundation", ("errors", "config", "compat", "native", "program_cache", "api.dtypes",
-                    "api.complex_special", "fft.r2r_local", "halo.plan",
+                    "api.complex_special", "fft.r2r_local", "fft.r2r_local_2d", "halo.plan",
                     "backends.jax.transpose", "backends.errors")),
     ("layout", ("axes", "layout", "host", "memory")),
     ("placement and plans", ("physical", "placement", "halo.spec", "fft.plan", "distributed")),

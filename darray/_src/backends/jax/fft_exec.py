@@ -135,6 +135,14 @@ def apply_r2r(block, axis: int, kernel):
     return r2r_local.apply_kernel(block, axis, kernel)
 
 
+def apply_r2r_stage(block, axes, kernels):
+    """Every kernel along its local axis of `block`. A type-2/3 pair on the block's last two
+    axes runs as one 2-D transform (r2r_local_2d: one 2-D real FFT instead of two 1-D ones
+    and the transposing copy between them), the rest one axis at a time by `apply_r2r`."""
+    from darray._src.fft import r2r_local_2d  # the r2r module imports the fft api: import late
+    return r2r_local_2d.apply_kernels(block, axes, list(kernels), apply_one=apply_r2r)
+
+
 def _run_merge(block, stage: Merge, order: list, exchange):
     moves = stage.moves
     groups = [m.mesh_axes for m in moves]
@@ -177,8 +185,8 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
         size_of = dict(zip(stage.axes, stage.sizes))
         s = tuple(size_of[a] for a in order[ndim - k:])
         if stage.kind == "r2r":
-            for a, kernel in zip(stage.axes, stage.kernels):
-                block = apply_r2r(block, order.index(a), kernel)
+            block = apply_r2r_stage(block, [order.index(a) for a in stage.axes],
+                                    stage.kernels)
         elif stage.kind == "r2c":
             block = jnp.fft.rfftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
         elif stage.kind == "c2r":
@@ -205,7 +213,7 @@ def execute(plan: Plan, data, norm: str):
     return body(data)
 
 
-__all__ = ["apply_r2r", "execute", "run_stages"]
+__all__ = ["apply_r2r", "apply_r2r_stage", "execute", "run_stages"]
 
 
 def with_jax_tangent(native_body, plan: Plan, norm: str):
