@@ -124,26 +124,25 @@ def _dct2_2d(x):
     return one._halves(low[..., :half], upper).astype(x.dtype)
 
 
-def _interleave_rows(even, odd):
-    """rows [e0, o0, e1, o1, ...] along axis -2 for equal counts (stack + reshape)."""
-    both = jnp.stack([even, odd], axis=-2)
-    return both.reshape(even.shape[:-2] + (2 * even.shape[-2], even.shape[-1]))
-
-
 def _dct3_2d(y):
     n1, n2 = y.shape[-2:]
     half = n2 // 2
-    flipped_rows = _mirror(y, -2)                                  # y[N1 - k1, k2]
-    cols = _mirror(y, -1)[..., :half + 1]                          # y[k1, N2 - k2]
+    low = y[..., :half + 1]
+    flipped_rows = _mirror(low, -2)                                # y[N1 - k1, k2]
+    cols = one._pad_front(jnp.flip(y[..., half:], axis=-1))        # y[k1, N2 - k2]
     both = _mirror(cols, -2)                                       # y[N1 - k1, N2 - k2]
-    p = jax.lax.complex(y[..., :half + 1], -flipped_rows[..., :half + 1])
+    p = jax.lax.complex(low, -flipped_rows)
     q = -jax.lax.complex(both, cols)
     w = (_along(np.conj(one._twiddle(n1, 0.5 / n1)), y, -2)
          * one._const(np.conj(one._twiddle(half + 1, 0.5 / n2)) * (n1 * n2), y))
     v = jnp.fft.irfft2(w * (p + q), s=(n1, n2)).astype(y.dtype)
+    # the inverse reorder on both axes: y[2j + b] = v[j] (b = 0), v[N-1-j] (b = 1) per axis,
+    # as one stack of the four quadrants (two interleaves one after the other were two
+    # passes: 1.52 -> 1.46x rfftn+irfftn for the round trip, 256^3)
     h1 = n1 // 2
-    v = _interleave_rows(v[..., :h1, :], jnp.flip(v[..., h1:, :], axis=-2))
-    return one._interleave(v[..., :half], jnp.flip(v[..., half:], axis=-1))
+    rows = (v[..., :h1, :], jnp.flip(v[..., h1:, :], axis=-2))
+    quads = [jnp.stack([r[..., :half], jnp.flip(r[..., half:], axis=-1)], axis=-1) for r in rows]
+    return jnp.stack(quads, axis=-3).reshape(y.shape)
 
 
 def _pre(x, kernel: R2RKernel, axis: int):
