@@ -103,6 +103,12 @@ def test_even_lengths_pair_axes_with_scipy_values_and_layouts(case, family):
     # a two-axis local stage is one 2-D real FFT: four FFTs in the round trip (six one axis
     # at a time); the (2, 2, 2) case's plan transforms one axis per stage
     assert text.count(" fft(") == (6 if case == "merged2x2x2" else 4)
+    # reverse mode through the 2-D form: the orthonormal transform's transpose is its inverse
+    w = rand(EVEN_SHAPE, seed=12)
+    g = jax.jit(jax.grad(lambda v: jnp.sum(fwd(v, norm="ortho").to_jax() * w)))(x)
+    assert g.layout == x.layout
+    assert_sharded_as_layout(g)
+    close(g, ref_inv(w, norm="ortho"))
 
 
 @pytest.mark.parametrize("family", ["dct", "dst"])
