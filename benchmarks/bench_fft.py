@@ -29,7 +29,10 @@ padded (uneven) exchanges the two programs compiled to the same HLO: the same 4 
 18 fusions, the same memory plan (checked at 64^3 on jax 0.12). darray now adds one closing
 elementwise pass (the inverse's 1/n, deferred by fft_exec._deferred_stage so that a standalone
 ifftn plans 2.88 arrays instead of 3.88); an A/B run at 256^3 measured 1.008x the minimal
-program with it and 1.026x without it, so rows of this table within ~3% are equal.
+program with it and 1.026x without it, so rows of this table within ~3% are equal. Since
+then darray's slab does its transposing copy on the send side of each exchange
+(fft_exec._orders_before_exchange; 0.97x the time of the receive-side copy that the minimal
+program keeps), so the two programs differ in where that copy sits, not in how many there are.
 
 Usage: python benchmarks/bench_fft.py [--small] [--sizes 128 256] [--repeats 15] [--skip-naive]
 (--small: 16^3 and 32^3, 2 repeats: a smoke run for CI). Load averages before and after are
