@@ -65,15 +65,21 @@ def test_dctn_idctn_values_layouts_and_no_all_gather(case):
     assert y.layout == expected_layout(x, (0, 1, 2), SHAPE)
     assert_sharded_as_layout(y)
     # the round trip in one jit: its values, its layout and its HLO
-    compiled = jax.jit(lambda v: dfft.idctn(dfft.dctn(v, norm="ortho"), norm="ortho")).lower(x)
-    compiled = compiled.compile()
+    text = _round_trip_hlo(lambda v: dfft.idctn(dfft.dctn(v, norm="ortho"), norm="ortho"), x, a)
+    assert "all-to-all" in text  # every case has a split transform axis
+
+
+def _round_trip_hlo(fn, x, a):
+    """Run ``fn`` (a round trip) in one jit on `x`: back to `a` and `x`'s layout, no
+    all-gather; returns the compiled HLO text."""
+    compiled = jax.jit(fn).lower(x).compile()
     z = compiled(x)
     close(z, a)
     assert z.layout == x.layout
     assert_sharded_as_layout(z)
     text = compiled.as_text()
     assert "all-gather" not in text
-    assert "all-to-all" in text  # every case has a split transform axis
+    return text
 
 
 EVEN_SHAPE = (8, 12, 16)  # every axis even: the two-axis stages run Makhoul's 2-D form
@@ -93,13 +99,7 @@ def test_even_lengths_pair_axes_with_scipy_values_and_layouts(case, family):
         assert_sharded_as_layout(y)
         close(inv(y, type=typ, norm=norm), ref_inv(ref_fwd(a, type=typ, norm=norm), type=typ,
                                                    norm=norm))
-    compiled = jax.jit(lambda v: inv(fwd(v))).lower(x).compile()
-    z = compiled(x)
-    close(z, a)
-    assert z.layout == x.layout
-    assert_sharded_as_layout(z)
-    text = compiled.as_text()
-    assert "all-gather" not in text
+    text = _round_trip_hlo(lambda v: inv(fwd(v)), x, a)
     # a two-axis local stage is one 2-D real FFT: four FFTs in the round trip (six one axis
     # at a time); the (2, 2, 2) case's plan transforms one axis per stage
     assert text.count(" fft(") == (6 if case == "merged2x2x2" else 4)
