@@ -435,13 +435,14 @@ def _real_transform(x, kernel: R2RKernel):
     return y if scale == 1.0 else y * jnp.asarray(scale, y.dtype)
 
 
-def _resize_last(x, length: int):
-    """Truncate or zero-pad the last axis to `length` (scipy's `n`)."""
-    have = x.shape[-1]
+def _resize(x, axis: int, length: int):
+    """Truncate or zero-pad `axis` to `length` (scipy's `n`), without moving the axis."""
+    have, axis = x.shape[axis], axis % x.ndim
     if length < have:
-        return x[..., :length]
+        return jax.lax.slice_in_dim(x, 0, length, axis=axis)
     if length > have:
-        pad = [(0, 0)] * (x.ndim - 1) + [(0, length - have)]
+        pad = [(0, 0)] * x.ndim
+        pad[axis] = (0, length - have)
         return jnp.pad(x, pad)
     return x
 
@@ -480,7 +481,7 @@ def apply_kernel(block, axis: int, kernel: R2RKernel):
     dt = working_dtype(block.dtype)
     block = block.astype(dt)
     moved = jnp.moveaxis(block, axis, -1)
-    moved = _resize_last(moved, length)
+    moved = _resize(moved, -1, length)
     if dt.kind == "c":
         out = jax.lax.complex(_real_transform(moved.real, kernel),
                               _real_transform(moved.imag, kernel))

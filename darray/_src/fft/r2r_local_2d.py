@@ -176,18 +176,6 @@ def _real_pair(x, kernel_a: R2RKernel, kernel_b: R2RKernel):
     return y if scale == 1.0 else y * jnp.asarray(scale, y.dtype)
 
 
-def _resize(x, axis: int, length: int):
-    """Truncate or zero-pad `axis` to `length` (scipy's `n`), without moving the axis."""
-    have, axis = x.shape[axis], axis % x.ndim
-    if length < have:
-        return jax.lax.slice_in_dim(x, 0, length, axis=axis)
-    if length > have:
-        pad = [(0, 0)] * x.ndim
-        pad[axis] = (0, length - have)
-        return jnp.pad(x, pad)
-    return x
-
-
 def apply_pair(block, kernel_a: R2RKernel, kernel_b: R2RKernel):
     """`kernel_a` along axis -2 and `kernel_b` along axis -1 of `block` (pair_eligible), as
     r2r_local.apply_kernel on each axis would give them; one axis at a time where an output
@@ -202,7 +190,7 @@ def apply_pair(block, kernel_a: R2RKernel, kernel_b: R2RKernel):
     kernel_a.check_length(sizes[0], block.ndim - 2)
     kernel_b.check_length(sizes[1], block.ndim - 1)
     dt = one.working_dtype(block.dtype)
-    block = _resize(_resize(block.astype(dt), -2, sizes[0]), -1, sizes[1])
+    block = one._resize(one._resize(block.astype(dt), -2, sizes[0]), -1, sizes[1])
     if dt.kind == "c":
         return jax.lax.complex(_real_pair(block.real, kernel_a, kernel_b),
                                _real_pair(block.imag, kernel_a, kernel_b))

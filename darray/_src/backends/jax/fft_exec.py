@@ -157,7 +157,7 @@ def _run_merge(block, stage: Merge, order: list, exchange):
                         [order.index(m.dst) for m in moves], moves[0].src_len, parts, exchange)
 
 
-def _orders_before_exchange(stage, rest, devices: int) -> bool:
+def _orders_before_exchange(stage, following, devices: int) -> bool:
     """Whether the block is put in the next FFT's working order before this exchange (the
     transposing copy fused into the send slices) rather than after it (fused into the
     concatenation of the received pieces).
@@ -168,11 +168,8 @@ def _orders_before_exchange(stage, rest, devices: int) -> bool:
     rfftn 0.86. It is slower for the pencil rotation's smaller groups (fftn 1.02-1.04) and for
     r2r stages (dctn 1.04-1.06, whose receive side also applies Makhoul's reorder), which keep
     the order change after the exchange."""
-    if not isinstance(stage, (Transpose, Merge)) or not rest:
-        return False
-    following = rest[0]
-    return (isinstance(following, LocalFFT) and following.kind != "r2r"
-            and stage.parts == devices)
+    return (isinstance(stage, (Transpose, Merge)) and isinstance(following, LocalFFT)
+            and following.kind != "r2r" and stage.parts == devices)
 
 
 def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
@@ -191,8 +188,9 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
         if move is not None and isinstance(stage, (Transpose, Merge)):
             block = move(block, stage, order)
             continue
-        if _orders_before_exchange(stage, stages[i + 1:], plan.in_layout.mesh.size):
-            new = _order_for(order, stages[i + 1])
+        following = stages[i + 1] if i + 1 < len(stages) else None
+        if _orders_before_exchange(stage, following, plan.in_layout.mesh.size):
+            new = _order_for(order, following)
             block, order = _reorder(block, order, new), new
         if isinstance(stage, Transpose):
             block = all_to_all_move(block, stage.mesh_axes, order.index(stage.src),
