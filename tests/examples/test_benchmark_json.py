@@ -10,6 +10,7 @@ import math
 import pathlib
 import sys
 
+import numpy as np
 import pytest
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
@@ -66,3 +67,33 @@ def test_without_matplotlib_json_written_png_skipped(tmp_path, monkeypatch, caps
 def test_default_path_is_the_ignored_results_folder():
     common = load("_bench_common")
     assert common.default_json_path("bench_fft") == BENCHMARKS / "results" / "bench_fft.json"
+
+
+def test_bench_r2r_floor_tiny_run_restores_the_kernels(tmp_path):
+    import jax
+    import scipy.fft
+
+    import darray
+    import darray.fft as dfft
+    bench = load("bench_r2r_floor")
+    table = tmp_path / "floor.json"
+    rows = bench.main(["--size", "16", "--rows", "64", "--repeats", "1", "--json", str(table)])
+    assert json.loads(table.read_text())["rows"] == rows
+    assert [r["program"] for r in rows] == [
+        "rfftn+irfftn", "dctn+idctn", "structure floor",
+        "rfft", "irfft", "one elementwise pass", "dct-II kernel", "dct-III kernel"]
+    assert [r["mesh"] for r in rows] == ["2x4"] * 3 + ["1"] * 5
+    assert rows[0]["ratio"] == 1.0 and rows[3]["ratio"] == 1.0
+    for r in rows:
+        assert r["time_ms"] > 0 and math.isfinite(r["ratio"])
+    # the stand-ins compute something else while they are in place, and are gone afterwards:
+    # darray's dctn traced after the run matches scipy again
+    mesh = jax.make_mesh((2, 4), ("x", "y"))
+    host = np.random.default_rng(3).standard_normal((16, 16, 16))
+    x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
+    want = scipy.fft.dctn(host, type=2)
+    with bench.stand_in_kernels():
+        assert not np.allclose(np.asarray(dfft.dctn(x)), want, rtol=1e-3)
+    got = dfft.dctn(x)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
+    assert any(got.layout.split) and len(got.data.sharding.device_set) == 8  # still split
