@@ -12,14 +12,15 @@ Two tables from one run, each timed interleaved round-robin (warm-up excluded, m
      imaginary parts of the spectrum stacked into the output, and back): no reorder, no
      twiddles. It computes no DCT. It keeps everything else of the program: the plan, the FFT
      calls (2-D real FFTs where darray uses them), the exchanges and their transposing copies.
-     So ``floor / rfftn`` is the least any FFT-based local kernel can cost in this program:
-     better reorders and twiddles can take ``dctn+idctn`` down to it, never below it.
+     So ``floor / rfftn`` is what a local kernel made of these real FFT calls costs in this
+     program at the least: better reorders and twiddles can take ``dctn+idctn`` down to it.
 
-2. Local costs on one device (``rows x N`` float32, along the last axis), as ratios to one
-   real FFT: the inverse real FFT, one elementwise pass (``x * 2``), and darray's DCT-II and
-   DCT-III kernels. On a memory-bound CPU an elementwise pass costs about half a real FFT,
-   and XLA:CPU's inverse real FFT about twice a forward one; a kernel built from FFT ops plus
-   O(n) passes cannot come near one real FFT there.
+2. Per-device costs (a ``rows x N`` float32 block on each of the 8 devices at once, along the
+   last axis, in a shard_map without communication: the contention of the distributed
+   programs), as ratios to one real FFT: the inverse real FFT, one elementwise pass
+   (``x * 2``), and darray's DCT-II and DCT-III kernels. Measured at 256: a pass costs a third
+   of a real FFT and XLA:CPU's inverse real FFT 1.7-1.8x a forward one, so a kernel built from
+   FFT ops plus O(n) passes cannot come near one real FFT there.
 
 Usage: python benchmarks/bench_r2r_floor.py [--size 256] [--rows 8192] [--repeats 9]
 Load averages before and after are printed: compare rows of one run, never across runs. The
@@ -44,10 +45,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _bench_common 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
 
 import darray  # noqa: E402
 import darray.fft as dfft  # noqa: E402
-from darray._src import program_cache  # noqa: E402
+from darray._src import compat, program_cache  # noqa: E402
 from darray._src.fft import r2r_local, r2r_local_2d  # noqa: E402
 from _bench_common import default_json_path, make_row, progress, write_table  # noqa: E402
 
@@ -120,25 +122,39 @@ def distributed_rows(n, repeats):
 
 
 def local_rows(n, rows, repeats):
-    x = jnp.asarray(np.random.default_rng(1).standard_normal((rows, n)).astype(np.float32))
-    spec = jnp.fft.rfft(x)
+    """Each op on a `rows x n` block per device, all 8 devices at once (a shard_map with no
+    communication): the contention of the distributed programs, where every device's op runs
+    on one thread. On one device alone XLA:CPU splits an op over its intra-op threads, and does
+    so unevenly (an inverse real FFT measured 2.2-2.7x a forward one there, 1.55x on one core)."""
+    mesh = jax.make_mesh((8,), ("d",))
+    spec = P("d")
+    host = np.random.default_rng(1).standard_normal((8 * rows, n)).astype(np.float32)
+    x = jax.device_put(host, NamedSharding(mesh, spec))
+    half_spectrum = jax.device_put(np.fft.rfft(host).astype(np.complex64),
+                                   NamedSharding(mesh, spec))
     kernel = r2r_local.apply_kernel
+
+    def per_device(fn):
+        return jax.jit(compat.shard_map(fn, mesh=mesh, in_specs=spec, out_specs=spec))
+
     programs = [
-        ("rfft", jax.jit(jnp.fft.rfft), x),
-        ("irfft", jax.jit(lambda s: jnp.fft.irfft(s, n=n)), spec),
-        ("one elementwise pass", jax.jit(lambda v: v * 2), x),
-        ("dct-II kernel", jax.jit(lambda v: kernel(v, -1, r2r_local.R2RKernel("dct", 2))), x),
-        ("dct-III kernel", jax.jit(lambda v: kernel(v, -1, r2r_local.R2RKernel("dct", 3))), x),
+        ("rfft", per_device(jnp.fft.rfft), x),
+        ("irfft", per_device(lambda s: jnp.fft.irfft(s, n=n)), half_spectrum),
+        ("one elementwise pass", per_device(lambda v: v * 2), x),
+        ("dct-II kernel", per_device(lambda v: kernel(v, -1, r2r_local.R2RKernel("dct", 2))), x),
+        ("dct-III kernel", per_device(lambda v: kernel(v, -1, r2r_local.R2RKernel("dct", 3))),
+         x),
     ]
-    med = _time(programs, repeats, f"{rows}x{n} on one device")
-    return [make_row(name, f"{rows}x{n}", "1", med[name], med[name] / med["rfft"])
+    med = _time(programs, repeats, f"{rows}x{n} per device")
+    return [make_row(name, f"{rows}x{n}", "8x1", med[name], med[name] / med["rfft"])
             for name, _, _ in programs]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=256, help="N of the N^3 array (even)")
-    parser.add_argument("--rows", type=int, default=8192, help="rows of the local table")
+    parser.add_argument("--rows", type=int, default=8192,
+                        help="rows per device of the local table")
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--json", default=str(default_json_path("bench_r2r_floor")))
     args = parser.parse_args(argv)
@@ -157,9 +173,9 @@ def main(argv=None):
     for r in rows:
         print(f"{r['program']:24s} {r['size']:>12s} {r['mesh']:>5s} {r['time_ms']:10.2f} "
               f"{r['ratio']:7.2f}")
-    print("# ratios: distributed rows over darray rfftn+irfftn; local rows over one rfft")
+    print("# ratios: distributed rows over darray rfftn+irfftn; per-device rows over one rfft")
     write_table(rows, args.json, "bench_r2r_floor",
-                "darray rfftn+irfftn (distributed), one rfft (local)",
+                "darray rfftn+irfftn (distributed), one rfft (per-device)",
                 f"r2r cost on XLA:CPU, {args.size}^3 and {args.rows}x{args.size}")
     return rows
 

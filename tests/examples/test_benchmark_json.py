@@ -82,7 +82,7 @@ def test_bench_r2r_floor_tiny_run_restores_the_kernels(tmp_path):
     assert [r["program"] for r in rows] == [
         "rfftn+irfftn", "dctn+idctn", "structure floor",
         "rfft", "irfft", "one elementwise pass", "dct-II kernel", "dct-III kernel"]
-    assert [r["mesh"] for r in rows] == ["2x4"] * 3 + ["1"] * 5
+    assert [r["mesh"] for r in rows] == ["2x4"] * 3 + ["8x1"] * 5
     assert rows[0]["ratio"] == 1.0 and rows[3]["ratio"] == 1.0
     for r in rows:
         assert r["time_ms"] > 0 and math.isfinite(r["ratio"])
