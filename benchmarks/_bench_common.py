@@ -1,4 +1,5 @@
-"""What every benchmark shares: progress on long runs and the JSON table + PNG it leaves behind.
+"""What every benchmark shares: interleaved timing, progress on long runs and the JSON table
++ PNG it leaves behind.
 
 Each benchmark's ``--json PATH`` (default ``benchmarks/results/<name>.json``) receives
 ``{"benchmark", "command", "jax", "columns", "rows"}``; every row holds ``label`` (program, size
@@ -14,7 +15,9 @@ import json
 import math
 import os
 import pathlib
+import statistics
 import sys
+import time
 
 RESULTS_DIR = pathlib.Path(__file__).resolve().parent / "results"
 PLOTTED_COLUMNS = ("time_ms", "ratio")
@@ -40,6 +43,26 @@ def progress(items, desc: str, total: int | None = None):
     for i, item in enumerate(items, 1):
         print(f"[{desc}] {i}/{total}", file=sys.stderr, flush=True)
         yield item
+
+
+def time_interleaved(programs, repeats, desc="timing"):
+    """Per program: (median wall s, min wall s, median CPU s). Runs are interleaved round-robin
+    (program 1, 2, ..., 1, 2, ...) so that load from other processes on a shared machine hits
+    every program alike."""
+    import jax
+    for _, fn, arg in progress(programs, f"{desc} warm-up"):
+        jax.block_until_ready(fn(arg))  # warm-up (compile + first run)
+        jax.block_until_ready(fn(arg))
+    wall = {name: [] for name, _, _ in programs}
+    cpu = {name: [] for name, _, _ in programs}
+    for _ in progress(range(repeats), f"{desc} rounds"):
+        for name, fn, arg in programs:
+            c0, t0 = time.process_time(), time.perf_counter()
+            jax.block_until_ready(fn(arg))
+            wall[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
+    return {name: (statistics.median(wall[name]), min(wall[name]), statistics.median(cpu[name]))
+            for name in wall}
 
 
 def make_row(program: str, size: str, mesh: str, seconds: float, ratio: float, **extra) -> dict:

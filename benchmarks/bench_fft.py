@@ -46,9 +46,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 if __name__ == "__main__":  # standalone: 8 virtual devices before jax starts
     os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
@@ -65,26 +63,7 @@ import darray  # noqa: E402
 import darray.fft as dfft  # noqa: E402
 from darray._src import compat  # noqa: E402
 from _bench_common import (  # noqa: E402
-    default_json_path, make_row, mesh_label, progress, write_table)
-
-
-def _time_interleaved(programs, repeats, desc="timing"):
-    """Per program: (median wall s, min wall s, median CPU s). Runs are interleaved round-robin
-    (program 1, 2, ..., 1, 2, ...) so that load from other processes on a shared machine hits
-    every program alike."""
-    for _, fn, arg in progress(programs, f"{desc} warm-up"):
-        jax.block_until_ready(fn(arg))  # warm-up (compile + first run)
-        jax.block_until_ready(fn(arg))
-    wall = {name: [] for name, _, _ in programs}
-    cpu = {name: [] for name, _, _ in programs}
-    for _ in progress(range(repeats), f"{desc} rounds"):
-        for name, fn, arg in programs:
-            c0, t0 = time.process_time(), time.perf_counter()
-            jax.block_until_ready(fn(arg))
-            wall[name].append(time.perf_counter() - t0)
-            cpu[name].append(time.process_time() - c0)
-    return {name: (statistics.median(wall[name]), min(wall[name]), statistics.median(cpu[name]))
-            for name in wall}
+    default_json_path, make_row, mesh_label, time_interleaved, write_table)
 
 
 def _analyse(jitted, arg):
@@ -230,7 +209,7 @@ def run(n, repeats, naive=True):
     rows += _darray_rows(n, (2, 4), ("x", "y"), repeats, "pencil(2,4)")
     rows += _planner_rows(n, repeats)
     rows += _jaxdecomp_rows(n, repeats)
-    timings = _time_interleaved([r["program"] for r in rows], repeats, f"bench_fft {n}^3")
+    timings = time_interleaved([r["program"] for r in rows], repeats, f"bench_fft {n}^3")
     for r in rows:
         r["seconds"], r["min_seconds"], r["cpu_seconds"] = timings[r.pop("program")[0]]
     return rows

@@ -32,9 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import statistics
 import sys
-import time
 
 if __name__ == "__main__":  # standalone: 8 virtual devices before jax starts
     os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
@@ -51,7 +49,8 @@ import darray  # noqa: E402
 import darray.fft as dfft  # noqa: E402
 from darray._src import compat, program_cache  # noqa: E402
 from darray._src.fft import r2r_local, r2r_local_2d  # noqa: E402
-from _bench_common import default_json_path, make_row, progress, write_table  # noqa: E402
+from _bench_common import (  # noqa: E402
+    default_json_path, make_row, time_interleaved, write_table)
 
 
 def _stand_in_forward(fft):
@@ -92,20 +91,6 @@ def stand_in_kernels():
         program_cache.clear()
 
 
-def _time(programs, repeats, desc):
-    """{name: median wall seconds} over `repeats` interleaved rounds of (name, fn, arg)."""
-    for _, fn, arg in programs:
-        jax.block_until_ready(fn(arg))
-        jax.block_until_ready(fn(arg))
-    wall = {name: [] for name, _, _ in programs}
-    for _ in progress(range(repeats), desc):
-        for name, fn, arg in programs:
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn(arg))
-            wall[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(v) for name, v in wall.items()}
-
-
 def distributed_rows(n, repeats):
     mesh = jax.make_mesh((2, 4), ("x", "y"))
     host = np.random.default_rng(0).standard_normal((n, n, n)).astype(np.float32)
@@ -116,7 +101,7 @@ def distributed_rows(n, repeats):
         floor = jax.jit(lambda v: dfft.idctn(dfft.dctn(v))).lower(x).compile()
     programs = [("rfftn+irfftn", rfftn, x), ("dctn+idctn", dctn, x),
                 ("structure floor", floor, x)]
-    med = _time(programs, repeats, f"{n}^3 on (2, 4)")
+    med = {k: v[0] for k, v in time_interleaved(programs, repeats, f"{n}^3 on (2, 4)").items()}
     return [make_row(name, f"{n}^3", "2x4", med[name], med[name] / med["rfftn+irfftn"])
             for name, _, _ in programs]
 
@@ -145,7 +130,8 @@ def local_rows(n, rows, repeats):
         ("dct-III kernel", per_device(lambda v: kernel(v, -1, r2r_local.R2RKernel("dct", 3))),
          x),
     ]
-    med = _time(programs, repeats, f"{rows}x{n} per device")
+    med = {k: v[0] for k, v in time_interleaved(programs, repeats,
+                                                f"{rows}x{n} per device").items()}
     return [make_row(name, f"{rows}x{n}", "8x1", med[name], med[name] / med["rfft"])
             for name, _, _ in programs]
 
