@@ -90,13 +90,31 @@ def imports_of(module: str, path: pathlib.Path, modules) -> list[tuple[str, int]
             elif target.startswith("darray._src"):
                 resolved = resolve(target)
                 if resolved is not None and resolved != module:
-                    found.append((resolved, node.lineno))
+                    found.extend((m, node.lineno) for m in _runs(resolved, module, modules))
     return found
+
+
+def _runs(target: str, importer: str, modules) -> list[str]:
+    """The modules an import of `target` runs: Python runs every package above a module
+    first, so `import pkg.mod` also runs `pkg/__init__.py` (and whatever that imports). The
+    packages above `importer` itself are left out: they started running before it did."""
+    running = set()
+    parts = importer.split(".")
+    for i in range(1, len(parts) + 1):
+        running.add(".".join(parts[:i]))
+    parts = target.split(".")
+    packages = [".".join(parts[:i]) for i in range(1, len(parts))]
+    return [p for p in packages if p in modules and p not in running] + [target]
 
 
 def import_graph():
     modules = _modules()
-    return modules, {m: imports_of(m, p, modules) for m, p in modules.items()}
+    graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
+    # A package whose __init__.py imports no darray module runs nothing of darray: running it
+    # depends on nothing, so it is no edge (darray/_src/fft/__init__.py is empty).
+    inert = {m for m, p in modules.items() if p.name == "__init__.py" and not graph[m]}
+    return modules, {m: [(t, line) for t, line in targets if t not in inert]
+                     for m, targets in graph.items()}
 
 
 def test_every_module_is_on_a_floor():
