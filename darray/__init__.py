@@ -184,9 +184,9 @@ from darray import linalg as linalg
 # -- halo and blocks (ghost cells, per-device functions) ----------------------------------
 from darray._src.blocks import BlockInfo as BlockInfo
 from darray._src.blocks import map_blocks as map_blocks
-from darray._src.halo import halo as halo
-from darray._src.halo import halo_reduce as halo_reduce
-from darray._src.halo import unhalo as unhalo
+from darray._src.halo.api import halo as halo
+from darray._src.halo.api import halo_reduce as halo_reduce
+from darray._src.halo.api import unhalo as unhalo
 
 # -- fft extension (darray.fft) -----------------------------------------------------------
 from darray import fft as fft

@@ -24,7 +24,7 @@ from darray._src import backends as backend_registry
 from darray._src import compat, config
 from darray._src.api.creation import asarray
 from darray._src.fft.api import fftn, ifftn
-from darray._src.halo import halo
+from darray._src.halo.api import halo
 from darray._src.program_cache import FFT, program_cache
 
 OPS = ("fftn", "halo")

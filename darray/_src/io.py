@@ -93,7 +93,7 @@ def _savable(x) -> DistArray:
         raise TypeError(f"x must be a DistArray, got {type(x).__name__}; convert with "
                         "darray.asarray(x) first")
     if x.layout.has_halo:
-        from darray._src.halo import unhalo
+        from darray._src.halo.api import unhalo
         x = unhalo(x)
     if x.layout.order != tuple(range(x.ndim)):
         raise LayoutError(f"save: x is stored transposed (order={x.layout.order}); move it to a "

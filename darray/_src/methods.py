@@ -32,7 +32,7 @@ from darray._src.api.elementwise import check_inplace
 from darray._src.api.indexing import getitem, setitem
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
-from darray._src.halo import halo, halo_reduce, unhalo
+from darray._src.halo.api import halo, halo_reduce, unhalo
 from darray._src.placement import make_layout, resolve_mesh
 from darray._src.printing import values_text
 

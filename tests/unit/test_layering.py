@@ -2,7 +2,8 @@
 below it, and the import graph has no cycle.
 
 The test reads every module of darray/_src with `ast` (imports inside functions included, since
-a late import is still a dependency) and checks each import of another darray module against
+a late import is still a dependency; an import of `pkg.mod` counts as running `pkg/__init__.py`
+too, as Python does) and checks each import of another darray module against
 `FLOORS`, the one place the layer order is written. A module belongs to the most specific entry
 that names it (a module, or a package for all its modules). Imports inside one floor are allowed
 but must not form a cycle. No module of darray/_src imports the public surface (`darray`,
@@ -184,6 +185,10 @@ def test_the_checker_sees_violations():
     assert find_cycles(graph) == [["a", "b"]]
     assert floor_of("array") < floor_of("api.creation") < floor_of("methods")
     assert floor_of("backends.errors") < floor_of("backends.mpi_exec")
+    # Importing a module runs the packages above it, except those the importer is inside.
+    modules = {"pkg": None, "pkg.mod": None, "pkg.sub": None, "pkg.sub.leaf": None}
+    assert _runs("pkg.sub.leaf", "other", modules) == ["pkg", "pkg.sub", "pkg.sub.leaf"]
+    assert _runs("pkg.sub.leaf", "pkg.mod", modules) == ["pkg.sub", "pkg.sub.leaf"]
     with pytest.raises(AssertionError, match="on no floor"):
         floor_of("no_such_module")
 

@@ -1,5 +1,7 @@
-"""Ghost cells: `halo` fills them from neighbouring blocks, `halo_reduce` sums them back."""
-from darray._src.halo.api import halo as halo
-from darray._src.halo.api import halo_reduce as halo_reduce
-from darray._src.halo.api import register_halo_backend as register_halo_backend
-from darray._src.halo.api import unhalo as unhalo
+"""Ghost cells: `halo.api` fills them from neighbouring blocks (`halo`) and sums them back
+(`halo_reduce`); `halo.plan` and `halo.spec` are the pure-data parts it builds on.
+
+This package's `__init__` imports nothing: `backends/jax/halo_exchange.py` imports
+`halo.plan`, which runs this file first, and a re-export of `halo.api` here (which imports the
+backends) made a package-level import cycle. Import `darray._src.halo.api` directly.
+"""
