@@ -15,12 +15,17 @@ decorated function declares what one of its programs costs (`weight`), and when 
 reference to a `jax.jit` function frees its executables (jax keys its own caches on the function
 weakly; measured: the mapping count falls back). The budget leaves most of the 65530 to the
 user's own programs and to jax.
+
+A key is the decorated function's arguments plus `config.program_key()`, the options read while
+tracing (config.py): a program built under one backend is never returned under another.
 """
 from __future__ import annotations
 
 import collections
 import functools
 import threading
+
+from darray._src import config
 
 # Estimated mappings the cached programs may hold together (see the module doc).
 BUDGET = 24_000
@@ -51,7 +56,9 @@ def program_cache(weight: int = SMALL):
 
         @functools.wraps(fn)
         def cached(*args, **kwargs):
-            key = (tag, args, tuple(sorted(kwargs.items())))
+            # The options read while tracing are part of the key: a program built or traced
+            # under other values (another backend, another comm setting) is another program.
+            key = (tag, args, tuple(sorted(kwargs.items())), config.program_key())
             with _lock:
                 hit = _entries.get(key)
                 if hit is not None:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pytest
 
@@ -69,8 +70,8 @@ def test_options_declared_once_with_env_and_checks():
         assert darray.get_config("transpose_backend") == "nccl"
     with pytest.raises(ValueError, match=r"cudecomp_halo_comm='MPI_A2A'.*'MPI_BLOCKING'"):
         darray.set_config(cudecomp_halo_comm="MPI_A2A")
-    with pytest.raises(ValueError, match=r"cudecomp_transpose_comm='nccl'.*'NCCL_PL'"):
-        with darray.config_context(cudecomp_transpose_comm="nccl"):
+    with pytest.raises(ValueError, match=r"cudecomp_transpose_comm='ncl'.*'NCCL_PL'"):
+        with darray.config_context(cudecomp_transpose_comm="ncl"):
             pass
     assert darray.get_config("transpose_backend") == "jax"  # failed sets change nothing
 
@@ -175,3 +176,86 @@ def test_cudecomp_selection_carries_its_comm_settings():
         assert "cudecomp" not in backends.available_fft_backends()
     finally:
         backends.FFT_EXECUTORS.unregister("cudecomp")
+
+
+# -- options read while tracing reach the next call, jitted or not (issue #28, point 2) ---------
+def _eager_error(fn, *args):
+    with pytest.raises(Exception) as err:
+        fn(*args)
+    return type(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("spelling", ["cudecomp", "MPI"])
+def test_user_jit_retraces_after_set_config_and_in_config_context(spelling):
+    host, x = grid(3)
+    traces = []
+
+    @jax.jit
+    def user_step(a):
+        traces.append(darray.get_config("transpose_backend"))
+        return darray.fft.fftn(a)
+
+    def check(y):
+        np.testing.assert_allclose(np.asarray(y), np.fft.fftn(host), rtol=1e-12, atol=1e-12)
+        assert y.layout == darray.fft.fftn(x).layout and y.layout.mesh == x.layout.mesh
+
+    check(user_step(x))
+    check(user_step(x))
+    assert traces == ["jax"]
+    name = config.backend_name(spelling)
+    try:
+        darray.set_config(transpose_backend=spelling)  # not runnable here: eager calls raise
+        eager = _eager_error(darray.fft.fftn, x)
+        assert eager[0] is backends.BackendUnavailableError
+        assert _eager_error(user_step, x) == eager  # retraced: the same error, not the old run
+        assert traces == ["jax", name]
+    finally:
+        darray.set_config(transpose_backend="jax")
+    check(user_step(x))  # jax's cache still holds the trace made under "jax"
+    assert traces == ["jax", name]
+    with darray.config_context(transpose_backend=spelling):
+        assert _eager_error(user_step, x) == eager
+    with darray.config_context(transpose_backend="NCCL"):  # falls back to jax off GPU
+        check(user_step(x))
+    assert traces == ["jax", name, name, "nccl"]
+    check(user_step(x))
+    assert len(traces) == 4
+
+
+def test_user_jit_sees_mismatch_raise_as_eager_calls_do():
+    host, x = grid(4)
+    y = darray.asarray(host, mesh=x.layout.mesh, spec=(None, "x", "y"))
+    add = jax.jit(lambda a, b: a + b)
+    z = add(x, y)  # redistributes under the default
+    np.testing.assert_allclose(np.asarray(z), 2 * host)
+    assert z.layout.mesh == x.layout.mesh
+    with darray.config_context(mismatch="raise"):
+        eager = _eager_error(lambda a, b: a + b, x, y)
+        assert eager[0] is darray.LayoutError
+        assert _eager_error(add, x, y) == eager
+
+
+def test_program_cache_key_holds_the_comm_settings_read_while_tracing():
+    """The cuDecomp comm options are read while the FFT program is traced (cudecomp.grid); a
+    cached program built under one must not run under another."""
+    host, x = grid(5)
+    seen = []
+    jax_fft = backends.fft_executor("jax")
+
+    def fake_cudecomp(plan, data, norm):  # what cudecomp._run_stages reads at trace time
+        seen.append(config.get_config("cudecomp_transpose_comm"))
+        return jax_fft(plan, data, norm)
+    backends.register_fft_executor("cudecomp", fake_cudecomp)
+    try:
+        with darray.config_context(transpose_backend="cudecomp"):
+            for comm in ("NCCL", "mpi_a2a", "TRANSPOSE_COMM_MPI_P2P", "NCCL"):
+                with darray.config_context(cudecomp_transpose_comm=comm):
+                    y = darray.fft.fftn(x)
+                np.testing.assert_allclose(np.asarray(y), np.fft.fftn(host), rtol=1e-12,
+                                           atol=1e-12)
+                assert y.layout.mesh == x.layout.mesh
+    finally:
+        native = backends._NATIVE["FFT"]["cudecomp"]
+        backends.register_fft_executor("cudecomp", native.impl, supports=native.supports,
+                                       usable=native.usable, fallback=native.fallback)
+    assert seen == ["NCCL", "MPI_A2A", "MPI_P2P"]  # the last NCCL call reused the first program

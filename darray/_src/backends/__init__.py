@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from darray._src import config
 
@@ -103,7 +103,7 @@ class Registry:
     def requested(self, name: str | None = None) -> str:
         """The backend name in force: `name`, else the family's option, else transpose_backend."""
         if name:
-            return name
+            return config.backend_name(name)  # 'NCCL', 'MPI', 'cuDecomp' as jaxDecomp writes
         own = (config.get_config(self.option) if self.option
                else os.environ.get(self.env_var, ""))
         return own or config.get_config("transpose_backend")
@@ -140,10 +140,10 @@ class Registry:
     def _ensure_builtin(self) -> None:
         if "jax" not in self._entries:
             self._entries["jax"] = self._load_builtin()
-            for name, (impl, supports, usable, *fallback) in _NATIVE.get(self.kind, {}).items():
+            for name, native in _NATIVE.get(self.kind, {}).items():
                 if name not in self._entries:
-                    self.register(name, impl, supports=supports, usable=usable,
-                                  fallback=fallback[0] if fallback else None)
+                    self.register(name, native.impl, supports=native.supports,
+                                  usable=native.usable, fallback=native.fallback)
 
 
 # The native backends: registered in every build; `usable` says when one cannot run here (not
@@ -178,18 +178,29 @@ def _nccl(name):
     return call
 
 
-# kind -> {name: (impl, supports, usable[, fallback])}: native backends every Registry of that
-# kind has. "nccl" falls back to "jax" (instead of raising) where it cannot run: it needs no
-# extra install beyond a GPU build, so asking for it everywhere is a reasonable default.
+class NativeBackend(NamedTuple):
+    """A native backend as every Registry of its kind registers it (see `Registry.register` for
+    what each callable answers)."""
+    impl: Callable
+    supports: Callable | None = None
+    usable: Callable | None = None
+    fallback: Callable | None = None
+
+
+# kind -> {name: NativeBackend}: native backends every Registry of that kind has. "nccl" falls
+# back to "jax" (instead of raising) where it cannot run: it needs no extra install beyond a
+# GPU build, so asking for it everywhere is a reasonable default.
 _NATIVE = {
-    "FFT": {"mpi": (_mpi_fft, None, _mpi_usable),
-            "cudecomp": (_cudecomp("execute"), _cudecomp("supports"), _cudecomp("usable")),
-            "nccl": (_nccl("execute"), _nccl("plan_reason"), None, _nccl("environment_reason"))},
-    "halo": {"mpi": (_mpi_halo, None, _mpi_usable),
-             "cudecomp": (_cudecomp("halo_fill"), _cudecomp("halo_supports"),
-                          _cudecomp("usable")),
-             "nccl": (_nccl("halo_fill"), _nccl("halo_supports"), None,
-                      _nccl("environment_reason"))},
+    "FFT": {"mpi": NativeBackend(_mpi_fft, usable=_mpi_usable),
+            "cudecomp": NativeBackend(_cudecomp("execute"), supports=_cudecomp("supports"),
+                                      usable=_cudecomp("usable")),
+            "nccl": NativeBackend(_nccl("execute"), supports=_nccl("plan_reason"),
+                                  fallback=_nccl("environment_reason"))},
+    "halo": {"mpi": NativeBackend(_mpi_halo, usable=_mpi_usable),
+             "cudecomp": NativeBackend(_cudecomp("halo_fill"), supports=_cudecomp("halo_supports"),
+                                       usable=_cudecomp("usable")),
+             "nccl": NativeBackend(_nccl("halo_fill"), supports=_nccl("halo_supports"),
+                                   fallback=_nccl("environment_reason"))},
 }
 
 
