@@ -5,9 +5,9 @@ repeated call does not retrace. Each closure owns its compiled XLA executable, a
 every kernel of an executable is loaded as its own memory mappings (code, constants, data):
 measured, about 3 mappings for a small elementwise program, 50 for a compaction, 84 for a
 four-step FFT over a split axis and 250 for a Bluestein one (115 since bluestein.py's rewrite,
-jax 0.12). A process that meets many shapes (scipy's `fftconvolve` test over 599 lengths) kept one FFT program per length in per-function
-caches of 256 to 1024 entries, reached the kernel's `vm.max_map_count` (65530) and XLA crashed
-in the next compilation.
+jax 0.12). A process that meets many shapes (scipy's `fftconvolve` test over 599 lengths) kept
+one FFT program per length in per-function caches of 256 to 1024 entries, reached the kernel's
+`vm.max_map_count` (65530) and XLA crashed in the next compilation.
 
 So all those caches share one least-recently-used budget, counted in estimated mappings: each
 decorated function declares what one of its programs costs (`weight`), and when the total passes
