@@ -49,8 +49,9 @@ def _ns(name: str):
 
 def _no_out(out, method):
     if out is not None:
-        raise TypeError(f"x.{method}(out=...) is not supported: DistArrays are immutable "
-                        f"(got out={out!r}); use the returned array")
+        raise TypeError(f"x.{method}(out=...) is not supported: darray functions return a new "
+                        f"array, as jax.numpy's do (got out={out!r}); use the returned array, "
+                        f"or assign it: x[...] = result")
 
 
 def _cast(x, dtype):

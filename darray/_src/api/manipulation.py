@@ -99,8 +99,10 @@ def reshape(x: DistArray, /, shape, *, copy=None) -> DistArray:
     Args:
       x: input array.
       shape: new shape.
-      copy: None or True: as needed. False: raise ValueError unless the reshape is local
-        (DistArrays are immutable, so a local reshape never needs a copy one could observe).
+      copy: None: as needed. True: an independent array, not a view. False: raise ValueError
+        unless the reshape is local (no data moves between devices). Without copy=True the
+        result is a view of x, whatever moved: writing it writes x (docs/architecture.md,
+        "Mutation and views").
 
     Returns:
       The reshaped array.
