@@ -1,6 +1,6 @@
 """A fast conformance subset for the manipulation, indexing, sorting, set and linalg families,
-run in the default test run (the full data-apis/array-api-tests suite is run separately with
-/work/shared/tools/run-array-api-tests.sh and tests/array_api/xfails.txt).
+run in the default test run (the full data-apis/array-api-tests suite is run separately, with
+the command and the xfails in tests/array_api/xfails.txt).
 
 Each check follows a rule of the Array API standard (2025.12; 2024.12 where a result changed) and compares with numpy.
 """

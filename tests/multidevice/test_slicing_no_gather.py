@@ -1,6 +1,6 @@
 """Basic indexing (ints, slices incl. negative steps, Ellipsis, None) never gathers its input.
 
-DESIGN.md principle 2: left to XLA, ``x[2:5, 1]`` on a (13, 7) array split over a (2, 4) mesh
+docs/design.md, principle 2: left to XLA, ``x[2:5, 1]`` on a (13, 7) array split over a (2, 4) mesh
 all-gathers the whole physical array, and basic writes gather the written axes. Each case
 compiles ``x[key]`` / ``x[key] = v`` once, runs the compiled program (values vs numpy, output
 layout and sharding) and reads its HLO: no all-gather may produce more elements than the

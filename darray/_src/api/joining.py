@@ -2,7 +2,7 @@
 
 Left to the SPMD partitioner, ``concatenate`` along an axis split over mesh axes compiles to an
 all-gather of every input (measured on CPU, jax 0.10 and 0.12): each device ends up holding the
-whole result, which DESIGN.md principle 2 forbids. Here every move is explicit, in one
+whole result, which docs/design.md (principle 2) forbids. Here every move is explicit, in one
 shard_map:
 
 * every input is first brought to the output's split (an input already there goes in as it is,

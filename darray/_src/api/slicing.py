@@ -2,8 +2,8 @@
 
 Left to the SPMD partitioner, ``x[2:5, 1]`` on an array split over both axes compiles to an
 all-gather of the whole physical array (measured on CPU, jax 0.10 and 0.12), and a basic-key
-write gathers the written axes too: O(global array) memory per device, which DESIGN.md
-principle 2 forbids. Here every move is explicit, inside one shard_map:
+write gathers the written axes too: O(global array) memory per device, which docs/design.md
+(principle 2) forbids. Here every move is explicit, inside one shard_map:
 
 * an int on a split axis is read by its owner (a clamped local read, zeros elsewhere) and
   shared by one psum of the output-sized result over that axis' mesh axes;

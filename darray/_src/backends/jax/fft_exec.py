@@ -3,7 +3,7 @@
 Inside the shard_map every device runs the plan's stages on its own block: jnp.fft for local
 stages, `all_to_all_move` for transposes. Everything is a jnp/lax op with its own AD and
 batching rules, so grad/jvp/vjp/jacfwd/jacrev/vmap work without custom rules (custom_vjp and
-friends broke some transform when measured; see DESIGN.md).
+friends broke some transform when measured; see docs/design.md, "Facts the code relies on").
 
 Axis order inside the body: XLA's CPU FFT only transforms the minor (last) axes, so an FFT over
 another axis is compiled as transpose -> FFT -> transpose. When the block is kept in logical
