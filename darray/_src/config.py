@@ -17,7 +17,8 @@ import contextlib
 import dataclasses
 import os
 import threading
-from typing import Any, Callable, Never
+from collections.abc import Callable
+from typing import Any, Never
 
 import jax
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from darray._src import config
 
