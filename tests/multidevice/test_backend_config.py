@@ -220,6 +220,14 @@ def test_user_jit_retraces_after_set_config_and_in_config_context(spelling):
     assert traces == ["jax", name, name, "nccl"]
     check(user_step(x))
     assert len(traces) == 4
+    user_halo = jax.jit(lambda a: a.halo(1))  # the halo registry reads the same options
+    h = user_halo(x)
+    np.testing.assert_allclose(np.asarray(h), host)
+    assert h.layout.halo == ((1, 1),) * 3 and h.layout.split == x.layout.split
+    with darray.config_context(transpose_backend=spelling):
+        eager = _eager_error(lambda a: a.halo(1), x)
+        assert eager[0] is backends.BackendUnavailableError
+        assert _eager_error(user_halo, x) == eager
 
 
 def test_user_jit_sees_mismatch_raise_as_eager_calls_do():
