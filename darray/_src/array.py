@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
 import jax
@@ -23,6 +24,13 @@ import jax.numpy as jnp
 from darray._src import compat, physical
 from darray._src.layout import Layout
 from darray._src.placement import default_mesh, user_mesh
+
+if TYPE_CHECKING:
+    # For type checkers only: the operators and methods darray/_src/methods.py attaches at
+    # import, declared by a stub generated from its tables (tools/gen_typing_stubs.py).
+    from darray._src.distarray_methods import DistArrayMethods as _AttachedMethods
+else:
+    _AttachedMethods = object
 
 
 _LOCK_GUARD = threading.Lock()
@@ -98,7 +106,7 @@ def _leading_split(data, layout: Layout, count: int):
 
 
 @jax.tree_util.register_pytree_node_class
-class DistArray:
+class DistArray(_AttachedMethods):
     """A distributed n-d array: logical global shape, physical sharded storage.
 
     Users see the logical shape and natural axis order; padding for uneven splits and ghost

@@ -6,6 +6,8 @@ result is a new DistArray in x's layout; `x` is unchanged. `darray._src.methods`
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import functools
 import operator
 
@@ -27,7 +29,7 @@ class AtIndexer:
     def __init__(self, x):
         self._x = x
 
-    def __getitem__(self, key):
+    def __getitem__(self, key) -> _AtRef:
         return _AtRef(self._x, key)
 
 
@@ -47,12 +49,18 @@ class _AtRef:
         self._x, self._key = x, key
 
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            fill_value=None):
+            fill_value=None) -> DistArray:
         _check_mode(mode, fill_value)
         return self._x[self._key]
 
-    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False,
+            mode=None) -> DistArray:
         return self._update("set", values, mode)
+
+    if TYPE_CHECKING:  # attached below from _COMBINE, one per combining function
+        def add(self, values, *, indices_are_sorted=False, unique_indices=False,
+                mode=None) -> DistArray: ...
+        multiply = divide = power = min = max = add
 
     def _update(self, how, values, mode):
         _check_mode(mode, None)

@@ -19,6 +19,7 @@ operands are moved to the output layout inside one compiled function (or LayoutE
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -317,6 +318,11 @@ def _make(name, fn, arity, category, summary):
 for _row in TABLE:
     globals()[_row[0]] = _make(*_row)
 del _row
+
+if TYPE_CHECKING:
+    # The functions made above, as type checkers see them: a stub generated from TABLE
+    # (tools/gen_typing_stubs.py; tests/unit/test_typing_stubs.py keeps the two in step).
+    from darray._src.api.elementwise_functions import *  # noqa: F403 (the generated names)
 
 FUNCTIONS = tuple(row[0] for row in TABLE) + ("clip",)
 

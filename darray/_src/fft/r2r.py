@@ -199,42 +199,42 @@ def _doc(summary, args, layout, **names):
 
 
 def dct(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
-        orthogonalize=None):
+        orthogonalize=None) -> DistArray:
     return _one_axis(x, "dct", False, type, n, axis, norm, orthogonalize, workers, "dct")
 
 
 def idct(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
-         orthogonalize=None):
+         orthogonalize=None) -> DistArray:
     return _one_axis(x, "dct", True, type, n, axis, norm, orthogonalize, workers, "idct")
 
 
 def dst(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
-        orthogonalize=None):
+        orthogonalize=None) -> DistArray:
     return _one_axis(x, "dst", False, type, n, axis, norm, orthogonalize, workers, "dst")
 
 
 def idst(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
-         orthogonalize=None):
+         orthogonalize=None) -> DistArray:
     return _one_axis(x, "dst", True, type, n, axis, norm, orthogonalize, workers, "idst")
 
 
 def dctn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
-         orthogonalize=None):
+         orthogonalize=None) -> DistArray:
     return _n_axes(x, "dct", False, type, s, axes, norm, orthogonalize, workers, "dctn")
 
 
 def idctn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
-          orthogonalize=None):
+          orthogonalize=None) -> DistArray:
     return _n_axes(x, "dct", True, type, s, axes, norm, orthogonalize, workers, "idctn")
 
 
 def dstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
-         orthogonalize=None):
+         orthogonalize=None) -> DistArray:
     return _n_axes(x, "dst", False, type, s, axes, norm, orthogonalize, workers, "dstn")
 
 
 def idstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
-          orthogonalize=None):
+          orthogonalize=None) -> DistArray:
     return _n_axes(x, "dst", True, type, s, axes, norm, orthogonalize, workers, "idstn")
 
 
