@@ -111,7 +111,7 @@ class AutotuneResult:
 # -- candidates ---------------------------------------------------------------------------------
 def factorizations(n: int, max_axes: int = 3) -> list[tuple[int, ...]]:
     """Ordered factorizations of `n` into 1..max_axes factors > 1 (``(n,)`` for any n)."""
-    out = [(n,)]
+    out: list[tuple[int, ...]] = [(n,)]
     for k in range(2, max_axes + 1):
         for combo in itertools.product(range(2, n + 1), repeat=k):
             if math.prod(combo) == n:
@@ -230,7 +230,7 @@ def time_choices(choices, shape, dtype, ops=("fftn",), *, repeats=5, halo_width=
     of every choice and op per round). Compiles on first use; cached for re-timing."""
     runs = {c: {op: _runner(c, tuple(shape), np.dtype(dtype).str, op, int(halo_width))
                 for op in ops} for c in choices}
-    samples = {c: {op: [] for op in ops} for c in runs}
+    samples: dict = {c: {op: [] for op in ops} for c in runs}
     for r in range(repeats):
         for choice, per_op in runs.items():
             with config.config_context(**choice.config()):
@@ -326,4 +326,4 @@ def autotune(shape: Sequence[int], dtype=np.complex128, *, ops=("fftn",), meshes
     if not runnable:
         raise RuntimeError("autotune: no candidate could run:\n" + "\n".join(
             f"  {c}: {e}" for c, e in errors.items()))
-    return AutotuneResult(rows[0].choice, tuple(rows), shape, dtype, ops)
+    return AutotuneResult(rows[0].choice, tuple(rows), tuple(shape), dtype, ops)

@@ -103,8 +103,8 @@ def _mpi_coordinator(launcher, rank, size, env) -> str | None:
     try:
         from mpi4py import MPI
     except ImportError:
-        MPI = None
-    if MPI is not None:
+        pass
+    else:
         address = None
         if MPI.COMM_WORLD.Get_rank() == 0:
             address = f"{socket.gethostname()}:{_free_port()}"
@@ -165,8 +165,8 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None, *,
     _STATE["launch"] = launch
     address = launch.coordinator_address
     if watchdog and address is not None and jax.process_count() > 1:
-        host, port = address.rsplit(":", 1)
-        port = int(os.environ.get("DARRAY_WATCHDOG_PORT", int(port) + 1))
+        host, coordinator_port = address.rsplit(":", 1)
+        port = int(os.environ.get("DARRAY_WATCHDOG_PORT", int(coordinator_port) + 1))
         _STATE["watchdog"] = _Watchdog(host, port, jax.process_index(), jax.process_count(),
                                        float(heartbeat_timeout))
     return report()

@@ -54,7 +54,7 @@ def default_layout(shape, like: Layout) -> Layout:
     used (so the result is spread as widely as the input was)."""
     shape = tuple(int(n) for n in shape)
     names = like.used_mesh_axes
-    split = [()] * len(shape)
+    split: list[tuple[str, ...]] = [()] * len(shape)
     if shape and names and max(shape) > 1:
         split[int(np.argmax(shape))] = names
     return make_out_layout(like.mesh, shape, split)

@@ -11,7 +11,7 @@ Both compile once per (function, layouts, dtypes) thanks to the caches below.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -68,7 +68,7 @@ def _physical_fn(fn, kinds, layout):
              and tuple(x.shape) == layout.physical_shape else x for x in xs]), layout))
 
 
-def apply_logical(fn: Callable, args: Sequence, out_layouts, *, static=()) -> object:
+def apply_logical(fn: Callable, args: Sequence, out_layouts, *, static=()) -> Any:
     """fn(*logical_args, *static) with outputs placed in `out_layouts` (a Layout, a tuple of
     Layouts, or None entries for outputs to return as plain jax arrays).
     """

@@ -40,7 +40,8 @@ def concrete_count(arr: DistArray, what: str) -> None:
     JAX's own limit (shapes are static), reported the way JAX reports it."""
     if isinstance(arr, DistArray) and compat.is_tracer(arr.data):
         raise jax.errors.ConcretizationTypeError(
-            arr.data, f"{what}: the result's shape depends on the values, which jit cannot "
+            arr.data,  # type: ignore[arg-type]  # a Tracer (checked above); jax types it so
+            f"{what}: the result's shape depends on the values, which jit cannot "
                       "trace; call it outside jit, or use darray.where(mask, x, fill) to keep "
                       "the shape static")
 

@@ -101,6 +101,7 @@ def _batched(name, arrays, core: int, *, kwargs=(), array_kwargs=()):
     static = (name, tuple(kwargs), tuple(array_kwargs))
     result = _shapes(_invoke, arrays, static)
     nbatch = x.ndim - core
+    outs: Layout | tuple[Layout, ...]
     if isinstance(result, tuple):
         outs = tuple(_batch_layout(x, r.shape, nbatch) for r in result)
     else:

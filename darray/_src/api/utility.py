@@ -37,8 +37,8 @@ def any(x, /, *, axis=None, keepdims=False) -> DistArray:  # noqa: A001
     return reduce(x, _any_kernel, axis, keepdims, fname="any")
 
 
-all.__doc__ += _LAYOUT
-any.__doc__ += _LAYOUT
+all.__doc__ = (all.__doc__ or "") + _LAYOUT
+any.__doc__ = (any.__doc__ or "") + _LAYOUT
 
 
 def _diff_fn(*args):

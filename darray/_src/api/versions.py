@@ -32,6 +32,8 @@ def namespace(darray, api_version):
 class _OlderNamespace(types.ModuleType):
     """darray as a revision before 2025.12: lists where 2025.12 returns tuples."""
 
+    __array_api_version__: str
+
     def __init__(self, name, base):
         super().__init__(name, base.__doc__)
         self._base = base

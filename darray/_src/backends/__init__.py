@@ -136,7 +136,9 @@ class Registry:
 
     def get(self, name: str | None = None) -> Callable:
         """The implementation `name` (default: see `requested`)."""
-        return self.select(name).impl
+        impl = self.select(name).impl
+        assert impl is not None  # select falls back to "jax", which is always registered
+        return impl
 
     def _ensure_builtin(self) -> None:
         if "jax" not in self._entries:

@@ -88,8 +88,8 @@ def plan_ops(plan: Plan):
         return f"cuDecomp transposes 3-D arrays; this one has rank {len(lay.shape)}"
     if any(lo or hi for lo, hi in lay.halo):
         return "the input carries a halo"
-    names = {"rows": None, "cols": None}
-    ops = []
+    names: dict[str, str | None] = {"rows": None, "cols": None}
+    ops: list[int | None] = []
     for stage in plan.stages:
         if isinstance(stage, Merge):
             return "the plan merges several splits in one exchange (no cuDecomp equivalent)"
@@ -123,8 +123,10 @@ def plan_ops(plan: Plan):
     shape = list(lay.shape)
     for stage, op in zip(plan.stages, ops):
         if op is None:
+            assert isinstance(stage, LocalFFT)  # ops holds None exactly for the local stages
             _advance_shape(shape, stage)
             continue
+        assert isinstance(stage, Transpose)
         want = pencils[(0, 1, 2, 1)[op]]
         got = tuple(s[0] if s else None for s in split)
         if any(len(s) > 1 for s in split) or got != want:
@@ -289,7 +291,7 @@ def calls(plan: Plan, ops) -> tuple:
     layout (with cuDecomp's default memory order the block's bytes stay where they are), so it
     is a no-op, as on every darray backend: a 1x1 grid issues none."""
     return tuple((i, OPS[op]) for i, (stage, op) in enumerate(zip(plan.stages, ops))
-                 if op is not None and stage.parts > 1)
+                 if op is not None and isinstance(stage, Transpose) and stage.parts > 1)
 
 
 def _run_stages(block, plan: Plan, grid_spec: Grid, ops, norm: str):
@@ -297,9 +299,11 @@ def _run_stages(block, plan: Plan, grid_spec: Grid, ops, norm: str):
     issued = {i for i, _ in calls(plan, ops)}
     for i, (stage, op) in enumerate(zip(plan.stages, ops)):
         if op is None:
+            assert isinstance(stage, LocalFFT)  # ops holds None exactly for the local stages
             block = _local_fft(block, stage, norm)
             _advance_shape(shape, stage)
             continue
+        assert isinstance(stage, Transpose)
         if i not in issued:  # size-1 grid dimension: nothing moves
             continue
         if block.dtype not in _DTYPES:

@@ -72,6 +72,7 @@ def split_length(m: int, parts: int, cs: int, cd: int) -> tuple[int, int]:
         key = (-aligned, abs(m1 - m2), -m1)
         if best_key is None or key < best_key:
             best, best_key = (m1, m2), key
+    assert best is not None, f"no split of {m} into two multiples of {parts}"
     return best
 
 

@@ -169,7 +169,7 @@ def _stage(layout: Layout, axis: int, kind: str, inverse: bool, size: int, fname
                   out_len=out_len, cd=out.chunk(axis))
     if nn is None:  # Bluestein on a padded length the four-step takes (bluestein.py)
         m = bluestein_length(size, parts)
-        m1, m2 = bluestein.split_length(m, parts, params["cs"], params["cd"])
+        m1, m2 = bluestein.split_length(m, parts, layout.chunk(axis), out.chunk(axis))
         params.update(m1=m1, m2=m2)
     else:
         params.update(n1=nn[0], n2=nn[1])

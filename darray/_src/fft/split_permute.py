@@ -43,7 +43,7 @@ def _routes(source: tuple, cs_in: int, cs_out: int, parts: int):
     live = src_all >= 0
     src_dev, src_loc = src_all // cs_in, src_all % cs_in
     # entries per (sender, receiver), in the receiver's slot order
-    pairs = {}
+    pairs: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for s, d, sl, dl in zip(src_dev[live], dst_dev[live], src_loc[live], dst_loc[live]):
         pairs.setdefault((int(s), int(d)), []).append((int(sl), int(dl)))
     kept = {d: pairs.pop((d, d), []) for d in range(parts)}
