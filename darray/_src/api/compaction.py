@@ -42,8 +42,8 @@ def concrete_count(arr: DistArray, what: str) -> None:
         raise jax.errors.ConcretizationTypeError(
             arr.data,  # type: ignore[arg-type]  # a Tracer (checked above); jax types it so
             f"{what}: the result's shape depends on the values, which jit cannot "
-                      "trace; call it outside jit, or use darray.where(mask, x, fill) to keep "
-                      "the shape static")
+            "trace; call it outside jit, or use darray.where(mask, x, fill) to keep "
+            "the shape static")
 
 
 def plain_like(arr: DistArray, spec) -> DistArray:
