@@ -4,10 +4,11 @@ Python blocks of one page run in order in one fresh interpreter with 8 virtual C
 (later blocks use what earlier ones defined, as a reader does), and must not raise. A block
 that cannot run here (a GPU, a cluster launcher) is preceded by the line
 ``<!-- doc-test: skip: <reason> -->`` and is listed with its reason by
-`test_skipped_blocks_say_why`. A page whose fragments need names a reader already has (an
-array `x`, a mesh) defines them once, visibly to readers of the source only, in a comment
-``<!-- doc-test: setup`` ... ``-->`` that runs before its first block. Shell blocks are commands (installs, launchers): the scripts and
-modules they name must exist in the repository.
+`test_skipped_blocks_say_why`. Where a page's fragments use names a reader already has (an
+array `x`, a mesh, a file to read), the page defines them in a comment that only readers of
+the source see, ``<!-- doc-test: setup`` ... ``-->``, which runs at its place in the page.
+Shell blocks are commands (installs, launchers): the scripts and modules they name must exist
+in the repository.
 """
 from __future__ import annotations
 
@@ -22,15 +23,23 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 SKIP = re.compile(r"<!--\s*doc-test:\s*skip:\s*(.+?)\s*-->")
-SETUP = re.compile(r"<!--\s*doc-test:\s*setup\s*\n(.*?)-->", re.S)
+SETUP = re.compile(r"^<!--\s*doc-test:\s*setup\s*$")
 FENCE = re.compile(r"^```(\w*)\s*$")
 
 
 def blocks(page: pathlib.Path):
-    """(language, first line number, code, skip reason or None) for each fenced block."""
+    """(language, first line number, code, skip reason or None) for each fenced block and each
+    setup comment (language "setup"), in page order."""
     lines = page.read_text().splitlines()
     out, i = [], 0
     while i < len(lines):
+        if SETUP.match(lines[i]):
+            j = i + 1
+            while j < len(lines) and lines[j].strip() != "-->":
+                j += 1
+            out.append(("setup", i + 2, "\n".join(lines[i + 1:j]), None))
+            i = j + 1
+            continue
         m = FENCE.match(lines[i])
         if not m or not m.group(1):
             i += 1
@@ -52,10 +61,9 @@ def _python_pages():
 
 @pytest.mark.parametrize("page", _python_pages(), ids=lambda p: p.name)
 def test_python_blocks_run(page, tmp_path):
-    parts = [f"exec(compile({code!r}, {f'{page.name}:setup'!r}, 'exec'))"
-             for code in SETUP.findall(page.read_text())]
+    parts = []
     for lang, line, code, skip in blocks(page):
-        if lang != "python" or skip:
+        if lang not in ("python", "setup") or skip:
             continue
         # each block keeps its line numbers in tracebacks
         parts.append(f"exec(compile({code!r}, {f'{page.name}:{line}'!r}, 'exec'))")
@@ -70,7 +78,7 @@ def test_python_blocks_run(page, tmp_path):
 
 def test_skipped_blocks_say_why():
     for page in PAGES:
-        for lang, line, _code, skip in blocks(page):
+        for _lang, line, _code, skip in blocks(page):
             if skip is not None:
                 assert len(skip) > 10, f"{page.name}:{line}: give the reason a block is not run"
 
