@@ -42,10 +42,22 @@ def source_index(g: int, n: int, rule: str) -> int | None:
             return 0
         m = g % (2 * n - 2)
         return m if m < n else 2 * n - 2 - m
-    if rule == "symmetric":  # mirror about the edges themselves, period 2n
+    if rule in ("symmetric", "antisymmetric"):  # mirror about the faces, period 2n
         m = g % (2 * n)
         return m if m < n else 2 * n - 1 - m
+    if rule == "antireflect":  # odd mirror about the edge nodes (one reflection: spec.py)
+        return source_index(g, n, "reflect")
     raise ValueError(f"unknown boundary rule {rule!r}")
+
+
+# Odd mirrors: the ghost is the negated cell it mirrors (Dirichlet walls). spec.check_widths
+# allows one reflection only, so every ghost beyond an end takes exactly one minus sign.
+NEGATED = ("antisymmetric", "antireflect")
+
+
+def negated(g: int, n: int, rule: str) -> bool:
+    """Whether ghost position `g` takes the negated value of its source cell."""
+    return rule in NEGATED and not 0 <= g < n
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -79,11 +91,13 @@ class SidePlan:
     rounds: tuple[Round, ...]
     local: np.ndarray | None      # [parts, width] own-block interior offset, or -1
     constant: np.ndarray | None   # [parts, width] True where the fill value goes
+    negate: np.ndarray | None = None  # [parts, width] True where the copied value is negated
 
     def covered_by_one_round(self, nonempty: np.ndarray) -> bool:
         """True when one round fills every ghost of every non-empty block straight from its
         buffer (buffer position j -> ghost j): then no gather or select is needed."""
-        if len(self.rounds) != 1 or self.local is not None or self.constant is not None:
+        if (len(self.rounds) != 1 or self.local is not None or self.constant is not None
+                or self.negate is not None):
             return False
         rnd = self.rounds[0]
         want = np.arange(self.width)
@@ -113,6 +127,7 @@ class AxisPlan:
 def _side(n, parts, chunk, extent, width, rule, side) -> SidePlan:
     local = np.full((parts, width), -1, np.int64)
     constant = np.zeros((parts, width), bool)
+    negate = np.zeros((parts, width), bool)
     links: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for b in range(parts):
         e = int(extent[b])
@@ -122,6 +137,7 @@ def _side(n, parts, chunk, extent, width, rule, side) -> SidePlan:
         first = start - width if side == "lo" else start + e
         for j in range(width):
             src = source_index(first + j, n, rule)
+            negate[b, j] = negated(first + j, n, rule)
             if src is None:
                 constant[b, j] = True
             elif src // chunk == b:
@@ -154,7 +170,7 @@ def _side(n, parts, chunk, extent, width, rule, side) -> SidePlan:
                 recv[receiver, j] = k
         rounds.append(Round(tuple(sorted(slot["links"])), send, recv))
     return SidePlan(width, tuple(rounds), local if (local >= 0).any() else None,
-                    constant if constant.any() else None)
+                    constant if constant.any() else None, negate if negate.any() else None)
 
 
 @functools.lru_cache(maxsize=512)

@@ -68,6 +68,8 @@ def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value
         index = _row(rnd.recv, block)
         safe = np.maximum(index, 0) if isinstance(index, np.ndarray) else jnp.maximum(index, 0)
         ghosts = _select(index >= 0, _take(got, safe, axis), ghosts, axis, blk.ndim)
+    if side.negate is not None:  # odd mirrors (Dirichlet walls): linear, so halo_reduce follows
+        ghosts = _select(~_row(side.negate, block), ghosts, -ghosts, axis, blk.ndim)
     if side.constant is not None and fill_value is not None:
         ghosts = _select(~_row(side.constant, block), ghosts,
                          jnp.asarray(fill_value, blk.dtype), axis, blk.ndim)
@@ -125,7 +127,7 @@ def strip_block(blk, layout: Layout):
 
 
 _NUMPY_MODE = {"periodic": "wrap", "constant": "constant", "edge": "edge", "reflect": "reflect",
-               "symmetric": "symmetric"}
+               "symmetric": "symmetric", "antisymmetric": "symmetric", "antireflect": "reflect"}
 
 
 def _local_pad(blk, axis: int, lo: int, hi: int, rule: str, value):
@@ -135,7 +137,14 @@ def _local_pad(blk, axis: int, lo: int, hi: int, rule: str, value):
     if rule == "constant":
         return jnp.pad(blk, widths, constant_values=jnp.zeros((), blk.dtype) if value is None
                        else value)
-    return jnp.pad(blk, widths, mode=_NUMPY_MODE[rule])
+    padded = jnp.pad(blk, widths, mode=_NUMPY_MODE[rule])
+    if rule in planning.NEGATED:  # the odd mirror: np.pad's even one with the ghosts negated
+        n = blk.shape[axis]
+        sign = np.concatenate([-np.ones(lo), np.ones(n), -np.ones(hi)]).astype(blk.dtype)
+        shape = [1] * blk.ndim
+        shape[axis] = -1
+        padded = padded * sign.reshape(shape)
+    return padded
 
 
 def _pad_block(blk, value, plans, rules, layout: Layout, halo, permute):
