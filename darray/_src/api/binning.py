@@ -251,7 +251,7 @@ def _edges(bins, range_, x: DistArray, dtype):
     """(edges as a numpy array or None when they must be computed in-program, nbins,
     uniform). Eagerly the range comes from one (min, max) reduction, like numpy's."""
     if isinstance(bins, str):
-        raise ValueError(f"bins={bins!r}: darray.histogram takes an int or an increasing "
+        raise TypeError(f"bins={bins!r}: darray.histogram takes an int or an increasing "
                          "sequence of edges (numpy's estimator names are not supported)")
     if np.ndim(bins) == 0:
         try:
@@ -289,7 +289,7 @@ def _edges(bins, range_, x: DistArray, dtype):
     return edges.astype(dtype), edges.size - 1, False
 
 
-def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
+def histogram(a, bins=10, range=None, weights=None, density=None):
     """The histogram of the values of `a` (numpy's ``np.histogram``, over the flattened array).
 
     Args:

@@ -125,17 +125,31 @@ class AxisPlan:
 
 
 def _side(n, parts, chunk, extent, width, rule, side) -> SidePlan:
+    windows = []
+    for b in range(parts):
+        e = int(extent[b])
+        if e == 0 or width == 0:
+            windows.append(None)
+            continue
+        windows.append((b * chunk - width if side == "lo" else b * chunk + e, width))
+    return _cells(n, parts, chunk, width, rule, windows)
+
+
+def _cells(n, parts, chunk, width, rule, windows) -> SidePlan:
+    """The plan that fills, on every receiving block b with ``windows[b] = (first, count)``,
+    slots ``0 .. count-1`` with the cells at logical positions ``first + j`` (mapped into the
+    array by `rule`); blocks with ``windows[b] = None`` and slots past `count` stay empty.
+    Senders are the `parts` blocks of `chunk` cells that own the array's `n` cells."""
     local = np.full((parts, width), -1, np.int64)
     constant = np.zeros((parts, width), bool)
     negate = np.zeros((parts, width), bool)
     links: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for b in range(parts):
-        e = int(extent[b])
-        if e == 0 or width == 0:
+    for b, window in enumerate(windows):
+        if window is None:
             continue
+        first, count = window
         start = b * chunk
-        first = start - width if side == "lo" else start + e
-        for j in range(width):
+        for j in range(count):
             src = source_index(first + j, n, rule)
             negate[b, j] = negated(first + j, n, rule)
             if src is None:
@@ -171,6 +185,22 @@ def _side(n, parts, chunk, extent, width, rule, side) -> SidePlan:
         rounds.append(Round(tuple(sorted(slot["links"])), send, recv))
     return SidePlan(width, tuple(rounds), local if (local >= 0).any() else None,
                     constant if constant.any() else None, negate if negate.any() else None)
+
+
+@functools.lru_cache(maxsize=256)
+def regrid_plan(n: int, parts: int, chunk: int, lo: int, hi: int, rule: str) -> SidePlan:
+    """The cells of ``np.pad(axis, (lo, hi), rule)`` cut in `parts` blocks of the padded
+    axis' own chunk, ``ceil((n + lo + hi) / parts)``: a SidePlan whose width is that chunk.
+
+    The padded array's blocks are not the input's (its chunk is larger), so each output block
+    gathers its cells from up to a few input blocks: the same rounds of ppermutes as a halo
+    exchange with wide ghosts, never an all-gather. Output padding stays empty."""
+    total = n + lo + hi
+    out_chunk = -(-total // parts)
+    windows = [(q * out_chunk - lo, max(0, min(out_chunk, total - q * out_chunk)))
+               for q in range(parts)]
+    windows = [w if w[1] else None for w in windows]
+    return _cells(n, parts, chunk, out_chunk, rule, windows)
 
 
 @functools.lru_cache(maxsize=512)
