@@ -139,6 +139,8 @@ def test_einsum_errors():
         darray.einsum(a, [0, 1])
     with pytest.raises(ValueError, match=r"holds \['1'\]"):
         darray.einsum("i1", a)
+    with pytest.raises(ValueError, match=r"broadcast axes \('...'\) in the operands but not"):
+        darray.einsum("i...->", a)
 
 
 # -- interp -----------------------------------------------------------------------------------

@@ -231,7 +231,8 @@ def _histogram_fn(layout: Layout, w_layout, nbins: int, uniform: bool, traced_ra
 
 
 def _edges_dtype(a_dtype):
-    return np.dtype(jnp.result_type(a_dtype, _dt.default_float()))
+    """numpy's: the input's float dtype; integers get the default float."""
+    return np.dtype(a_dtype) if a_dtype.kind == "f" else np.dtype(_dt.default_float())
 
 
 def _check_range(range_):

@@ -58,6 +58,10 @@ def _parse(subscripts: str, ndims) -> tuple[list[str], str]:
                              f"has {nd} axes")
         expanded.append(t)
     if arrow:
+        if ell and "..." not in out:
+            raise ValueError(f"einsum: subscripts={subscripts!r} has broadcast axes ('...') "
+                             "in the operands but not in the output; write '...' in the "
+                             "output too (numpy refuses this form as well)")
         out = out.replace("...", ell)
     else:
         counts = Counter("".join(expanded))
