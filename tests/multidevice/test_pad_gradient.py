@@ -108,7 +108,7 @@ def test_gradient_matches_numpy(shape, mesh_shape, spec, edge_order):
     x = put(host, mesh_shape, spec)
     coords = np.cumsum(rng.random(shape[0]) + 0.1)
     cases = [((), {}), ((0.5,), {}), ((coords, 0.25), {}), ((coords,), {"axis": 0}),
-             ((2.0,), {"axis": -1}), ((), {"axis": (1, 0)})]
+             ((2.0,), {"axis": -1}), ((), {"axis": (1, 0)}), ((), {"axis": (1,)})]
     for args, kw in cases:
         got = darray.gradient(x, *args, edge_order=edge_order, **kw)
         ref = np.gradient(host, *args, edge_order=edge_order, **kw)

@@ -216,7 +216,8 @@ def gradient(f, *varargs, axis=None, edge_order=1):
       edge_order: 1 or 2.
 
     Returns:
-      One DistArray (one axis) or a tuple of them (one per axis, in order), of f's float dtype
+      One DistArray when one axis is differentiated (also for ``axis=(a,)``, as numpy), else a
+      tuple of them (one per axis, in order), of f's float dtype
       (integer input gives the default float dtype).
 
     Layout:
@@ -249,5 +250,4 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         table = np.pad(table, ((0, 0), (0, padded - f.shape[a]))).astype(real)
         fn = _gradient_fn(f.layout, a, edge_order, np.dtype(dtype))
         results.append(DistArray._new(fn(f.data, table), f.layout))
-    return results[0] if len(results) == 1 and (axis is not None and np.ndim(axis) == 0
-                                                  or f.ndim == 1) else tuple(results)
+    return results[0] if len(results) == 1 else tuple(results)  # numpy's rule
