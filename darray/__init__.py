@@ -145,6 +145,12 @@ from darray._src.api.statistical import count_nonzero as count_nonzero
 from darray._src.api.searching import nonzero as nonzero
 from darray._src.api.searching import searchsorted as searchsorted
 from darray._src.api.searching import where as where
+from darray._src.api.binning import bincount as bincount
+from darray._src.api.binning import histogram as histogram
+from darray._src.api.numerical import einsum as einsum
+from darray._src.api.numerical import interp as interp
+from darray._src.api.stencils import gradient as gradient
+from darray._src.api.stencils import pad as pad
 from darray._src.api.creation_extra import from_dlpack as from_dlpack
 from darray._src.api.creation_extra import meshgrid as meshgrid
 from darray._src.api.creation_extra import tril as tril

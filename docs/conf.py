@@ -58,7 +58,7 @@ html_static_path = ["_static"]
 # -- API lists generated from the modules ---------------------------------------------------
 PUBLIC_MODULES = {
     "darray": "The namespace: creation, elementwise, statistical, manipulation, indexing, "
-              "searching, sorting, sets, halos and blocks, transforms.",
+              "searching, sorting, sets, halos and blocks, binning and stencils, transforms.",
     "darray.fft": "The Array API fft extension, distributed (plus real-to-real transforms).",
     "darray.linalg": "The Array API linear algebra extension.",
     "darray.random": "Random fields that are the same on any mesh and process count.",

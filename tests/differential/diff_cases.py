@@ -5,3 +5,4 @@ import cases_manipulation  # noqa: F401
 import cases_linalg_fft  # noqa: F401
 import cases_creation  # noqa: F401
 import cases_extra  # noqa: F401
+import cases_numerical  # noqa: F401

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api import dtypes as _dt
+from darray._src.api import reduce_scatter
 from darray._src.api._helpers import is_plain, normalize_axes, normalize_axis, run_physical
 from darray._src.api.common import apply_logical, check_array, masked_physical, valid_mask
 from darray._src.array import DistArray
@@ -154,7 +155,7 @@ _LAYOUT = """
 """
 
 
-def sum(x, /, *, axis=None, dtype=None, keepdims=False) -> DistArray:  # noqa: A001
+def sum(x, /, *, axis=None, dtype=None, keepdims=False, spec=None) -> DistArray:  # noqa: A001
     """Sum over `axis` (an int, a tuple of ints, or None for all axes).
 
     Args:
@@ -163,10 +164,22 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False) -> DistArray:  # noqa: A
       dtype: accumulator/result dtype; default: the standard's (signed ints widen to the
         default integer dtype, unsigned ints to the default unsigned one, floats keep theirs).
       keepdims: keep reduced axes with length 1.
+      spec: the result's split (a PartitionSpec-like tuple, one entry per result axis, as
+        in darray.asarray); default: x's layout without the reduced axes. Splitting result
+        axes over the mesh axes the reduction frees compiles to a reduce-scatter
+        (``lax.psum_scatter``: each device receives only its block of the sum) instead of an
+        all-reduce plus a slice; see api/reduce_scatter.py.
     """
     x = check_array(x)
     # bool is summed as the default integer (numpy does too; the standard leaves it open)
-    return reduce(x, _sum_kernel, axis, keepdims, sum_dtype(x.dtype, dtype, "sum"), fname="sum")
+    dtype = sum_dtype(x.dtype, dtype, "sum")
+    if spec is None:
+        return reduce(x, _sum_kernel, axis, keepdims, dtype, fname="sum")
+    axes = tuple(range(x.ndim)) if axis is None else tuple(sorted(normalize_axes(axis, x.ndim)))
+    x = plain(x)
+    return reduce_scatter.sum_to(
+        x, axes, bool(keepdims), dtype, reduced_layout(x.layout, axes, keepdims), spec,
+        lambda: reduce(x, _sum_kernel, axis, keepdims, dtype, fname="sum"))
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False) -> DistArray:

@@ -16,6 +16,7 @@ from darray._src import physical
 from darray._src.backends import Registry
 from darray._src.array import DistArray
 from darray._src.api.common import check_array
+from darray._src.halo import plan as halo_plan
 from darray._src.halo import spec as halo_spec
 from darray._src.layout import Layout
 from darray._src.program_cache import MEDIUM, program_cache
@@ -78,7 +79,11 @@ def halo(x, width=1, *, boundary="periodic", axes=None, fill_value=0, backend=No
         then come from further blocks, one more ppermute per hop).
       boundary: what lies beyond the array's ends: ``"periodic"`` (numpy's ``"wrap"``),
         ``"constant"`` (`fill_value`), ``"edge"``, ``"reflect"`` or ``"symmetric"``, as in
-        ``np.pad``; one string or one per array axis.
+        ``np.pad``; or a Dirichlet wall: ``"antisymmetric"`` (``-np.pad(mode="symmetric")``,
+        the odd mirror about the face: cell-centred walls, DST-II) or ``"antireflect"``
+        (``-np.pad(mode="reflect")``, the odd mirror about the edge node: DST-I). One string
+        or one per array axis. The odd mirrors take widths up to the axis length
+        (antisymmetric) or the axis length - 1 (antireflect).
       axes: the axes that get ghosts; default every axis, split or not (a stencil needs its
         neighbours along all axes; on an unsplit axis the ghosts are a local copy).
       fill_value: the scalar for ``boundary="constant"``.
@@ -101,6 +106,10 @@ def halo(x, width=1, *, boundary="periodic", axes=None, fill_value=0, backend=No
     rules = halo_spec.normalize_boundary(boundary, x.ndim)
     halo_spec.check_widths(widths, rules, x.shape)
     _check_fill_value(fill_value, x.dtype)
+    odd = [r for (lo, hi), r in zip(widths, rules) if (lo or hi) and r in halo_plan.NEGATED]
+    if odd and x.dtype == jnp.bool_:
+        raise TypeError(f"boundary={odd[0]!r} negates ghosts, which a bool array cannot hold; "
+                        f"use a numeric dtype or another boundary rule")
     out_layout = x.layout.without_halo().with_halo(widths)
     fn = _fill_fn(x.layout, out_layout, _rules_key(widths, rules),
                   _HALO_BACKENDS.requested(backend))
@@ -135,6 +144,7 @@ def halo_reduce(y, *, boundary="periodic", backend=None) -> DistArray:
       boundary: the rule the ghosts were filled with (the Layout records widths, not the rule):
         ``"periodic"`` adds across the wrap; ``"constant"`` drops ghosts beyond the array ends;
         ``"edge"`` adds them into the edge cell; ``"reflect"`` / ``"symmetric"`` into the
+        mirrored cells; ``"antireflect"`` / ``"antisymmetric"`` subtract them from the
         mirrored cells. One string or one per axis.
       backend: halo backend name (default ``$DARRAY_HALO_BACKEND`` or ``"jax"``).
 

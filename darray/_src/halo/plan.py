@@ -42,10 +42,22 @@ def source_index(g: int, n: int, rule: str) -> int | None:
             return 0
         m = g % (2 * n - 2)
         return m if m < n else 2 * n - 2 - m
-    if rule == "symmetric":  # mirror about the edges themselves, period 2n
+    if rule in ("symmetric", "antisymmetric"):  # mirror about the faces, period 2n
         m = g % (2 * n)
         return m if m < n else 2 * n - 1 - m
+    if rule == "antireflect":  # odd mirror about the edge nodes (one reflection: spec.py)
+        return source_index(g, n, "reflect")
     raise ValueError(f"unknown boundary rule {rule!r}")
+
+
+# Odd mirrors: the ghost is the negated cell it mirrors (Dirichlet walls). spec.check_widths
+# allows one reflection only, so every ghost beyond an end takes exactly one minus sign.
+NEGATED = ("antisymmetric", "antireflect")
+
+
+def negated(g: int, n: int, rule: str) -> bool:
+    """Whether ghost position `g` takes the negated value of its source cell."""
+    return rule in NEGATED and not 0 <= g < n
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -79,11 +91,13 @@ class SidePlan:
     rounds: tuple[Round, ...]
     local: np.ndarray | None      # [parts, width] own-block interior offset, or -1
     constant: np.ndarray | None   # [parts, width] True where the fill value goes
+    negate: np.ndarray | None = None  # [parts, width] True where the copied value is negated
 
     def covered_by_one_round(self, nonempty: np.ndarray) -> bool:
         """True when one round fills every ghost of every non-empty block straight from its
         buffer (buffer position j -> ghost j): then no gather or select is needed."""
-        if len(self.rounds) != 1 or self.local is not None or self.constant is not None:
+        if (len(self.rounds) != 1 or self.local is not None or self.constant is not None
+                or self.negate is not None):
             return False
         rnd = self.rounds[0]
         want = np.arange(self.width)
@@ -111,17 +125,33 @@ class AxisPlan:
 
 
 def _side(n, parts, chunk, extent, width, rule, side) -> SidePlan:
-    local = np.full((parts, width), -1, np.int64)
-    constant = np.zeros((parts, width), bool)
-    links: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    windows = []
     for b in range(parts):
         e = int(extent[b])
         if e == 0 or width == 0:
+            windows.append(None)
             continue
+        windows.append((b * chunk - width if side == "lo" else b * chunk + e, width))
+    return _cells(n, parts, chunk, width, rule, windows)
+
+
+def _cells(n, parts, chunk, width, rule, windows) -> SidePlan:
+    """The plan that fills, on every receiving block b with ``windows[b] = (first, count)``,
+    slots ``0 .. count-1`` with the cells at logical positions ``first + j`` (mapped into the
+    array by `rule`); blocks with ``windows[b] = None`` and slots past `count` stay empty.
+    Senders are the `parts` blocks of `chunk` cells that own the array's `n` cells."""
+    local = np.full((parts, width), -1, np.int64)
+    constant = np.zeros((parts, width), bool)
+    negate = np.zeros((parts, width), bool)
+    links: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for b, window in enumerate(windows):
+        if window is None:
+            continue
+        first, count = window
         start = b * chunk
-        first = start - width if side == "lo" else start + e
-        for j in range(width):
+        for j in range(count):
             src = source_index(first + j, n, rule)
+            negate[b, j] = negated(first + j, n, rule)
             if src is None:
                 constant[b, j] = True
             elif src // chunk == b:
@@ -154,7 +184,25 @@ def _side(n, parts, chunk, extent, width, rule, side) -> SidePlan:
                 recv[receiver, j] = k
         rounds.append(Round(tuple(sorted(slot["links"])), send, recv))
     return SidePlan(width, tuple(rounds), local if (local >= 0).any() else None,
-                    constant if constant.any() else None)
+                    constant if constant.any() else None, negate if negate.any() else None)
+
+
+@functools.lru_cache(maxsize=256)
+def regrid_plan(n: int, parts: int, chunk: int, lo: int, hi: int, rule: str) -> SidePlan:
+    """The cells of ``np.pad(axis, (lo, hi), rule)`` cut in `parts` blocks of the padded
+    axis' own chunk, ``ceil((n + lo + hi) / parts)``: a SidePlan whose width is that chunk.
+
+    The padded array's blocks are not the input's (its chunk is larger), so each output block
+    gathers its cells from up to a few input blocks: the same rounds of ppermutes as a halo
+    exchange with wide ghosts, never an all-gather. Output padding stays empty. Planning walks
+    the axis cell by cell (about 0.7 s for 10^6 cells on one core), once per shape: plans are
+    cached."""
+    total = n + lo + hi
+    out_chunk = -(-total // parts)
+    windows = [(q * out_chunk - lo, max(0, min(out_chunk, total - q * out_chunk)))
+               for q in range(parts)]
+    windows = [w if w[1] else None for w in windows]
+    return _cells(n, parts, chunk, out_chunk, rule, windows)
 
 
 @functools.lru_cache(maxsize=512)

@@ -11,7 +11,8 @@ from darray._src.axes import normalize_axis
 from darray._src.errors import LayoutError
 
 # Boundary rules, named as darray spells them, with numpy's np.pad names accepted as aliases.
-BOUNDARIES = ("periodic", "constant", "edge", "reflect", "symmetric")
+BOUNDARIES = ("periodic", "constant", "edge", "reflect", "symmetric", "antisymmetric",
+              "antireflect")
 _ALIASES = {"wrap": "periodic"}
 NUMPY_MODE = {"periodic": "wrap", "constant": "constant", "edge": "edge", "reflect": "reflect",
               "symmetric": "symmetric"}
@@ -111,9 +112,18 @@ def normalize_boundary(boundary, ndim: int) -> tuple[str, ...]:
 
 
 def check_widths(widths: Widths, boundaries: Sequence[str], shape: Sequence[int]) -> None:
-    """Refuse widths that no boundary rule can serve (an empty axis with ghosts)."""
+    """Refuse widths that no boundary rule can serve: an empty axis with ghosts, or an odd
+    mirror wider than the cells it mirrors (one reflection is the Dirichlet extension; np.pad's
+    repeated reflections would not flip the sign again, so there is no single meaning)."""
     for axis, ((lo, hi), n, rule) in enumerate(zip(widths, shape, boundaries)):
         if (lo or hi) and n == 0 and rule != "constant":
             raise LayoutError(f"width={(lo, hi)} on axis {axis} of length 0: there are no "
                               f"cells to fill ghosts from with boundary={rule!r}; use width 0 "
                               f"on this axis or boundary='constant'")
+        room = {"antisymmetric": n, "antireflect": n - 1}.get(rule)
+        if room is not None and max(lo, hi) > room:
+            mirrored = ("the axis length" if rule == "antisymmetric"
+                        else "the axis length - 1 (the edge node is its own mirror)")
+            raise LayoutError(f"width={(lo, hi)} on axis {axis} of length {n} with "
+                              f"boundary={rule!r}: the odd mirror has only {room} cell(s) to "
+                              f"mirror; widths up to {mirrored} are accepted")

@@ -68,6 +68,8 @@ def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value
         index = _row(rnd.recv, block)
         safe = np.maximum(index, 0) if isinstance(index, np.ndarray) else jnp.maximum(index, 0)
         ghosts = _select(index >= 0, _take(got, safe, axis), ghosts, axis, blk.ndim)
+    if side.negate is not None:  # odd mirrors (Dirichlet walls): linear, so halo_reduce follows
+        ghosts = _select(~_row(side.negate, block), ghosts, -ghosts, axis, blk.ndim)
     if side.constant is not None and fill_value is not None:
         ghosts = _select(~_row(side.constant, block), ghosts,
                          jnp.asarray(fill_value, blk.dtype), axis, blk.ndim)
@@ -125,7 +127,7 @@ def strip_block(blk, layout: Layout):
 
 
 _NUMPY_MODE = {"periodic": "wrap", "constant": "constant", "edge": "edge", "reflect": "reflect",
-               "symmetric": "symmetric"}
+               "symmetric": "symmetric", "antisymmetric": "symmetric", "antireflect": "reflect"}
 
 
 def _local_pad(blk, axis: int, lo: int, hi: int, rule: str, value):
@@ -135,7 +137,14 @@ def _local_pad(blk, axis: int, lo: int, hi: int, rule: str, value):
     if rule == "constant":
         return jnp.pad(blk, widths, constant_values=jnp.zeros((), blk.dtype) if value is None
                        else value)
-    return jnp.pad(blk, widths, mode=_NUMPY_MODE[rule])
+    padded = jnp.pad(blk, widths, mode=_NUMPY_MODE[rule])
+    if rule in planning.NEGATED:  # the odd mirror: np.pad's even one with the ghosts negated
+        n = blk.shape[axis]
+        sign = np.concatenate([-np.ones(lo), np.ones(n), -np.ones(hi)]).astype(blk.dtype)
+        shape = [1] * blk.ndim
+        shape[axis] = -1
+        padded = padded * sign.reshape(shape)
+    return padded
 
 
 def _pad_block(blk, value, plans, rules, layout: Layout, halo, permute):
@@ -192,6 +201,53 @@ def fill(data, fill_value, *, in_layout: Layout, out_layout: Layout, rules,
     body = compat.shard_map(per_device, mesh=in_layout.mesh,
                             in_specs=(spec, jax.sharding.PartitionSpec()), out_specs=spec)
     return body(data, jnp.asarray(fill_value, data.dtype))
+
+
+def pad(data, values, *, in_layout: Layout, out_layout: Layout, widths, rules,
+        permute=compat.ppermute_blocks) -> jax.Array:
+    """Physical data of `in_layout` (no ghosts) -> that of ``np.pad(x, widths, rule)`` in
+    `out_layout` (the same split, longer axes), axis by axis as np.pad pads.
+
+    An axis in one part is padded locally (jnp.pad). A split axis changes its blocking (the
+    padded axis has a larger chunk), so each output block gathers its cells with the rounds of
+    `plan.regrid_plan`: ppermutes of the cells each block needs, never an all-gather.
+    `values` is an (ndim, 2) array of the constant rule's (before, after) values.
+    """
+    def per_device(blk, vals):
+        for axis, ((lo, hi), rule) in enumerate(zip(widths, rules)):
+            if not (lo or hi):
+                continue
+            n, parts = in_layout.shape[axis], in_layout.parts(axis)
+            if parts == 1:
+                cut = [(0, 0)] * blk.ndim
+                cut[axis] = (lo, hi)
+                if rule == "constant":
+                    blk = _pad_constant(jnp.pad(blk, cut), axis, lo, n, 0, vals[axis])
+                else:
+                    blk = jnp.pad(blk, cut, mode=_NUMPY_MODE[rule])
+                continue
+            names = in_layout.split[axis]
+            side = planning.regrid_plan(n, parts, in_layout.chunk(axis), lo, hi, rule)
+            block = lax.axis_index(names)
+            out_chunk = out_layout.chunk(axis)
+            nonempty = np.arange(parts) * out_chunk < out_layout.shape[axis]
+            blk = _side(blk, side, nonempty, axis, names, block, None, in_layout.mesh, permute)
+            if rule == "constant":
+                blk = _pad_constant(blk, axis, lo, n, block * out_chunk, vals[axis])
+        return blk
+    fn = compat.shard_map(per_device, mesh=in_layout.mesh,
+                          in_specs=(in_layout.spec, jax.sharding.PartitionSpec()),
+                          out_specs=out_layout.spec)
+    return fn(data, values)
+
+
+def _pad_constant(blk, axis: int, lo: int, n: int, start, values):
+    """Cells before the array (global position < lo) take values[0], after it values[1]."""
+    shape = [1] * blk.ndim
+    shape[axis] = blk.shape[axis]
+    g = start + lax.broadcasted_iota(np.int32, tuple(shape), axis)
+    before, after = values[0].astype(blk.dtype), values[1].astype(blk.dtype)
+    return jnp.where(g < lo, before, jnp.where(g >= lo + n, after, blk))
 
 
 def unhalo(data, *, in_layout: Layout) -> jax.Array:
