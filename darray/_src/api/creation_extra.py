@@ -5,10 +5,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src import physical
 from darray._src.api._helpers import check_same_mesh
 from darray._src.api.common import apply_logical, apply_physical, check_array
 from darray._src.api.statistical import plain
-from darray._src import physical
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 from darray._src.placement import make_layout

@@ -9,8 +9,8 @@ import numpy as np
 
 from darray._src import physical
 from darray._src.api.common import apply_logical
-from darray._src.axes import positive_length
 from darray._src.array import DistArray
+from darray._src.axes import positive_length
 from darray._src.layout import Layout
 from darray._src.placement import make_layout
 from darray._src.program_cache import SMALL, program_cache
