@@ -294,6 +294,9 @@ def _reverse(plan: Plan, kind: str, sizes=None, kernels=None) -> Plan:
         elif s.kind == "r2r":
             stages.append(LocalFFT(s.axes, "r2r", True, tuple(sizes[a] for a in s.axes),
                                    tuple(kernels[a] for a in s.axes)))
+        elif s.kernels:  # a mixed transform's complex stage: the inverse call's kernels
+            stages.append(LocalFFT(s.axes, "c2c", True, s.sizes,
+                                   tuple(kernels[a] for a in s.axes)))
         elif s.kind == "r2c":
             stages.append(LocalFFT(s.axes, "c2r", True, s.sizes))
         else:

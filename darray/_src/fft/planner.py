@@ -87,7 +87,7 @@ def _local(axes_in_order, kind, inverse, size_of, kernel_of):
     k = "r2r" if kind == "r2r" else "c2c"
     return LocalFFT(tuple(axes_in_order), k, inverse,
                     tuple(size_of[a] for a in axes_in_order),
-                    tuple(kernel_of[a] for a in axes_in_order) if kind == "r2r" else ())
+                    tuple(kernel_of[a] for a in axes_in_order) if kernel_of else ())
 
 
 def _merged(layout: Layout, axes, kind, inverse, sizes, kernels) -> list[Plan]:
@@ -325,9 +325,10 @@ def plan(layout: Layout, axes, kind, inverse, sizes, kernels=(), strategy="auto"
         raise ValueError(f"strategy={strategy!r} is not accepted; use one of {STRATEGIES}")
     if layout.has_halo or layout.order != tuple(range(layout.ndim)):
         raise PlanError(f"plan_fft needs a layout without halo in natural order, got {layout!r}")
-    if (kind == "r2r") != bool(kernels) or (kernels and len(kernels) != len(axes)):
-        raise ValueError(f"kernels={kernels!r}: r2r needs one kernel per axis of {axes}, "
-                         f"other kinds none")
+    if (kind == "r2r" and not kernels) or (kernels and len(kernels) != len(axes)):
+        raise ValueError(f"kernels={kernels!r}: r2r needs one kernel per axis of {axes}; "
+                         f"other kinds none, or one per axis (a mixed transform: the c2c "
+                         f"stages run them, the r2c/c2r axis's entry is unused)")
     if strategy == "auto" and _sets_aside_size_one(layout):
         return _without_size_one(layout, axes, kind, inverse, sizes, kernels)
     if kind == "c2r" or (kind in ("c2c", "r2r") and inverse):
@@ -363,7 +364,9 @@ def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
         a dct's output returns to the dct's input layout); r2c is always forward, c2r inverse.
       sizes: transform length per axis (numpy's ``s``; for c2r the real output length; for
         r2r the output length of each kernel).
-      kernels: r2r only, one hashable kernel per axis of `axes`.
+      kernels: one hashable kernel per axis of `axes`: required for r2r; for c2c, r2c and
+        c2r optional (a mixed transform, darray._src.fft.mixed: the complex stages run the
+        kernels instead of an FFT; the r2c/c2r axis's own entry is not used).
       strategy: "auto" (the cheapest plan by the cost model in planner.py: merged slabs,
         folds) or "pencil" (only the one-group-at-a-time rotation of rule 1).
 
