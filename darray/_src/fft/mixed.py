@@ -231,4 +231,4 @@ def itransformn(y, kinds, *, s=None, axes=None, norm="backward") -> DistArray:
                                                            True)
 
 
-__all__ = ["FFTKernel", "KINDS", "itransformn", "transformn"]
+__all__ = ["KINDS", "FFTKernel", "itransformn", "transformn"]

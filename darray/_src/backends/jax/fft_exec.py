@@ -232,6 +232,8 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
         if stage.kind == "r2r":
             block = apply_r2r_stage(block, [order.index(a) for a in stage.axes],
                                     stage.kernels)
+        elif stage.kind in ("r2c", "c2r") and stage.kernels:  # a padded real axis
+            block = stage.kernels[0](block, order.index(stage.axes[0]))
         elif stage.kernels:
             block = apply_mixed_stage(block, [order.index(a) for a in stage.axes],
                                       stage.kernels)
