@@ -41,7 +41,7 @@ from darray._src.backends.jax import local_fft
 
 
 def fine_length(coarse: int, factor: float) -> int:
-    return int(math.floor(coarse * factor + 1e-9))
+    return math.floor(coarse * factor + 1e-9)
 
 
 def _factor(norm: str, coarse: int, fine: int, inverse: bool) -> float:
@@ -187,7 +187,7 @@ def padded_shapes(x_shape, axes, s, factors, kind, inverse, fname):
         elif inverse:
             n = 2 * (have - 1) if real_last else have
         else:
-            n = max(1, int(round(have / p)))
+            n = max(1, round(have / p))
         m = fine_length(n, p)
         if inverse:
             want = n // 2 + 1 if real_last else n
