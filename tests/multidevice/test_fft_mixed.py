@@ -67,7 +67,7 @@ def _matrix():
                 fast = (i + j + k) % 3 == 0 or case == "pencil2x4" and k == 1
                 marks = () if fast else (pytest.mark.slow,)
                 out.append(pytest.param(kinds, case, shape, marks=marks,
-                                        id=f"{'-'.join(kinds)}-{case}-{'even uneven'.split()[k]}"))
+                                        id=f"{'-'.join(kinds)}-{case}-{('even', 'uneven')[k]}"))
     return out
 
 
