@@ -34,6 +34,11 @@ then darray's slab does its transposing copy on the send side of each exchange
 (fft_exec._orders_before_exchange; 0.97x the time of the receive-side copy that the minimal
 program keeps), so the two programs differ in where that copy sits, not in how many there are.
 
+Issue #30's rows ("spectral ...", also alone with --spectral): mixed per-axis transforms
+(transformn+itransformn) and dstn/dctn against rfftn+irfftn and fftn+ifftn of the same shape,
+and the 3/2-padded real round trip against the unpadded one at the fine size; a printed line
+lists the collectives in the compiled program of k-space arithmetic with `wavenumbers` (none).
+
 Usage: python benchmarks/bench_fft.py [--small] [--sizes 128 256] [--repeats 15] [--skip-naive]
 (--small: 16^3 and 32^3, 2 repeats: a smoke run for CI). Load averages before and after are
 printed: on a shared machine compare rows of one run, never across runs.
@@ -151,6 +156,60 @@ def _planner_rows(n, repeats):
     return rows
 
 
+MIXED_KINDS = (("fft", "dct1", "rfft"), ("dct2", "fft", "rfft"), ("dst2", "dct2", "dst4"))
+
+
+def _spectral_rows(n, repeats):
+    """Issue #30's rows on the (2, 4) pencil input, float32: the reference round trips of the
+    same shape (fftn, rfftn, dctn, dstn), mixed transforms (transformn+itransformn), and the
+    3/2-padded real round trip (irfftn then rfftn with padding=1.5, from the coarse spectrum)
+    against the unpadded real round trip at the fine size floor(1.5 n)."""
+    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    xr = darray.asarray(_host(n, np.float32), mesh=mesh, spec=("x", "y"))
+    xc = darray.asarray(_host(n, np.complex64), mesh=mesh, spec=("x", "y"))
+    s = (n, n, n)
+    rows = [
+        _row("spectral pencil(2,4) fftn+ifftn c64", jax.jit(lambda v: dfft.ifftn(dfft.fftn(v))),
+             xc, repeats, n),
+        _row("spectral pencil(2,4) rfftn+irfftn f32",
+             jax.jit(lambda v: dfft.irfftn(dfft.rfftn(v), s=s)), xr, repeats, n),
+        _row("spectral pencil(2,4) dctn+idctn t2 f32",
+             jax.jit(lambda v: dfft.idctn(dfft.dctn(v))), xr, repeats, n),
+        _row("spectral pencil(2,4) dstn+idstn t2 f32",
+             jax.jit(lambda v: dfft.idstn(dfft.dstn(v))), xr, repeats, n)]
+    for kinds in MIXED_KINDS:
+        rows.append(_row(f"spectral pencil(2,4) mixed {','.join(kinds)} f32",
+                         jax.jit(lambda v, k=kinds: dfft.itransformn(dfft.transformn(v, k), k,
+                                                                     s=s)),
+                         xr, repeats, n))
+    m = int(1.5 * n)
+    k = dfft.rfftn(xr)
+    rows.append(_row(f"spectral pencil(2,4) padded 1.5 irfftn+rfftn {n}->{m}",
+                     jax.jit(lambda v: dfft.rfftn(dfft.irfftn(v, s=s, padding=1.5), s=s,
+                                                  padding=1.5)), k, repeats, n))
+    xf = darray.asarray(_host(m, np.float32), mesh=mesh, spec=("x", "y"))
+    rows.append(_row(f"spectral pencil(2,4) unpadded rfftn+irfftn at {m}",
+                     jax.jit(lambda v: dfft.irfftn(dfft.rfftn(v), s=(m, m, m))), xf, repeats,
+                     n))
+    return rows
+
+
+def wavenumber_collectives(n):
+    """The collectives in the compiled program of k-space arithmetic with `wavenumbers`
+    (issue #30: it must add none): `1j * kx * k / (kx^2 + ky^2 + kz^2 + 1)`."""
+    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    xr = darray.asarray(_host(n, np.float32), mesh=mesh, spec=("x", "y"))
+    k = dfft.rfftn(xr)
+    kx, ky, kz = dfft.wavenumbers(k, s=xr.shape)
+
+    def arithmetic(kd):
+        kk = darray.DistArray._new(kd, k.layout)
+        return (1j * kx * kk / (kx ** 2 + ky ** 2 + kz ** 2 + 1)).data
+    text = jax.jit(arithmetic).lower(k.data).compile().as_text()
+    names = ("all-gather", "all-reduce", "all-to-all", "collective-permute", "reduce-scatter")
+    return [c for c in names if c + "(" in text or c + "-start(" in text]
+
+
 def _host(n, dtype):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n, n)).astype(np.float32)
@@ -193,7 +252,7 @@ def _jaxdecomp_rows(n, repeats):
         return []
 
 
-def run(n, repeats, naive=True):
+def run(n, repeats, naive=True, spectral_only=False):
     rows = []
     single = jax.devices()[0]
     x1 = jax.device_put(_host(n, np.complex64), single)
@@ -201,6 +260,9 @@ def run(n, repeats, naive=True):
                      jax.jit(lambda v: jnp.fft.ifftn(jnp.fft.fftn(v))), x1, repeats, n))
     mesh = compat.make_auto_mesh((8,), ("d",))
     xs = jax.device_put(_host(n, np.complex64), NamedSharding(mesh, P("d")))
+    if spectral_only:
+        rows += _spectral_rows(n, repeats)
+        return _timed(rows, repeats, n)
     if naive:
         rows.append(_row("jnp naive on sharded (8,) fftn+ifftn c64",
                          jax.jit(lambda v: jnp.fft.ifftn(jnp.fft.fftn(v))), xs, repeats, n))
@@ -208,7 +270,12 @@ def run(n, repeats, naive=True):
     rows += _minimal_slab_row(n, repeats)
     rows += _darray_rows(n, (2, 4), ("x", "y"), repeats, "pencil(2,4)")
     rows += _planner_rows(n, repeats)
+    rows += _spectral_rows(n, repeats)
     rows += _jaxdecomp_rows(n, repeats)
+    return _timed(rows, repeats, n)
+
+
+def _timed(rows, repeats, n):
     timings = time_interleaved([r["program"] for r in rows], repeats, f"bench_fft {n}^3")
     for r in rows:
         r["seconds"], r["min_seconds"], r["cpu_seconds"] = timings[r.pop("program")[0]]
@@ -220,7 +287,7 @@ def report(rows):
     for r in rows:
         by_n.setdefault(r["n"], []).append(r)
     for n, rs in by_n.items():
-        single = next(r for r in rs if r["name"].startswith("jnp single"))
+        single = next((r for r in rs if r["name"].startswith("jnp single")), None)
         jd = next((r for r in rs if r["name"].startswith("jaxDecomp")), None)
         print(f"\n== {n}^3 ==")
         print(f"{'program':42s} {'med ms':>7s} {'min ms':>7s} {'cpu ms':>7s} {'x1 med':>6s} "
@@ -254,6 +321,7 @@ def report(rows):
                 label = " ".join(r["name"].split()[2:-1])
                 print(f"  {label} / rfftn+irfftn (pencil input) = "
                       f"{r['seconds'] / real['seconds']:.2f}")
+        _report_spectral(named)
         for r in rs:
             if r["name"].startswith("darray") and "rfftn" in r["name"]:
                 label = r["name"].split()[1]
@@ -262,12 +330,40 @@ def report(rows):
                           f"{r['seconds'] / complex_rt[label]:.2f}")
 
 
+def _report_spectral(named):
+    """Issue #30's ratios (median wall time; CPU time in brackets)."""
+    def get(tail):
+        return next((r for name, r in named.items()
+                     if name.startswith("spectral") and name.endswith(tail)), None)
+
+    def ratio(a, b):
+        return f"{a['seconds'] / b['seconds']:.2f} (cpu {a['cpu_seconds'] / b['cpu_seconds']:.2f})"
+    c2c, real = get("fftn+ifftn c64"), get("rfftn+irfftn f32")
+    dct, dst = get("dctn+idctn t2 f32"), get("dstn+idstn t2 f32")
+    if not (c2c and real):
+        return
+    if dct and dst:
+        print(f"  spectral: dctn+idctn / rfftn+irfftn = {ratio(dct, real)}; dstn+idstn / "
+              f"rfftn+irfftn = {ratio(dst, real)}; dstn / dctn = {ratio(dst, dct)}")
+    for kinds in MIXED_KINDS:
+        mixed = get(f"mixed {','.join(kinds)} f32")
+        if mixed:
+            print(f"  spectral: mixed {','.join(kinds)} / rfftn+irfftn = {ratio(mixed, real)}; "
+                  f"/ fftn+ifftn c64 = {ratio(mixed, c2c)}")
+    padded = next((r for name, r in named.items() if "padded 1.5" in name), None)
+    fine = next((r for name, r in named.items() if "unpadded rfftn+irfftn at" in name), None)
+    if padded and fine:
+        print(f"  spectral: padded 1.5 round trip / unpadded round trip at the fine size = "
+              f"{ratio(padded, fine)} (target <= 1.3)")
+
+
 def _table_rows(rows):
     """The JSON/plot rows: median wall time and its ratio to the single-device row of that n
     (the 1-D prime rows too: the table keeps one reference per size, as the printed one)."""
     table = []
     for r in rows:
-        single = next(s for s in rows if s["n"] == r["n"] and s["name"].startswith("jnp single"))
+        single = next((s for s in rows if s["n"] == r["n"]
+                       and s["name"].startswith("jnp single")), r)
         table.append(make_row(r["name"], f"{r['n']}^3", r["mesh"], r["seconds"],
                               r["seconds"] / single["seconds"],
                               min_time_ms=r["min_seconds"] * 1e3,
@@ -283,6 +379,9 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--skip-naive", action="store_true",
                         help="leave out the (slow, all-gathering) naive jnp row")
+    parser.add_argument("--spectral", action="store_true",
+                        help="only issue #30's rows (mixed, padded, dct/dst) and their "
+                             "references")
     parser.add_argument("--json", default=str(default_json_path("bench_fft")),
                         help="where to write the table as JSON, a PNG plot beside it "
                              "(default benchmarks/results/bench_fft.json)")
@@ -295,7 +394,9 @@ def main(argv=None):
     rows = []
     load_before = os.getloadavg()
     for n in sizes:
-        rows += run(n, repeats, naive=not args.skip_naive)
+        rows += run(n, repeats, naive=not args.skip_naive, spectral_only=args.spectral)
+        print(f"# wavenumber arithmetic at {n}^3: collectives in its compiled program: "
+              f"{wavenumber_collectives(n) or 'none'}")
     print(f"# load average (1 min) before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores; {repeats} interleaved rounds; jax {jax.__version__}")
     report(rows)

@@ -21,3 +21,6 @@ from darray._src.fft.freq import fftfreq as fftfreq
 from darray._src.fft.freq import rfftfreq as rfftfreq
 from darray._src.fft.freq import fftshift as fftshift
 from darray._src.fft.freq import ifftshift as ifftshift
+from darray._src.fft.freq import wavenumbers as wavenumbers
+from darray._src.fft.mixed import transformn as transformn
+from darray._src.fft.mixed import itransformn as itransformn

@@ -2,10 +2,12 @@
 
 The state is the vorticity in k-space, w_k = rfftn(w), in the layout rfftn returns. Each
 right-hand side takes the stream function psi_k = w_k / k^2, brings the velocity
-(u, v) = (d psi/dy, -d psi/dx) and the vorticity gradient to real space with four ``irfftn``,
-forms the advection u.grad(w) there, returns with one ``rfftn``, removes the aliased modes
-(2/3 rule) and adds viscosity -nu k^2 w_k. Time stepping: classical 4-stage Runge-Kutta inside
-``jax.lax.scan``. The initial vorticity is band-limited noise from ``darray.random.normal``.
+(u, v) = (d psi/dy, -d psi/dx) and the vorticity gradient to real space with four ``irfftn``
+padded by the 3/2 rule (``padding=1.5``: the same band-limited fields on a 96^2 grid), forms
+the advection u.grad(w) there and returns with one padded ``rfftn`` (the 64^2 spectrum of the
+product, free of aliasing), and adds viscosity -nu k^2 w_k. The wavenumbers come from
+``darray.fft.wavenumbers``, laid out like the spectrum (no communication in k-space). Time
+stepping: classical 4-stage Runge-Kutta inside ``jax.lax.scan``. The initial vorticity is band-limited noise from ``darray.random.normal``.
 
 Checks: the vorticity equals the same scheme in float64 numpy; the mean vorticity is conserved;
 energy and enstrophy never increase (the dealiased advection conserves both; viscosity only
@@ -34,27 +36,33 @@ FRAMES = 8
 BOX = 2 * np.pi
 
 
-class Spectral:
-    """Wavenumbers and the dealiasing mask in the k-space layout of a vorticity field."""
+PAD = 1.5               # the 3/2 rule: products on a 96^2 grid, no aliasing below N/2
 
-    def __init__(self, k_layout):
-        self.kx, self.ky = _common.wavenumbers(k_layout, (N, N), box=BOX)
+
+class Spectral:
+    """Wavenumbers (laid out like the spectrum `w_k`, size 1 on the other axis) and the mask
+    of the Nyquist modes, which a Galerkin truncation leaves out."""
+
+    def __init__(self, w_k):
+        self.kx, self.ky = dfft.wavenumbers(w_k, s=(N, N), d=BOX / N)
         self.k2 = self.kx ** 2 + self.ky ** 2
         self.inv_k2 = darray.where(self.k2 > 0, 1.0 / darray.where(self.k2 > 0, self.k2, 1.0),
                                    0.0)
-        cut = N / 3   # 2/3 rule: products of modes below N/3 alias only onto modes above it
-        self.keep = darray.where((darray.abs(self.kx) < cut) & (darray.abs(self.ky) < cut),
+        # |k| < N/2 on both axes: with padding 3/2 the products of these modes alias only
+        # onto modes beyond them, so the truncated advection is exact (and conserves energy
+        # and enstrophy)
+        self.keep = darray.where((darray.abs(self.kx) < N / 2) & (darray.abs(self.ky) < N / 2),
                                  1.0, 0.0)
 
 
 def rhs(w_k, sp: Spectral):
     psi_k = w_k * sp.inv_k2
-    to_real = functools.partial(dfft.irfftn, s=(N, N))
-    u = to_real(1j * sp.ky * psi_k)
-    v = to_real(-1j * sp.kx * psi_k)
-    wx = to_real(1j * sp.kx * w_k)
-    wy = to_real(1j * sp.ky * w_k)
-    advection_k = dfft.rfftn(u * wx + v * wy) * sp.keep
+    to_fine = functools.partial(dfft.irfftn, s=(N, N), padding=PAD)
+    u = to_fine(1j * sp.ky * psi_k)
+    v = to_fine(-1j * sp.kx * psi_k)
+    wx = to_fine(1j * sp.kx * w_k)
+    wy = to_fine(1j * sp.ky * w_k)
+    advection_k = dfft.rfftn(u * wx + v * wy, s=(N, N), padding=PAD) * sp.keep
     return -advection_k - NU * sp.k2 * w_k
 
 
@@ -70,7 +78,7 @@ def rk4_step(w_k, sp: Spectral):
 def advance(w, steps: int):
     """`steps` RK4 steps of the real-space vorticity w; returns w in w's layout."""
     w_k = dfft.rfftn(w)
-    sp = Spectral(w_k.layout)
+    sp = Spectral(w_k)
     w_k, _ = jax.lax.scan(lambda s, _: (rk4_step(s, sp), None), w_k * sp.keep, None,
                           length=steps)
     return dfft.irfftn(w_k, s=(N, N))
@@ -80,7 +88,7 @@ def advance(w, steps: int):
 def diagnostics(w):
     """Energy 1/2 <|u|^2> and enstrophy 1/2 <w^2> (box averages) and the mean vorticity."""
     w_k = dfft.rfftn(w)
-    sp = Spectral(w_k.layout)
+    sp = Spectral(w_k)
     # Parseval on the half plane: the kx-only column (ky = 0) and the Nyquist column count once.
     weight = darray.where((sp.ky > 0) & (sp.ky < N / 2), 2.0, 1.0) / N ** 4
     power = weight * darray.abs(w_k) ** 2
@@ -93,24 +101,39 @@ def initial_vorticity(mesh, key=jax.random.key(11)):
     vortices that merge (the inverse cascade of 2-D turbulence)."""
     noise = darray.random.normal(key, (N, N), dtype=darray.float64, mesh=mesh, spec=("x", "y"))
     n_k = dfft.rfftn(noise)
-    sp = Spectral(n_k.layout)
+    sp = Spectral(n_k)
     k = darray.sqrt(sp.k2)
     w = dfft.irfftn(darray.where((k >= 4) & (k <= 10), n_k, 0.0), s=(N, N))
     return 4.0 * w / darray.sqrt(darray.mean(w ** 2))
 
 
 def numpy_advance(w: np.ndarray, steps: int) -> np.ndarray:
+    """The same scheme in float64 numpy, padding by hand: zero-pad the half spectrum to the
+    fine grid (the masked Nyquist modes are zero, so no Nyquist rule is needed), multiply
+    there, keep the coarse modes; the factors make each padded transform the coarse one of
+    the same band-limited field (darray's convention, docs/fft.md)."""
     kx, ky = _common.numpy_wavenumbers((N, N), box=BOX)
     k2 = kx ** 2 + ky ** 2
     inv_k2 = np.where(k2 > 0, 1 / np.where(k2 > 0, k2, 1), 0)
-    keep = (np.abs(kx) < N / 3) & (np.abs(ky) < N / 3)
+    keep = (np.abs(kx) < N / 2) & (np.abs(ky) < N / 2)
     irfft = functools.partial(np.fft.irfftn, s=(N, N), axes=(0, 1))
+    m = int(PAD * N)
+
+    def to_fine(c):
+        padded = np.zeros((m, m // 2 + 1), complex)
+        padded[: N // 2, : N // 2 + 1] = c[: N // 2]
+        padded[m - N // 2:, : N // 2 + 1] = c[N // 2:]
+        return np.fft.irfftn(padded, s=(m, m), axes=(0, 1)) * (m / N) ** 2
+
+    def to_coarse(f):
+        spec = np.fft.rfftn(f)[:, : N // 2 + 1]
+        return np.concatenate([spec[: N // 2], spec[m - N // 2:]]) * (N / m) ** 2
 
     def rhs(w_k):
         psi_k = w_k * inv_k2
-        nl = irfft(1j * ky * psi_k) * irfft(1j * kx * w_k) - irfft(1j * kx * psi_k) * irfft(
-            1j * ky * w_k)
-        return -np.fft.rfftn(nl) * keep - NU * k2 * w_k
+        nl = (to_fine(1j * ky * psi_k) * to_fine(1j * kx * w_k)
+              - to_fine(1j * kx * psi_k) * to_fine(1j * ky * w_k))
+        return -to_coarse(nl) * keep - NU * k2 * w_k
 
     w_k = np.fft.rfftn(w) * keep
     for _ in range(steps):

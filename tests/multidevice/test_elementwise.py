@@ -221,7 +221,8 @@ def test_broadcast_to_bigger_shape_takes_first_full_size_operand():
     col = darray.asarray(RNG.standard_normal((13, 1)), mesh=mesh, spec=("x",))
     outer = col * darray.asarray(b, mesh=mesh, spec=("y",))  # no operand has the result shape
     assert outer.shape == (13, 10)
-    assert outer.layout.split == (("x",), ())
+    # each axis split as the operand spanning it: no operand moves (k-space wavenumbers)
+    assert outer.layout.split == (("x",), ("y",))
     np.testing.assert_allclose(np.asarray(outer), np.asarray(col) * b)
 
 

@@ -5,11 +5,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src import physical
 from darray._src.api._helpers import check_same_mesh
 from darray._src.api.common import apply_logical, apply_physical, check_array
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
+from darray._src.layout import Layout
 from darray._src.placement import make_layout
+from darray._src.program_cache import SMALL, program_cache
 
 
 def from_dlpack(x, /, *, device=None, copy=None) -> DistArray:
@@ -41,8 +44,12 @@ def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
       indexing: "xy" (Cartesian: the first two output axes swapped) or "ij" (matrix).
 
     Layout:
-      Every output gets the default layout of its shape on the first array's mesh; XLA
-      broadcasts each input into it (each device builds its own block).
+      Output axis ``i`` is split as the vector that spans it (with "xy" the first two swap),
+      so vectors split over different mesh axes give grids split over all of them and each
+      device broadcasts its own pieces: no communication. A vector whose mesh axes another
+      vector already took is unsplit in the output (its values then move to every device).
+      Unsplit vectors give the default layout of the grid. For the wavenumbers of a spectrum
+      see `darray.fft.wavenumbers` (size-1 axes, no grid materialised).
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing={indexing!r}; use 'xy' or 'ij'")
@@ -56,12 +63,48 @@ def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
         if a.dtype != arrays[0].dtype:
             raise TypeError(f"meshgrid: arrays[{i}] has dtype {a.dtype} but arrays[0] has "
                             f"{arrays[0].dtype}; the standard asks for one dtype")
-    shape = [a.shape[0] for a in arrays]
-    if indexing == "xy" and len(shape) > 1:
-        shape[0], shape[1] = shape[1], shape[0]
-    layout = make_layout(tuple(shape), mesh=arrays[0].mesh)
+    axis_of = list(range(len(arrays)))  # output axis spanned by each input vector
+    if indexing == "xy" and len(arrays) > 1:
+        axis_of[0], axis_of[1] = 1, 0
+    shape = [0] * len(arrays)
+    split = [()] * len(arrays)
+    used: set = set()
+    for a, axis in zip(arrays, axis_of):
+        shape[axis] = a.shape[0]
+        s = tuple(a.layout.split[0])
+        if s and not used.intersection(s):
+            split[axis] = s
+            used.update(s)
+    if not used:
+        layout = make_layout(tuple(shape), mesh=arrays[0].mesh)
+    else:
+        spec = tuple(None if not s else (s[0] if len(s) == 1 else s) for s in split)
+        layout = Layout.create(tuple(shape), arrays[0].mesh, spec)
+    kept = all(a.layout.split[0] == split[axis] and not a.layout.has_halo
+               for a, axis in zip(arrays, axis_of))
+    if kept and used:  # every vector is split where its axis is: broadcast the blocks
+        outs = _meshgrid_physical(tuple(axis_of), layout)(*[a.data for a in arrays])
+        return tuple(DistArray._new(o, layout) for o in outs)
     return tuple(apply_logical(_meshgrid_fn, arrays, (layout,) * len(arrays),
                               static=(indexing,)))
+
+
+@program_cache(SMALL)
+def _meshgrid_physical(axis_of, layout):
+    """Each output is its vector's physical data (padded like the output's axis, since the
+    split and length are the same) broadcast along the other axes."""
+    target = layout.physical_shape
+
+    def run(*vectors):
+        outs = []
+        for v, axis in zip(vectors, axis_of):
+            v = physical.constrain(v, Layout.create(v.shape, layout.mesh,
+                                                    (layout.spec[axis],)))
+            shape = [1] * layout.ndim
+            shape[axis] = v.shape[0]
+            outs.append(physical.constrain(jnp.broadcast_to(v.reshape(shape), target), layout))
+        return tuple(outs)
+    return jax.jit(run)
 
 
 def _triangle(data, k, upper):

@@ -178,16 +178,29 @@ def _check_category(fname, category, ops, argnames):
 
 
 def _result_layout(ops, shape) -> Layout:
-    """Layout of the first DistArray whose shape is `shape`, else the first one's, extended."""
+    """Layout of the first DistArray whose shape is `shape`; else, axis by axis, the split of
+    the first operand that spans that axis and whose mesh axes are still free (an outer
+    product of vectors split on different mesh axes, ``kx**2 + ky**2``, then needs no data
+    movement: each operand is split where the result is)."""
     dists = [a for a in ops if is_dist(a)]
     for a in dists:
         if a.shape == shape:
             return a.layout.without_halo()
     first = dists[0].layout
-    grow = len(shape) - first.ndim
-    split = ((),) * grow + tuple(() if n != m else s
-                                 for s, n, m in zip(first.split, first.shape, shape[grow:]))
-    return Layout(shape, first.mesh, split, ((0, 0),) * len(shape), tuple(range(len(shape))))
+    split = [()] * len(shape)
+    used: set = set()
+    for a in dists:
+        lay = a.layout
+        if lay.mesh != first.mesh:
+            continue
+        grow = len(shape) - lay.ndim
+        for i, (s, n) in enumerate(zip(lay.split, lay.shape)):
+            axis = i + grow
+            if s and not split[axis] and n == shape[axis] and not used.intersection(s):
+                split[axis] = tuple(s)
+                used.update(s)
+    return Layout(shape, first.mesh, tuple(split), ((0, 0),) * len(shape),
+                  tuple(range(len(shape))))
 
 
 def _fits(a, out: Layout) -> bool:

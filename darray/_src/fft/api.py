@@ -170,6 +170,33 @@ def _empty_input(x: DistArray, axes, sizes, kind, cast) -> DistArray:
     return DistArray._new(physical.filled(layout, 0, dt), layout)
 
 
+def _padded(x, s, axes, kind, inverse, norm, padding, cast, fname) -> DistArray:
+    """A padded (dealiasing) transform: the unpadded plan whose local FFTs pad or truncate
+    (darray._src.fft.padding)."""
+    from darray._src.fft import padding as pad
+    factors = pad.check_padding(padding, len(axes), fname)
+    s = None if s is None else tuple(_length(n, fname, "s entry") for n in s)
+    if factors is None:  # padding 1 on every axis: the plain transform
+        sizes = s if s is not None else None
+        fn = {("c2c", False): fftn, ("c2c", True): ifftn, ("r2c", False): rfftn,
+              ("c2r", True): irfftn}[kind, inverse]
+        return fn(x, s=sizes, axes=axes, norm=norm)
+    coarse, fine = pad.padded_shapes(x.shape, axes, s, factors, kind, inverse, fname)
+    kernels = pad.kernels_for(kind, inverse, coarse, fine, norm)
+    sizes = fine if inverse else coarse
+    if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
+        cast = None
+    try:
+        plan = plan_fft(x.layout, tuple(axes), kind, inverse, tuple(sizes), kernels)
+    except PlanError:
+        raise NotImplementedError(
+            f"{fname}: padding on layout {x.layout!r}, where every axis is split and no plan "
+            f"of local transforms exists, is not implemented; leave one axis unsplit") from None
+    out = _compiled(plan, norm, None if cast is None else np.dtype(cast), False, False,
+                    FFT_EXECUTORS.requested("jax"))(x.data)
+    return DistArray._new(out, plan.out_layout)
+
+
 def fft_plan(x: DistArray, *, axes=None, kind="c2c", inverse=False, s=None,
              decomposition="auto"):
     """The `Plan` darray would run for a transform of `x` (for inspection and tests)."""
@@ -224,17 +251,20 @@ def run_r2r(x: DistArray, axes: tuple[int, ...], kernels: tuple, inverse_of=None
 
 
 # -- complex transforms -----------------------------------------------------------------------
-def _c2c(x, s, axes, norm, inverse, fname, decomposition="auto"):
+def _c2c(x, s, axes, norm, inverse, fname, decomposition="auto", padding=None):
     x = _as_dist(x, fname)
     _check_norm(norm, fname)
     _check_decomposition(decomposition, fname)
     dt = _check_dtype(x, fname)
     axes, sizes = _axes_and_sizes(x, s, axes, fname)
+    if padding is not None:
+        return _padded(x, s, axes, "c2c", inverse, norm, padding, _complex_of(dt), fname)
     return _transform(x, axes, sizes, "c2c", inverse, norm, _complex_of(dt),
                       decomposition=decomposition)
 
 
-def fftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> DistArray:
+def fftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto",
+         padding=None) -> DistArray:
     """n-dimensional discrete Fourier transform.
 
     Args:
@@ -244,6 +274,10 @@ def fftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> D
       norm: "backward" (no scaling), "ortho" (1/sqrt(n)) or "forward" (1/n).
       decomposition: "auto" (default: the cheapest plan by bytes moved and exchanges) or
         "pencil" (one all-to-all per split transform axis, each over its own mesh axes).
+      padding: dealiasing (the 3/2 rule: 1.5), a number >= 1 or one per axis: `x` is on the
+        fine grid ``floor(padding * s_i)`` and the result is its spectrum truncated to the
+        coarse shape `s` (default ``round(x.shape / padding)``); see docs/fft.md for the
+        Nyquist rule and the scaling (the coarse transform of the same band-limited field).
 
     Returns:
       Complex DistArray of the logical shape numpy gives.
@@ -259,17 +293,21 @@ def fftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> D
       where chunks cannot fold (and for split 1-D arrays), the four-step FFT runs in place.
       Uneven sizes are padded per split axis; no all-gather is ever performed.
     """
-    return _c2c(x, s, axes, norm, False, "fftn", decomposition)
+    return _c2c(x, s, axes, norm, False, "fftn", decomposition, padding)
 
 
-def ifftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> DistArray:
+def ifftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto",
+          padding=None) -> DistArray:
     """n-dimensional inverse discrete Fourier transform (arguments as `fftn`).
+
+    With `padding`, `x` is a spectrum of the coarse shape `s` (default its shape) and the
+    result is the same band-limited field on the fine grid ``floor(padding * s_i)``.
 
     Layout:
       Retraces the forward path: applied to the output of ``fftn(x)`` it returns in ``x``'s
       layout with as many all-to-alls as the forward transform used.
     """
-    return _c2c(x, s, axes, norm, True, "ifftn", decomposition)
+    return _c2c(x, s, axes, norm, True, "ifftn", decomposition, padding)
 
 
 def fft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
@@ -295,8 +333,12 @@ def ifft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
 
 
 # -- real transforms --------------------------------------------------------------------------
-def rfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> DistArray:
+def rfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto",
+          padding=None) -> DistArray:
     """n-dimensional FFT of real input; the last transform axis keeps ``n//2 + 1`` entries.
+
+    With `padding` (as `fftn`), `x` is on the fine grid ``floor(padding * s_i)`` and the result
+    is the coarse spectrum of shape `s` (``s[-1]//2 + 1`` on the last axis).
 
     Layout:
       The real-to-complex stage runs first on the last axis (made local first if it is split),
@@ -307,11 +349,19 @@ def rfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> 
     _check_decomposition(decomposition, "rfftn")
     _check_dtype(x, "rfftn", real_only=True)
     axes, sizes = _axes_and_sizes(x, s, axes, "rfftn")
+    if padding is not None:
+        return _padded(x, s, axes, "r2c", False, norm, padding, None, "rfftn")
     return _transform(x, axes, sizes, "r2c", False, norm, decomposition=decomposition)
 
 
-def irfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") -> DistArray:
+def irfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto",
+           padding=None) -> DistArray:
     """Inverse of `rfftn`. ``s[-1]`` is the real output length (default ``2*(m-1)``).
+
+    With `padding` (as `fftn`), `x` is a coarse half spectrum of the real shape `s` and the
+    result is the same band-limited real field on the fine grid ``floor(padding * s_i)``:
+    ``rfftn(irfftn(k1, s=s, padding=1.5) * irfftn(k2, s=s, padding=1.5), s=s, padding=1.5)``
+    is the alias-free spectrum of the product.
 
     Layout:
       Retraces the path of `rfftn`; the complex-to-real stage runs last, on a local axis.
@@ -321,6 +371,8 @@ def irfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto") ->
     _check_decomposition(decomposition, "irfftn")
     dt = _check_dtype(x, "irfftn")
     axes, sizes = _axes_and_sizes(x, s, axes, "irfftn")
+    if padding is not None:
+        return _padded(x, s, axes, "c2r", True, norm, padding, _complex_of(dt), "irfftn")
     if s is None:
         sizes = sizes[:-1] + (2 * (x.shape[axes[-1]] - 1),)
         if sizes[-1] < 1:

@@ -9,8 +9,9 @@ import numpy as np
 
 from darray._src import physical
 from darray._src.api.common import apply_logical
-from darray._src.axes import positive_length
 from darray._src.array import DistArray
+from darray._src.axes import positive_length
+from darray._src.layout import Layout
 from darray._src.placement import make_layout
 from darray._src.program_cache import SMALL, program_cache
 
@@ -62,13 +63,126 @@ def fftfreq(n, /, d=1.0, *, dtype=None, device=None, mesh=None, spec=None) -> Di
 
     Layout:
       Created in place on every device (no communication); default: split over all devices.
+      A 1-D vector multiplies a spectrum without communication only where it is split like
+      the spectrum's axis and reshaped to size 1 on the others; `darray.fft.wavenumbers`
+      builds exactly that for every axis of a spectrum (use it for k-space arithmetic).
     """
     return _freq("fft", n, d, dtype, device, mesh, spec, "fftfreq")
 
 
 def rfftfreq(n, /, d=1.0, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
-    """Sample frequencies of an `rfft` of length `n`: shape (n//2 + 1,) (as `fftfreq`)."""
+    """Sample frequencies of an `rfft` of length `n`: shape (n//2 + 1,) (as `fftfreq`; for
+    k-space arithmetic see `darray.fft.wavenumbers`)."""
     return _freq("rfft", n, d, dtype, device, mesh, spec, "rfftfreq")
+
+
+# -- wavenumbers laid out like a spectrum ------------------------------------------------------
+@program_cache(SMALL)
+def _wavenumber_fn(kind, n, d, dtype, axis, layout):
+    # float64 on the host, cast once: the values are exact to the output's precision
+    f = (np.fft.fftfreq if kind == "fft" else np.fft.rfftfreq)(n, d) * (2 * np.pi)
+    shape = [1] * layout.ndim
+    shape[axis] = f.size
+    values = f.reshape(shape).astype(dtype)
+
+    def build():
+        return physical.logical_to_physical(jnp.asarray(values), layout)
+    return jax.jit(build, out_shardings=physical.sharding_of(layout))
+
+
+def _spacings(d, ndim):
+    if np.ndim(d) == 0:
+        values = (d,) * ndim
+    else:
+        values = tuple(d)
+        if len(values) != ndim:
+            raise ValueError(f"wavenumbers: d={d!r} has {len(values)} entries but the spectrum "
+                             f"has {ndim} axes; accepted: a number or one spacing per axis")
+    out = []
+    for v in values:
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            raise TypeError(f"wavenumbers: d entry {v!r} is not a number") from None
+        if not np.isfinite(v) or v == 0:
+            raise ValueError(f"wavenumbers: d entry {v!r} is not accepted; use a finite, "
+                             f"nonzero sample spacing")
+        out.append(v)
+    return out
+
+
+def _real_lengths(k, s):
+    """(real-space length, "fft" or "rfft") per axis of spectrum `k` (see `wavenumbers`)."""
+    lengths = [(n, "fft") for n in k.shape]
+    if s is None:
+        return lengths
+    if np.ndim(s) == 0:
+        raise TypeError(f"wavenumbers: s={s!r} must be a sequence of ints (the real-space "
+                        f"shape of the transformed axes), or None")
+    s = tuple(s)
+    if not 1 <= len(s) <= k.ndim:
+        raise ValueError(f"wavenumbers: s={s} must have 1 to {k.ndim} entries (the last len(s) "
+                         f"axes of the spectrum, of shape {k.shape})")
+    first = k.ndim - len(s)
+    for j, n in enumerate(s):
+        axis = first + j
+        n = positive_length(n, "s entry", context="wavenumbers: ")
+        m = k.shape[axis]
+        if axis == k.ndim - 1 and n != m and n // 2 + 1 == m:
+            lengths[axis] = (n, "rfft")
+        elif n != m:
+            expect = (f"{m}" if axis < k.ndim - 1
+                      else f"{m} (a complex transform) or {2 * (m - 1)} or {2 * m - 1} (real)")
+            raise ValueError(f"wavenumbers: s={s} does not match the spectrum's shape {k.shape}: "
+                             f"axis {axis} has {m} entries, so s entry {j} must be {expect}")
+        else:
+            lengths[axis] = (n, "fft")
+    return lengths
+
+
+def wavenumbers(k, s=None, *, d=1.0) -> tuple[DistArray, ...]:
+    """The angular wavenumbers of a spectrum, one array per axis, laid out like `k`.
+
+    Args:
+      k: a spectrum (DistArray), e.g. the output of `fftn` or `rfftn`.
+      s: the real-space shape of the last ``len(s)`` axes (as passed to `irfftn`); None: every
+        axis is a complex transform of its own length. The last axis holds the half spectrum
+        of a real transform when ``s[-1] // 2 + 1 == k.shape[-1] != s[-1]``.
+      d: sample spacing, a number or one per axis (a box of length L and n points: L / n).
+
+    Returns:
+      A tuple of ``k.ndim`` DistArrays. Entry ``i`` has size 1 on every axis but ``i`` and holds
+      ``2*pi*fftfreq(n_i, d_i)`` there (``2*pi*rfftfreq(s[-1], d)`` on a halved last axis), in
+      the real precision of `k` (float32 for complex64). numpy order: zero first, the Nyquist
+      entry of an even full axis negative.
+
+    Layout:
+      Axis ``i`` of entry ``i`` is split exactly as axis ``i`` of `k` (same mesh axes, same
+      padding); the size-1 axes are unsplit. So ``k * kx``, ``kx**2 + ky**2`` and the like
+      broadcast on every device's own block: no communication (their compiled programs hold no
+      collective). Built in place on every device.
+    """
+    if not isinstance(k, DistArray):
+        raise TypeError(f"wavenumbers: k must be a DistArray (a spectrum), got "
+                        f"{type(k).__name__}")
+    if k.ndim == 0:
+        raise ValueError("wavenumbers: k is 0-d; a spectrum has at least one axis")
+    layout = k.layout.without_halo()
+    spacings = _spacings(d, k.ndim)
+    dtype = np.dtype(jnp.zeros((), k.dtype).real.dtype)
+    if dtype.kind != "f":
+        dtype = _freq_dtype(None, "wavenumbers")
+    out = []
+    for axis, ((n, kind), step) in enumerate(zip(_real_lengths(k, s), spacings)):
+        shape = [1] * k.ndim
+        shape[axis] = k.shape[axis]
+        spec = [None] * k.ndim
+        split = layout.split[axis]
+        spec[axis] = None if not split else (split[0] if len(split) == 1 else tuple(split))
+        lay = Layout.create(tuple(shape), layout.mesh, tuple(spec))
+        data = _wavenumber_fn(kind, n, step, dtype, axis, lay)()
+        out.append(DistArray._new(data, lay))
+    return tuple(out)
 
 
 def _shift_axes(x, axes, fname):

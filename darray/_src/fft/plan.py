@@ -217,10 +217,12 @@ def _greedy(layout: Layout, axes, kind, inverse, sizes, kernels=()) -> Plan:
         ready = [a for a in pending if not split[a] and allowed(a)]
         if ready:
             if kind == "r2c" and last in ready:
-                stages.append(LocalFFT((last,), "r2c", False, (size_of[last],)))
+                stages.append(LocalFFT((last,), "r2c", False, (size_of[last],),
+                                       real_kernel(kernel_of, last)))
                 ready = [last]
             elif kind == "c2r" and last in ready:
-                stages.append(LocalFFT((last,), "c2r", True, (size_of[last],)))
+                stages.append(LocalFFT((last,), "c2r", True, (size_of[last],),
+                                       real_kernel(kernel_of, last)))
                 ready = [last]
             else:
                 ready = [a for a in axes if a in ready]
@@ -270,6 +272,13 @@ def _greedy(layout: Layout, axes, kind, inverse, sizes, kernels=()) -> Plan:
     return Plan(layout, out, tuple(stages))
 
 
+def real_kernel(kernel_of, axis) -> tuple:
+    """The kernel an r2c/c2r stage on `axis` runs instead of a plain real FFT (a padded
+    transform's, darray._src.fft.padding), as a stage's `kernels`; () for none."""
+    kernel = kernel_of.get(axis) if kernel_of else None
+    return () if kernel is None else (kernel,)
+
+
 def rotation_targets(layout: Layout, axes) -> dict[int, int] | None:
     """Where each split transform axis sends its split under the rotation rule, or None when
     every transform axis is split (then there is no free slot to rotate through)."""
@@ -294,8 +303,12 @@ def _reverse(plan: Plan, kind: str, sizes=None, kernels=None) -> Plan:
         elif s.kind == "r2r":
             stages.append(LocalFFT(s.axes, "r2r", True, tuple(sizes[a] for a in s.axes),
                                    tuple(kernels[a] for a in s.axes)))
+        elif s.kernels:  # a mixed transform's complex stage: the inverse call's kernels
+            stages.append(LocalFFT(s.axes, "c2c", True, s.sizes,
+                                   tuple(kernels[a] for a in s.axes)))
         elif s.kind == "r2c":
-            stages.append(LocalFFT(s.axes, "c2r", True, s.sizes))
+            stages.append(LocalFFT(s.axes, "c2r", True, s.sizes,
+                                   real_kernel(kernels or {}, s.axes[0])))
         else:
             stages.append(LocalFFT(s.axes, "c2c", True, s.sizes))
     return Plan(plan.out_layout, plan.in_layout, tuple(stages))

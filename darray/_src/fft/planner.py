@@ -38,7 +38,7 @@ import functools
 import itertools
 
 from darray._src.fft.plan import (LocalFFT, Merge, Plan, PlanError, Transpose, _greedy,
-                                  _reverse, _spec, apply_stage)
+                                  _reverse, _spec, apply_stage, real_kernel)
 from darray._src.layout import Layout
 
 STRATEGIES = ("auto", "pencil")
@@ -87,7 +87,7 @@ def _local(axes_in_order, kind, inverse, size_of, kernel_of):
     k = "r2r" if kind == "r2r" else "c2c"
     return LocalFFT(tuple(axes_in_order), k, inverse,
                     tuple(size_of[a] for a in axes_in_order),
-                    tuple(kernel_of[a] for a in axes_in_order) if kind == "r2r" else ())
+                    tuple(kernel_of[a] for a in axes_in_order) if kernel_of else ())
 
 
 def _merged(layout: Layout, axes, kind, inverse, sizes, kernels) -> list[Plan]:
@@ -104,7 +104,8 @@ def _merged(layout: Layout, axes, kind, inverse, sizes, kernels) -> list[Plan]:
     first = []
     if kind == "r2c":
         last = axes[-1]
-        first.append(LocalFFT((last,), "r2c", False, (size_of[last],)))
+        first.append(LocalFFT((last,), "r2c", False, (size_of[last],),
+                              real_kernel(kernel_of, last)))
         rest = [a for a in axes if a in free and a != last]
         if rest:
             first.append(_local(rest, kind, inverse, size_of, kernel_of))
@@ -252,13 +253,25 @@ def _retrace(layout, axes, kind, sizes, kernels, strategy):
     # An r2r forward call may have changed lengths (kernel.n): its output lengths are this
     # layout's, its input lengths this call's output lengths. c2c/c2r keep numpy's sizes.
     forward_sizes = tuple(layout.shape[a] for a in axes) if kind == "r2r" else sizes
+    if kernels and kind in ("c2c", "c2r"):
+        # a mixed or padded transform: its kernels may change lengths (padding), so the
+        # forward call's lengths are this layout's; the r2c axis's is its real length
+        forward_sizes = tuple(layout.shape[a] for a in axes)
+        if kind == "c2r":
+            last = kernels[-1]
+            forward_sizes = forward_sizes[:-1] + (getattr(last, "coarse", sizes[-1]),)
+    padded = any(getattr(k, "coarse", None) != getattr(k, "fine", None) for k in kernels)
     best = None
     for candidate in _preimages(layout, axes, tuple(out_shape)):
         for forward in candidates(candidate, axes, forward_kind, False, forward_sizes,
                                   kernels, strategy):
             if forward.out_layout != layout:
                 continue
-            rank = (cost(forward), _preference(candidate))
+            # A padded transform changes lengths, so preimages' byte costs differ by where the
+            # truncation falls, not by how the user laid out the data: rank those by the
+            # number of exchanges, as the unpadded transform's equal costs would.
+            rank = ((forward.n_transposes,) if padded else cost(forward),
+                    _preference(candidate))
             if best is None or rank < best[0]:
                 best = (rank, forward)
             break  # candidates are sorted by cost: the first match is this preimage's best
@@ -271,8 +284,8 @@ def _verified(plan: Plan, axes, kind, sizes, kernels, strategy) -> bool:
     if inv_kind is None:
         return True
     out = plan.out_layout
-    inv_sizes = (tuple(plan.in_layout.shape[a] for a in axes) if kind in ("r2c", "r2r")
-                 else tuple(out.shape[a] for a in axes))
+    inv_sizes = (tuple(plan.in_layout.shape[a] for a in axes)
+                 if kind in ("r2c", "r2r") or kernels else tuple(out.shape[a] for a in axes))
     found = _retrace(out, axes, inv_kind, inv_sizes, kernels, strategy)
     return found is not None and found.in_layout.split == plan.in_layout.split
 
@@ -325,9 +338,10 @@ def plan(layout: Layout, axes, kind, inverse, sizes, kernels=(), strategy="auto"
         raise ValueError(f"strategy={strategy!r} is not accepted; use one of {STRATEGIES}")
     if layout.has_halo or layout.order != tuple(range(layout.ndim)):
         raise PlanError(f"plan_fft needs a layout without halo in natural order, got {layout!r}")
-    if (kind == "r2r") != bool(kernels) or (kernels and len(kernels) != len(axes)):
-        raise ValueError(f"kernels={kernels!r}: r2r needs one kernel per axis of {axes}, "
-                         f"other kinds none")
+    if (kind == "r2r" and not kernels) or (kernels and len(kernels) != len(axes)):
+        raise ValueError(f"kernels={kernels!r}: r2r needs one kernel per axis of {axes}; "
+                         f"other kinds none, or one per axis (a mixed transform: the c2c "
+                         f"stages run them, the r2c/c2r axis's entry is unused)")
     if strategy == "auto" and _sets_aside_size_one(layout):
         return _without_size_one(layout, axes, kind, inverse, sizes, kernels)
     if kind == "c2r" or (kind in ("c2c", "r2r") and inverse):
@@ -363,7 +377,9 @@ def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
         a dct's output returns to the dct's input layout); r2c is always forward, c2r inverse.
       sizes: transform length per axis (numpy's ``s``; for c2r the real output length; for
         r2r the output length of each kernel).
-      kernels: r2r only, one hashable kernel per axis of `axes`.
+      kernels: one hashable kernel per axis of `axes`: required for r2r; for c2c, r2c and
+        c2r optional (a mixed transform, darray._src.fft.mixed: the complex stages run the
+        kernels instead of an FFT; the r2c/c2r axis's own entry is not used).
       strategy: "auto" (the cheapest plan by the cost model in planner.py: merged slabs,
         folds) or "pencil" (only the one-group-at-a-time rotation of rule 1).
 

@@ -62,7 +62,9 @@ def _fused(stages) -> list:
     out = []
     for stage in stages:
         prev = out[-1] if out else None
-        if (isinstance(stage, LocalFFT) and isinstance(prev, LocalFFT) and prev.kind == "r2c"
+        if getattr(stage, "kernels", ()) or getattr(prev, "kernels", ()):
+            out.append(stage)  # a mixed transform's stage runs its own kernels
+        elif (isinstance(stage, LocalFFT) and isinstance(prev, LocalFFT) and prev.kind == "r2c"
                 and stage.kind == "c2c" and not stage.inverse):
             out[-1] = LocalFFT(stage.axes + prev.axes, "r2c", False, stage.sizes + prev.sizes)
         elif (isinstance(stage, LocalFFT) and isinstance(prev, LocalFFT)
@@ -108,7 +110,8 @@ def _deferred_stage(stages, order: list, norm: str):
     if norm == "forward" or not stages:
         return None
     last = stages[-1]
-    if not (isinstance(last, LocalFFT) and last.kind == "c2c" and last.inverse):
+    if not (isinstance(last, LocalFFT) and last.kind == "c2c" and last.inverse
+            and not last.kernels):
         return None
     for stage in stages:
         if isinstance(stage, LocalFFT):
@@ -117,7 +120,7 @@ def _deferred_stage(stages, order: list, norm: str):
         return None
     for i, stage in enumerate(stages):
         if (isinstance(stage, LocalFFT) and stage.kind == "c2c" and stage.inverse
-                and any(isinstance(t, (Transpose, Merge)) for t in stages[i + 1:])):
+                and not stage.kernels and any(isinstance(t, (Transpose, Merge)) for t in stages[i + 1:])):
             return i
     return None
 
@@ -143,6 +146,27 @@ def apply_r2r_stage(block, axes, kernels):
     and the transposing copy between them), the rest one axis at a time by `apply_r2r`."""
     from darray._src.fft import r2r_local_2d  # the r2r module imports the fft api: import late
     return r2r_local_2d.apply_kernels(block, axes, list(kernels), apply_one=apply_r2r)
+
+
+def apply_mixed_stage(block, axes, kernels):
+    """A mixed transform's local stage (darray._src.fft.mixed): its real-to-real kernels first
+    (on real data they keep it real, half the work of a complex pass), then its complex FFT
+    kernels (``kernel.is_fft``), all of one direction and norm as one multi-axis FFT call."""
+    real = [(a, k) for a, k in zip(axes, kernels) if not getattr(k, "is_fft", False)]
+    if real:
+        block = apply_r2r_stage(block, [a for a, _ in real], [k for _, k in real])
+    groups: dict = {}
+    for a, k in zip(axes, kernels):
+        if getattr(k, "is_fft", False):
+            groups.setdefault((k.inverse, k.norm), []).append(a)
+    for (inverse, norm), group in groups.items():
+        group = tuple(sorted(group))
+        s = tuple(block.shape[a] for a in group)
+        if inverse:
+            block = local_fft.ifftn(block, s, group, norm)
+        else:
+            block = jnp.fft.fftn(block, s=s, axes=group, norm=norm)
+    return block
 
 
 def _run_merge(block, stage: Merge, order: list, exchange):
@@ -208,6 +232,11 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
         if stage.kind == "r2r":
             block = apply_r2r_stage(block, [order.index(a) for a in stage.axes],
                                     stage.kernels)
+        elif stage.kind in ("r2c", "c2r") and stage.kernels:  # a padded real axis
+            block = stage.kernels[0](block, order.index(stage.axes[0]))
+        elif stage.kernels:
+            block = apply_mixed_stage(block, [order.index(a) for a in stage.axes],
+                                      stage.kernels)
         elif stage.kind == "r2c":
             block = jnp.fft.rfftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
         elif stage.kind == "c2r":
@@ -234,7 +263,7 @@ def execute(plan: Plan, data, norm: str):
     return body(data)
 
 
-__all__ = ["apply_r2r", "apply_r2r_stage", "execute", "run_stages"]
+__all__ = ["apply_mixed_stage", "apply_r2r", "apply_r2r_stage", "execute", "run_stages"]
 
 
 def with_jax_tangent(native_body, plan: Plan, norm: str):

@@ -1,0 +1,130 @@
+"""darray.fft.wavenumbers and collective-free k-space arithmetic (issue #30 point 1, #28 point 9):
+values against 2*pi*numpy fftfreq/rfftfreq in float64, layouts that match the spectrum's axis
+by axis, and compiled programs of ``k * kx``, ``kx**2 + ky**2 + kz**2`` and meshgrid of split
+vectors without any collective."""
+import jax
+import numpy as np
+import pytest
+
+import darray
+import darray.fft as dfft
+from darray._src import compat
+
+COLLECTIVES = ("all-gather", "all-reduce", "collective-permute", "all-to-all", "reduce-scatter")
+_MESHES = {}
+
+
+def mesh(shape, names):
+    if (shape, names) not in _MESHES:
+        _MESHES[shape, names] = compat.make_auto_mesh(shape, names)
+    return _MESHES[shape, names]
+
+
+def collectives(fn, *arrays):
+    hlo = jax.jit(fn).lower(*arrays).compile().as_text()
+    return [c for c in COLLECTIVES if c in hlo]
+
+
+def numpy_k(shape, real, d):
+    out = []
+    for axis, n in enumerate(shape):
+        f = (np.fft.rfftfreq if real and axis == len(shape) - 1 else np.fft.fftfreq)(n, d[axis])
+        out.append((2 * np.pi * f).reshape([-1 if a == axis else 1 for a in range(len(shape))]))
+    return out
+
+
+@pytest.mark.parametrize("shape", [(16, 12, 10), (14, 13, 9)], ids=["even", "uneven"])
+@pytest.mark.parametrize("real", [True, False], ids=["rfftn", "fftn"])
+@pytest.mark.parametrize("spec", [("x", "y", None), ("x", None, None)], ids=["pencil", "slab"])
+def test_values_layouts_and_no_collective(shape, real, spec):
+    x = darray.asarray(np.random.default_rng(0).standard_normal(shape),
+                       mesh=mesh((2, 4), ("x", "y")), spec=spec)
+    k = dfft.rfftn(x) if real else dfft.fftn(x)
+    d = (0.5, 1.0, 2.0)
+    ks = dfft.wavenumbers(k, s=x.shape if real else None, d=d)
+    ref = numpy_k(shape, real, d)
+    assert len(ks) == 3
+    for axis, (kw, r) in enumerate(zip(ks, ref)):
+        assert kw.shape == r.shape
+        assert kw.dtype == np.float64
+        assert kw.layout.split[axis] == k.layout.split[axis]
+        assert all(not kw.layout.split[a] for a in range(3) if a != axis)
+        np.testing.assert_array_equal(np.asarray(kw), r)
+
+    def arithmetic(kd):
+        kk = darray.DistArray._new(kd, k.layout)
+        k2 = ks[0] ** 2 + ks[1] ** 2 + ks[2] ** 2
+        return (1j * ks[0] * kk / (k2 + 1.0)).data
+
+    out = darray.DistArray._new(jax.jit(arithmetic)(k.data), k.layout)
+    kr = np.fft.rfftn(np.asarray(x)) if real else np.fft.fftn(np.asarray(x))
+    expect = 1j * ref[0] * kr / (ref[0] ** 2 + ref[1] ** 2 + ref[2] ** 2 + 1.0)
+    np.testing.assert_allclose(np.asarray(out), expect, rtol=1e-12, atol=1e-12)
+    assert collectives(arithmetic, k.data) == []
+    # eager too: the result keeps the spectrum's layout
+    assert (ks[1] * k).layout == k.layout
+
+
+def test_float32_spectrum_gives_float32_wavenumbers():
+    x = darray.asarray(np.ones((8, 8), np.float32), mesh=mesh((8,), ("d",)), spec=("d", None))
+    kx, ky = dfft.wavenumbers(dfft.rfftn(x), s=(8, 8))
+    assert kx.dtype == np.float32 and ky.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(ky).ravel(), 2 * np.pi * np.fft.rfftfreq(8),
+                               rtol=1e-6)
+
+
+def test_s_covers_last_axes_only():
+    x = darray.asarray(np.ones((4, 9, 7)), mesh=mesh((2, 4), ("x", "y")), spec=("x", "y"))
+    k = dfft.rfftn(x, axes=(1, 2))
+    kb, _, kz = dfft.wavenumbers(k, s=(9, 7))
+    np.testing.assert_array_equal(np.asarray(kz).ravel(), 2 * np.pi * np.fft.rfftfreq(7))
+    np.testing.assert_array_equal(np.asarray(kb).ravel(), 2 * np.pi * np.fft.fftfreq(4))
+
+
+def test_bad_arguments():
+    x = darray.asarray(np.ones((8, 6)), mesh=mesh((8,), ("d",)), spec=("d", None))
+    k = dfft.rfftn(x)
+    with pytest.raises(TypeError, match="k must be a DistArray"):
+        dfft.wavenumbers(np.ones(3))
+    with pytest.raises(ValueError, match="s entry 1 must be"):
+        dfft.wavenumbers(k, s=(8, 9))
+    with pytest.raises(ValueError, match="s entry 0 must be"):
+        dfft.wavenumbers(k, s=(7, 6))
+    with pytest.raises(ValueError, match="d=.*2 axes"):
+        dfft.wavenumbers(k, d=(1.0, 2.0, 3.0))
+    with pytest.raises(ValueError, match="nonzero"):
+        dfft.wavenumbers(k, d=0.0)
+    with pytest.raises(TypeError, match="sequence"):
+        dfft.wavenumbers(k, s=6)
+
+
+@pytest.mark.parametrize("n", [(16, 12), (14, 10)], ids=["even", "uneven"])
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_of_split_vectors_is_collective_free(n, indexing):
+    m = mesh((2, 4), ("x", "y"))
+    kx = dfft.fftfreq(n[0], d=1 / n[0], mesh=m, spec=("x",))
+    ky = dfft.fftfreq(n[1], d=1 / n[1], mesh=m, spec=("y",))
+    gx, gy = darray.meshgrid(kx, ky, indexing=indexing)
+    rx, ry = np.meshgrid(np.fft.fftfreq(n[0], 1 / n[0]), np.fft.fftfreq(n[1], 1 / n[1]),
+                         indexing=indexing)
+    np.testing.assert_array_equal(np.asarray(gx), rx)
+    np.testing.assert_array_equal(np.asarray(gy), ry)
+    expect = ("x", "y") if indexing == "ij" else ("y", "x")
+    assert gx.layout.split == ((expect[0],), (expect[1],)) == gy.layout.split
+
+    def grid(a, b):
+        out = darray.meshgrid(darray.DistArray._new(a, kx.layout),
+                              darray.DistArray._new(b, ky.layout), indexing=indexing)
+        return [o.data for o in out]
+    assert collectives(grid, kx.data, ky.data) == []
+
+
+def test_meshgrid_same_mesh_axis_twice_keeps_values():
+    m = mesh((8,), ("d",))
+    a = darray.asarray(np.arange(16.0), mesh=m, spec=("d",))
+    b = darray.asarray(np.arange(8.0), mesh=m, spec=("d",))
+    ga, gb = darray.meshgrid(a, b, indexing="ij")
+    ra, rb = np.meshgrid(np.arange(16.0), np.arange(8.0), indexing="ij")
+    np.testing.assert_array_equal(np.asarray(ga), ra)
+    np.testing.assert_array_equal(np.asarray(gb), rb)
+    assert ga.layout.split == (("d",), ())
