@@ -207,3 +207,21 @@ def refuse_as_jax_value(cls, explain) -> None:
     def refuse(x):
         raise TypeError(explain(x))
     jax_core.pytype_aval_mappings[cls] = refuse
+
+
+def vmap_levels(x) -> list:
+    """For a value traced by `jax.vmap`: ``(batch_dim, spmd_axis_name, ndim before mapping)``
+    per enclosing vmap, innermost first (batch_dim None where that vmap does not map it).
+    `jax.vmap` has no public view of its tracers; both jax lines we support keep the mapped
+    axis on ``BatchTracer.batch_dim`` and the vmap's ``spmd_axis_name`` (a tuple or None) on
+    its trace's ``axis_data``."""
+    from jax._src.interpreters import batching
+    levels = []
+    while isinstance(x, batching.BatchTracer):
+        dim = x.batch_dim
+        axis_data = getattr(getattr(x, "_trace", None), "axis_data", None)
+        spmd = getattr(axis_data, "spmd_name", None)
+        x = x.val
+        levels.append((dim if isinstance(dim, int) else None,
+                       None if spmd is None else tuple(spmd), len(getattr(x, "shape", ()))))
+    return levels

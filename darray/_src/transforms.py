@@ -13,7 +13,7 @@ import functools
 
 import jax
 
-from darray._src import compat
+from darray._src import compat, rebuilt
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 
@@ -61,24 +61,29 @@ def _with_batch_axis(out, names, out_axes):
 
 
 def _with_batch_axis_leaf(leaf, names, out_axes):
-    """One output leaf with the mapped axis (out_axes: an int) in its Layout."""
-    def fix(leaf):
-        if not _is_dist(leaf):
-            return leaf
-        raw = leaf._layout
-        data = leaf._data
-        if getattr(data, "ndim", raw.ndim) != raw.ndim + 1:
-            return leaf
-        axis = out_axes % data.ndim
-        parts = 1
-        for name in names:
-            parts *= raw.mesh_shape[name]
-        split_names = names if names and data.shape[axis] % parts == 0 else ()
-        insert = lambda seq, item: tuple(seq[:axis]) + (item,) + tuple(seq[axis:])  # noqa: E731
-        layout = Layout(insert(raw.shape, data.shape[axis]), raw.mesh, insert(raw.split, split_names),
-                        insert(raw.halo, (0, 0)), tuple(range(data.ndim)))
-        return DistArray(data, layout)
-    return fix(leaf)
+    """One output leaf with the mapped axis (out_axes: an int) in its Layout, split over
+    `names` when they divide it. jax.vmap rebuilt the leaf around data with the extra axis
+    (a Jacobian nests several Layouts: see darray/_src/rebuilt.py); the rebuilt array is read
+    raw, then given one Layout that matches its data (pinned to it under tracing)."""
+    if not _is_dist(leaf):
+        return leaf
+    axes, data = [], leaf
+    while _is_dist(data):
+        axes.extend(rebuilt.axis_layouts(data._layout))
+        data = data._stored
+    if getattr(data, "ndim", None) != len(axes) + 1:
+        return leaf
+    axis = out_axes % data.ndim
+    mesh = leaf._layout.mesh
+    parts = 1
+    for name in names:
+        parts *= mesh.shape[name]
+    split = names if names and data.shape[axis] % parts == 0 else ()
+    axes.insert(axis, Layout((data.shape[axis],), mesh, (split,), ((0, 0),), (0,)))
+    resolved = rebuilt.resolve(tuple(axes), data, pin_traced=True)
+    if resolved is None:
+        return leaf
+    return DistArray(*resolved[::-1])
 
 
 def vmap(fun, in_axes=0, out_axes=0, *, spmd_axis_name=None):
