@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from darray._src import compat, physical, rebuilt
 from darray._src.layout import Layout
 from darray._src.placement import default_mesh, user_mesh
-from darray._src.rebuilt import reconcile_rank  # noqa: F401  (its home until this wave)
+from darray._src.rebuilt import reconcile_rank
 
 
 _LOCK_GUARD = threading.Lock()

@@ -205,3 +205,59 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             return (rewrap(out[0]), out[1]), grads
         return rewrap(out), grads
     return wrapped
+
+
+# -- control flow: a carry or branch output in another layout ----------------------------------
+# lax.scan / while_loop / fori_loop compare the carry's pytree metadata (the Layout) going in
+# and coming out, cond / switch the branches' outputs. A layout cannot be brought back behind
+# the user's back (the loop is traced before darray sees the mismatch), so JAX's error gets the
+# one-line fix, with the layout to restore written out.
+
+
+def _layout_mismatches(first, second):
+    """(path, layout_a, layout_b) for DistArrays at one path whose layouts differ only in
+    placement (same shape): what a reshard fixes."""
+    flat_a, _ = jax.tree_util.tree_flatten_with_path(first, is_leaf=_is_dist)
+    flat_b, _ = jax.tree_util.tree_flatten_with_path(second, is_leaf=_is_dist)
+    found = []
+    for (path_a, a), (path_b, b) in zip(flat_a, flat_b):
+        if path_a == path_b and _is_dist(a) and _is_dist(b):
+            la, lb = a._layout, b._layout
+            if la != lb and la.shape == lb.shape:
+                found.append((path_a, la, lb))
+    return found
+
+
+def _restore_hint(layout: Layout) -> str:
+    hint = f"here spec={tuple(layout.spec)!r}"
+    if layout.has_halo:
+        hint += f", then .halo({[tuple(h) for h in layout.halo]!r}) for its ghost cells"
+    return hint
+
+
+def _describe(layout: Layout) -> str:
+    mesh = ", ".join(f"{n}:{s}" for n, s in layout.mesh.shape.items())
+    halo = f", halo {layout.halo}" if layout.has_halo else ""
+    return f"split {layout.describe_split()} on mesh ({mesh}){halo}"
+
+
+def _explain_layout_mismatch(kind, names, first, second) -> str:
+    lines = []
+    for path, la, lb in _layout_mismatches(first, second):
+        where = f" at {jax.tree_util.keystr(path)}" if path else ""
+        if kind == "carry":
+            lines.append(
+                f"darray: the carry{where} enters the loop body {_describe(la)} and leaves it "
+                f"{_describe(lb)}. A loop carry keeps its layout: return "
+                f"`darray.asarray(new, device=c.device, spec=c.layout.spec)`, c being the carry "
+                f"the body received ({_restore_hint(la)}).")
+        else:
+            lines.append(
+                f"darray: {names[0]} returns{where} an array {_describe(la)}, {names[1]} one "
+                f"{_describe(lb)}. Both branches must return one layout: in {names[1]}, return "
+                f"`darray.asarray(r, device=mesh, spec=spec)` with {names[0]}'s mesh and spec "
+                f"({_restore_hint(la)}).")
+    return "\n".join(lines)
+
+
+compat.explain_structure_mismatch(_explain_layout_mismatch)
