@@ -138,8 +138,16 @@ class DistArray:
     def tree_flatten(self):
         if self._rebuilt:
             # JAX's own rebuilds go back to JAX as they came: a Jacobian's pieces are nested
-            # the other way round before jax.tree.transpose, so only darray's reads settle them
-            return (self._stored,), self._layout
+            # the other way round before jax.tree.transpose, so only darray's reads settle them.
+            # A vmap view goes on with its reconciled Layout: what ops inside the vmap return,
+            # and what a transformation inside (a Jacobian's own vmap, a scan) must see.
+            # (A nest keeps its structure even when concrete: JAX flattens the primal and the
+            # tangents of a Jacobian in parallel and compares their metadata. Handed unread to
+            # jit, it is settled inside by the rule of darray/_src/rebuilt.py.)
+            stored = self._stored
+            if type(stored) is not DistArray and getattr(stored, "ndim", 0) < self._layout.ndim:
+                return (stored,), reconcile_rank(self._layout, stored)
+            return (stored,), self._layout
         return (self._data,), self._layout
 
     @classmethod
@@ -169,18 +177,17 @@ class DistArray:
             leaf = leaf._stored
         nested = len(components) > 1
         settled = rebuilt.resolve(tuple(components), leaf, pin_traced=nested)
-        if settled is not None:
-            self._layout, self._stored = settled
-        elif nested:
-            # a Jacobian traced inside jax.vmap: label it, the mapped axes reconcile on reading
+        if settled is None:
+            if not nested:
+                return  # traced extra axes, or the vmap view: `layout` reconciles on reading
+            # a Jacobian traced inside jax.vmap: the rule's label; the mapped axes reconcile
             label = rebuilt.join_label(tuple(components), getattr(leaf, "ndim", 0))
             if label is None:
                 raise ValueError(f"JAX rebuilt a DistArray from the layouts {components} "
-                                 f"around data of shape {getattr(leaf, 'shape', None)}, which "
-                                 f"they do not describe")
-            self._layout, self._stored = label, leaf
-        else:
-            return  # traced extra axes, or the vmap view: `layout` reconciles on each read
+                                 f"around data of shape {getattr(leaf, 'shape', None)}, "
+                                 f"which they do not describe")
+            settled = label, leaf
+        self._layout, self._stored = settled
         self._rebuilt = False
 
     # -- properties --------------------------------------------------------------------------

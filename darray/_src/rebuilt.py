@@ -194,8 +194,9 @@ def join_label(components, ndim: int):
 def reconcile_rank(layout: Layout, data) -> Layout:
     """The layout matching `data`'s rank.
 
-    Under `jax.vmap` the traced data lacks the mapped axes: drop the layout axes whose removal
-    leaves exactly the data's physical shape (leading axes preferred). A traced leaf with extra
+    Under `jax.vmap` the traced data lacks the mapped axes: drop the axes vmap maps (read from
+    its tracers), else the layout axes whose removal leaves exactly the data's physical shape
+    (leading axes preferred; scan's slices). A traced leaf with extra
     plain axes (see `resolve`) gets them unsplit, leading or trailing.
     """
     shape = getattr(data, "shape", None)
@@ -208,7 +209,10 @@ def reconcile_rank(layout: Layout, data) -> Layout:
         if comps is None:
             raise ValueError(f"data of shape {shape} does not extend {layout!r}")
         return plan(comps, shape)[0]
-    for dropped in itertools.combinations(range(layout.ndim), layout.ndim - len(shape)):
+    mapped = _mapped_axes(layout, data)  # vmap says which axes it maps: no guessing
+    known = [tuple(sorted(a for a, _ in mapped))] if mapped is not None else []
+    for dropped in known + list(itertools.combinations(range(layout.ndim),
+                                                       layout.ndim - len(shape))):
         keep = [a for a in range(layout.ndim) if a not in dropped]
         if tuple(physical_shape[a] for a in keep) == shape:
             return Layout(tuple(layout.shape[a] for a in keep), layout.mesh,
@@ -217,22 +221,29 @@ def reconcile_rank(layout: Layout, data) -> Layout:
     raise ValueError(f"data of shape {shape} is not {layout!r} with axes removed")
 
 
-def refuse_split_vmap(layout: Layout, data) -> None:
-    """Raise when plain `jax.vmap` maps a split axis of a DistArray without `spmd_axis_name`
-    naming the mesh axes that split it. Each darray op inside would then run its `shard_map`
-    with the mapped axis replicated, all-gathering it first (JAX's rule for vmap of
-    shard_map); `darray.vmap` passes the split as `spmd_axis_name` and keeps it."""
+def _mapped_axes(layout: Layout, data):
+    """[(layout axis, spmd_axis_name)] for the axes of `layout` that enclosing `jax.vmap`s
+    map away from traced `data`, outermost first; None when `data` is not such a view."""
     levels = compat.vmap_levels(data)
     for top, (_, _, ndim) in enumerate(levels):
         if ndim == layout.ndim:
             break
     else:
-        return  # not a vmap of this array's axes (e.g. scan's slices): nothing to check
+        return None  # not a vmap of this array's axes (e.g. scan's slices)
     axes = list(range(layout.ndim))
+    mapped = []
     for dim, spmd, _ in reversed(levels[:top + 1]):
-        if dim is None:
-            continue
-        axis = axes.pop(dim)
+        if dim is not None:
+            mapped.append((axes.pop(dim), spmd))
+    return mapped
+
+
+def refuse_split_vmap(layout: Layout, data) -> None:
+    """Raise when plain `jax.vmap` maps a split axis of a DistArray without `spmd_axis_name`
+    naming the mesh axes that split it. Each darray op inside would then run its `shard_map`
+    with the mapped axis replicated, all-gathering it first (JAX's rule for vmap of
+    shard_map); `darray.vmap` passes the split as `spmd_axis_name` and keeps it."""
+    for axis, spmd in _mapped_axes(layout, data) or ():
         split = layout.split[axis]
         if split and spmd != split:
             given = ("without spmd_axis_name" if spmd is None
