@@ -159,12 +159,12 @@ class DistArray:
         out = cls(leaf, layout)
         if type(leaf) is DistArray:
             out._rebuilt = True
-        else:
-            ndim = getattr(leaf, "ndim", None)
-            if ndim is not None and ndim != layout.ndim:
-                out._rebuilt = True
-                if ndim < layout.ndim:
-                    rebuilt.refuse_split_vmap(layout, leaf)
+            return out
+        shape = getattr(leaf, "shape", None)  # (not .ndim: this runs on every jit dispatch)
+        if shape is not None and len(shape) != len(layout.shape):
+            out._rebuilt = True
+            if len(shape) < len(layout.shape):
+                rebuilt.refuse_split_vmap(layout, leaf)
         return out
 
     def _resolve_rebuilt(self) -> None:
