@@ -25,6 +25,7 @@ import itertools
 import jax
 
 from darray._src import compat, physical
+from darray._src.errors import LayoutError
 from darray._src.layout import Layout
 from darray._src.program_cache import SMALL, program_cache
 
@@ -37,18 +38,19 @@ def _names(entry) -> tuple[str, ...]:
 
 def _axes(components, mesh):
     """Per data axis: (logical length, split, halo, physical length) of the Layout that
-    described it; plain axes (an int count in `components`) and axes of a Layout on another
-    mesh are unsplit."""
+    described it; (None, (), (0, 0), None) for plain axes (an int count in `components`)."""
     out = []
     for comp in components:
         if isinstance(comp, int):
             out.extend((None, (), (0, 0), None) for _ in range(comp))
             continue
-        same_mesh = comp.mesh == mesh
+        if comp.mesh != mesh:
+            raise LayoutError(f"JAX combined DistArrays on two meshes into one array (a "
+                              f"Jacobian of a function from {comp.mesh} to {mesh}, or the "
+                              f"reverse); put both on one mesh, e.g. with darray.asarray(a, "
+                              f"device=...)")
         for a in range(comp.ndim):
-            split = comp.split[a] if same_mesh else ()
-            halo = comp.halo[a] if same_mesh else (0, 0)
-            out.append((comp.shape[a], split, halo, comp.physical_shape[a]))
+            out.append((comp.shape[a], comp.split[a], comp.halo[a], comp.physical_shape[a]))
     return out
 
 

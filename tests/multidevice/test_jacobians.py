@@ -162,3 +162,11 @@ def test_nested_vmap_of_a_jacobian_keeps_the_batch_split():
             jnp.asarray(host)))
         assert J.shape == (2, 4, 6, 4, 6) and J.layout.split[0] == ("c",)
         assert_matches_data(J, ref)
+
+
+def test_jacobian_across_two_meshes_says_so(mesh):
+    other = compat.make_auto_mesh((8,), ("d",))
+    x = darray.asarray(np.ones((8, 4)), device=mesh, spec=("x", "y"))
+    J = jax.jacfwd(lambda a: darray.asarray(a * 2, device=other, spec=("d",)))(x)
+    with pytest.raises(darray.LayoutError, match="two meshes"):
+        J.layout
