@@ -13,7 +13,6 @@ above the namespace), as `jax/_src/numpy/array_methods.py` does for `jax.Array`.
 """
 from __future__ import annotations
 
-import itertools
 import threading
 from typing import TYPE_CHECKING
 
@@ -21,9 +20,10 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from darray._src import compat, physical
+from darray._src import compat, physical, rebuilt
 from darray._src.layout import Layout
 from darray._src.placement import default_mesh, user_mesh
+from darray._src.rebuilt import reconcile_rank
 
 if TYPE_CHECKING:
     # For type checkers only: the operators and methods darray/_src/methods.py attaches at
@@ -54,57 +54,6 @@ def settle(data):
     return compat.bound_in_flight(data)
 
 
-def reconcile_rank(layout: Layout, data) -> Layout:
-    """The layout matching `data`'s rank.
-
-    JAX transformations rebuild DistArrays around leaves of another rank: under `jax.vmap` the
-    traced data lacks the mapped axis; Jacobians add axes. The pytree path must not validate, so
-    ops reconcile here: drop the layout axes whose removal leaves exactly the data's physical
-    shape (leading axes preferred), or prepend unsplit axes for extra leading data axes.
-    """
-    shape = getattr(data, "shape", None)
-    if shape is None or len(shape) == layout.ndim:
-        return layout
-    shape = tuple(shape)
-    physical_shape = layout.physical_shape
-    if len(shape) > layout.ndim:
-        extra = shape[: len(shape) - layout.ndim]
-        if shape[len(extra):] == physical_shape and not layout.has_halo:
-            return Layout(extra + layout.shape, layout.mesh,
-                          _leading_split(data, layout, len(extra)) + layout.split,
-                          ((0, 0),) * len(shape), tuple(range(len(shape))))
-        raise ValueError(f"data of shape {shape} does not extend {layout!r}")
-    for dropped in itertools.combinations(range(layout.ndim), layout.ndim - len(shape)):
-        keep = [a for a in range(layout.ndim) if a not in dropped]
-        if tuple(physical_shape[a] for a in keep) == shape:
-            return Layout(tuple(layout.shape[a] for a in keep), layout.mesh,
-                          tuple(layout.split[a] for a in keep), tuple(layout.halo[a] for a in keep),
-                          tuple(range(len(keep))))
-    raise ValueError(f"data of shape {shape} is not {layout!r} with axes removed")
-
-
-def _leading_split(data, layout: Layout, count: int):
-    """Split of `count` leading axes JAX added (vmap outputs): read from the data's concrete
-    sharding when it is on the layout's mesh (e.g. vmap with spmd_axis_name), else unsplit."""
-    sharding = getattr(data, "sharding", None) if not compat.is_tracer(data) else None
-    unsplit = ((),) * count
-    mesh = getattr(sharding, "mesh", None)
-    if mesh is None or compat.auto_twin(mesh) != layout.mesh:
-        return unsplit
-    spec = tuple(sharding.spec) + (None,) * count
-    used = set(layout.used_mesh_axes)
-    out = []
-    for entry, n in zip(spec[:count], tuple(data.shape)[:count]):
-        names = () if entry is None else ((entry,) if isinstance(entry, str) else tuple(entry))
-        parts = 1
-        for name in names:
-            parts *= layout.mesh_shape[name]
-        if used.intersection(names) or (names and n % parts):
-            return unsplit
-        out.append(names)
-    return tuple(out)
-
-
 @jax.tree_util.register_pytree_node_class
 class DistArray(_AttachedMethods):
     """A distributed n-d array: logical global shape, physical sharded storage.
@@ -115,8 +64,9 @@ class DistArray(_AttachedMethods):
 
     # _stored: the physical jax.Array (read it as `_data`, which brings a view up to date);
     # _version: bumped by every mutation; _view: None, or the link of a view to its base
-    # (api/views.py); _lock: made on first mutation (see `_mutate`).
-    __slots__ = ("_stored", "_layout", "_version", "_view", "_lock", "__weakref__")
+    # (api/views.py); _lock: made on first mutation (see `_mutate`); _rebuilt: JAX rebuilt
+    # this array around a leaf its Layout does not describe (see `_resolve_rebuilt`).
+    __slots__ = ("_stored", "_layout", "_version", "_view", "_lock", "_rebuilt", "__weakref__")
     __array_priority__ = 100  # numpy defers binary operators to DistArray
     __hash__ = None  # arrays are unhashable, as in numpy (methods.py attaches __eq__)
 
@@ -126,9 +76,12 @@ class DistArray(_AttachedMethods):
         self._version = 0
         self._view = None
         self._lock = None
+        self._rebuilt = False
 
     @property
     def _data(self):
+        if self._rebuilt:
+            self._resolve_rebuilt()
         view = self._view
         if view is not None:
             view.refresh(self)  # a view whose base was written since reads the base again
@@ -191,11 +144,59 @@ class DistArray(_AttachedMethods):
 
     # -- pytree ------------------------------------------------------------------------------
     def tree_flatten(self):
+        if self._rebuilt:
+            # JAX's own rebuilds go back to JAX as they came: a Jacobian's pieces are nested
+            # the other way round before jax.tree.transpose, so only darray's reads settle them.
+            # A vmap view goes on with its reconciled Layout: what ops inside the vmap return,
+            # and what a transformation inside (a Jacobian's own vmap, a scan) must see.
+            # (A nest keeps its structure even when concrete: JAX flattens the primal and the
+            # tangents of a Jacobian in parallel and compares their metadata. Handed unread to
+            # jit, it is settled inside by the rule of darray/_src/rebuilt.py.)
+            stored = self._stored
+            if type(stored) is not DistArray and getattr(stored, "ndim", 0) < self._layout.ndim:
+                return (stored,), reconcile_rank(self._layout, stored)
+            return (stored,), self._layout
         return (self._data,), self._layout
 
     @classmethod
     def tree_unflatten(cls, layout, children):
-        return cls(children[0], layout)
+        """Never validates: JAX rebuilds DistArrays around None, PartitionSpecs, avals and
+        leaves of another rank (see darray/_src/rebuilt.py); darray settles the last kind
+        when it reads them. A plain `jax.vmap` over a split axis is refused here, on entry."""
+        leaf = children[0]
+        out = cls(leaf, layout)
+        if type(leaf) is DistArray:
+            out._rebuilt = True
+            return out
+        shape = getattr(leaf, "shape", None)  # (not .ndim: this runs on every jit dispatch)
+        if shape is not None and len(shape) != len(layout.shape):
+            out._rebuilt = True
+            if len(shape) < len(layout.shape):
+                rebuilt.refuse_split_vmap(layout, leaf)
+        return out
+
+    def _resolve_rebuilt(self) -> None:
+        """Give a rebuilt array one Layout that matches its data (see darray/_src/rebuilt.py):
+        a Jacobian's nest of DistArrays becomes one DistArray, its axes the output's then the
+        input's; a leaf with extra plain axes gets them in its Layout."""
+        components, leaf = [self._layout], self._stored
+        while type(leaf) is DistArray:  # a nest: its layouts describe the leaf's axes in turn
+            components.append(leaf._layout)
+            leaf = leaf._stored
+        nested = len(components) > 1
+        settled = rebuilt.resolve(tuple(components), leaf, pin_traced=nested)
+        if settled is None:
+            if not nested:
+                return  # traced extra axes, or the vmap view: `layout` reconciles on reading
+            # a Jacobian traced inside jax.vmap: the rule's label; the mapped axes reconcile
+            label = rebuilt.join_label(tuple(components), getattr(leaf, "ndim", 0))
+            if label is None:
+                raise ValueError(f"JAX rebuilt a DistArray from the layouts {components} "
+                                 f"around data of shape {getattr(leaf, 'shape', None)}, "
+                                 f"which they do not describe")
+            settled = label, leaf
+        self._layout, self._stored = settled
+        self._rebuilt = False
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -207,7 +208,8 @@ class DistArray(_AttachedMethods):
     def layout(self) -> Layout:
         """The Layout of the data as seen here; under `jax.vmap` the traced data has lost the
         batch axis, and the layout is reconciled to the data's rank (see `reconcile_rank`)."""
-        return reconcile_rank(self._layout, self._data)
+        data = self._data  # first: settling a rebuilt array replaces its Layout
+        return reconcile_rank(self._layout, data)
 
     @property
     def shape(self) -> tuple[int, ...]:

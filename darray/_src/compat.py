@@ -207,3 +207,70 @@ def refuse_as_jax_value(cls, explain) -> None:
     def refuse(x):
         raise TypeError(explain(x))
     jax_core.pytype_aval_mappings[cls] = refuse
+
+
+def vmap_levels(x) -> list:
+    """For a value traced by `jax.vmap`: ``(batch_dim, spmd_axis_name, ndim before mapping)``
+    per enclosing vmap, innermost first (batch_dim None where that vmap does not map it).
+    `jax.vmap` has no public view of its tracers; both jax lines we support keep the mapped
+    axis on ``BatchTracer.batch_dim`` and the vmap's ``spmd_axis_name`` (a tuple or None) on
+    its trace's ``axis_data``."""
+    from jax._src.interpreters import batching
+    levels = []
+    while isinstance(x, batching.BatchTracer):
+        dim = x.batch_dim
+        axis_data = getattr(getattr(x, "_trace", None), "axis_data", None)
+        spmd = getattr(axis_data, "spmd_name", None)
+        x = x.val
+        levels.append((dim if isinstance(dim, int) else None,
+                       None if spmd is None else tuple(spmd), len(getattr(x, "shape", ()))))
+    return levels
+
+
+def explain_structure_mismatch(explain) -> None:
+    """Add darray's fix to JAX's error when a loop body returns its carry (lax.scan,
+    while_loop, fori_loop), or cond/switch branches return outputs, with other pytree metadata.
+
+    JAX checks carries and branch outputs in private functions and raises a TypeError that
+    names the differing metadata (here, two Layouts) but not how to make them agree. Each check
+    is wrapped: when it raises, ``explain(kind, names, pytree_a, pytree_b)`` (pytrees of avals,
+    unflattened; names: the two things compared) may return text, added to JAX's message (the
+    original stays the cause). Only the error path changes. A jax without these functions keeps
+    its own message (both lines we support have them: jax 0.10 and 0.12)."""
+    from jax._src.lax.control_flow import conditionals, loops
+
+    def carry_check(check):
+        @functools.wraps(check)
+        def checked(name, body_fun, in_carry, out_carry):
+            try:
+                return check(name, body_fun, in_carry, out_carry)
+            except TypeError as err:
+                _reraise(err, "carry", (f"{name} input", f"{name} output"), in_carry, out_carry)
+                raise
+        return checked
+
+    def branch_check(check):
+        @functools.wraps(check)
+        def checked(api_name, name1, name2, f1, f2, out_avals1, out_avals2):
+            try:
+                return check(api_name, name1, name2, f1, f2, out_avals1, out_avals2)
+            except TypeError as err:
+                _reraise(err, "branch", (name1, name2), out_avals1, out_avals2)
+                raise
+        return checked
+
+    def _reraise(err, kind, names, first, second):
+        try:
+            extra = explain(kind, names, first.unflatten(), second.unflatten())
+        except Exception:  # never hide JAX's own error behind a failure of ours
+            return
+        if extra:
+            raise TypeError(f"{err}\n\n{extra}") from err
+
+    for module, name, wrap in ((loops, "_check_carry_type", carry_check),
+                               (conditionals, "_check_branch_outputs", branch_check)):
+        check = getattr(module, name, None)
+        if check is not None and not getattr(check, "_darray_wrapped", False):
+            wrapped = wrap(check)
+            wrapped._darray_wrapped = True
+            setattr(module, name, wrapped)

@@ -13,7 +13,7 @@ import functools
 
 import jax
 
-from darray._src import compat
+from darray._src import compat, rebuilt
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 
@@ -61,24 +61,29 @@ def _with_batch_axis(out, names, out_axes):
 
 
 def _with_batch_axis_leaf(leaf, names, out_axes):
-    """One output leaf with the mapped axis (out_axes: an int) in its Layout."""
-    def fix(leaf):
-        if not _is_dist(leaf):
-            return leaf
-        raw = leaf._layout
-        data = leaf._data
-        if getattr(data, "ndim", raw.ndim) != raw.ndim + 1:
-            return leaf
-        axis = out_axes % data.ndim
-        parts = 1
-        for name in names:
-            parts *= raw.mesh_shape[name]
-        split_names = names if names and data.shape[axis] % parts == 0 else ()
-        insert = lambda seq, item: tuple(seq[:axis]) + (item,) + tuple(seq[axis:])  # noqa: E731
-        layout = Layout(insert(raw.shape, data.shape[axis]), raw.mesh, insert(raw.split, split_names),
-                        insert(raw.halo, (0, 0)), tuple(range(data.ndim)))
-        return DistArray(data, layout)
-    return fix(leaf)
+    """One output leaf with the mapped axis (out_axes: an int) in its Layout, split over
+    `names` when they divide it. jax.vmap rebuilt the leaf around data with the extra axis
+    (a Jacobian nests several Layouts: see darray/_src/rebuilt.py); the rebuilt array is read
+    raw, then given one Layout that matches its data (pinned to it under tracing)."""
+    if not _is_dist(leaf):
+        return leaf
+    axes, data = [], leaf
+    while _is_dist(data):
+        axes.extend(rebuilt.axis_layouts(data._layout))
+        data = data._stored
+    if getattr(data, "ndim", None) != len(axes) + 1:
+        return leaf
+    axis = out_axes % data.ndim
+    mesh = leaf._layout.mesh
+    parts = 1
+    for name in names:
+        parts *= mesh.shape[name]
+    split = names if names and data.shape[axis] % parts == 0 else ()
+    axes.insert(axis, Layout((data.shape[axis],), mesh, (split,), ((0, 0),), (0,)))
+    resolved = rebuilt.resolve(tuple(axes), data, pin_traced=True)
+    if resolved is None:
+        return leaf
+    return DistArray(*resolved[::-1])
 
 
 def vmap(fun, in_axes=0, out_axes=0, *, spmd_axis_name=None):
@@ -200,3 +205,59 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             return (rewrap(out[0]), out[1]), grads
         return rewrap(out), grads
     return wrapped
+
+
+# -- control flow: a carry or branch output in another layout ----------------------------------
+# lax.scan / while_loop / fori_loop compare the carry's pytree metadata (the Layout) going in
+# and coming out, cond / switch the branches' outputs. A layout cannot be brought back behind
+# the user's back (the loop is traced before darray sees the mismatch), so JAX's error gets the
+# one-line fix, with the layout to restore written out.
+
+
+def _layout_mismatches(first, second):
+    """(path, layout_a, layout_b) for DistArrays at one path whose layouts differ only in
+    placement (same shape): what a reshard fixes."""
+    flat_a, _ = jax.tree_util.tree_flatten_with_path(first, is_leaf=_is_dist)
+    flat_b, _ = jax.tree_util.tree_flatten_with_path(second, is_leaf=_is_dist)
+    found = []
+    for (path_a, a), (path_b, b) in zip(flat_a, flat_b):
+        if path_a == path_b and _is_dist(a) and _is_dist(b):
+            la, lb = a._layout, b._layout
+            if la != lb and la.shape == lb.shape:
+                found.append((path_a, la, lb))
+    return found
+
+
+def _restore_hint(layout: Layout) -> str:
+    hint = f"here spec={tuple(layout.spec)!r}"
+    if layout.has_halo:
+        hint += f", then .halo({[tuple(h) for h in layout.halo]!r}) for its ghost cells"
+    return hint
+
+
+def _describe(layout: Layout) -> str:
+    mesh = ", ".join(f"{n}:{s}" for n, s in layout.mesh.shape.items())
+    halo = f", halo {layout.halo}" if layout.has_halo else ""
+    return f"split {layout.describe_split()} on mesh ({mesh}){halo}"
+
+
+def _explain_layout_mismatch(kind, names, first, second) -> str:
+    lines = []
+    for path, la, lb in _layout_mismatches(first, second):
+        where = f" at {jax.tree_util.keystr(path)}" if path else ""
+        if kind == "carry":
+            lines.append(
+                f"darray: the carry{where} enters the loop body {_describe(la)} and leaves it "
+                f"{_describe(lb)}. A loop carry keeps its layout: return "
+                f"`darray.asarray(new, device=c.device, spec=c.layout.spec)`, c being the carry "
+                f"the body received ({_restore_hint(la)}).")
+        else:
+            lines.append(
+                f"darray: {names[0]} returns{where} an array {_describe(la)}, {names[1]} one "
+                f"{_describe(lb)}. Both branches must return one layout: in {names[1]}, return "
+                f"`darray.asarray(r, device=mesh, spec=spec)` with {names[0]}'s mesh and spec "
+                f"({_restore_hint(la)}).")
+    return "\n".join(lines)
+
+
+compat.explain_structure_mismatch(_explain_layout_mismatch)

@@ -211,16 +211,23 @@ def _physical_like(host, like: DistArray, dtype=None):
 
 @pytest.mark.parametrize("spec", [(None, "x", "y"), ("x", "y")])
 def test_vmap_over_distarray(mesh, spec):
-    """jax.vmap straight over a DistArray (the mapped axis must be even: vmap maps over the
-    physical array, padding included)."""
+    """vmap straight over a DistArray (the mapped axis must be even: vmap maps over the
+    physical array, padding included). A split batch axis needs darray.vmap: plain jax.vmap
+    would all-gather it and is refused (issue #28)."""
     a = rand((4,) + SHAPE, seed=9, complex_=True)
     x = darray.asarray(a, mesh=mesh, spec=spec)
-    y = jax.vmap(dfft.fftn)(x)
+    vmap = jax.vmap if spec[0] is None else darray.vmap
+    if spec[0] is not None:
+        with pytest.raises(ValueError, match=r"darray\.vmap"):
+            jax.vmap(dfft.fftn)(x)
+    y = vmap(dfft.fftn)(x)
     np.testing.assert_allclose(np.asarray(y), np.fft.fftn(a, axes=(1, 2, 3)), rtol=1e-10,
                                atol=1e-9)
     assert y.shape == a.shape and y.data.shape == y.layout.physical_shape
+    assert y.data.sharding.is_equivalent_to(y.sharding, y.ndim)
     assert_distributed(y.data)
-    z = jax.jit(jax.vmap(lambda v: dfft.ifftn(dfft.fftn(v))))(x)
+    z = jax.jit(vmap(lambda v: dfft.ifftn(dfft.fftn(v))))(x)
     np.testing.assert_allclose(np.asarray(z), a, rtol=1e-10, atol=1e-12)
     assert z.layout.split[1:] == x.layout.split[1:]
+    assert z.data.sharding.is_equivalent_to(z.sharding, z.ndim)
     assert_distributed(z.data)

@@ -87,12 +87,35 @@ def test_vmap_keeps_batch_split(mesh, host, how):
     np.testing.assert_allclose(np.asarray(back), host, atol=1e-12)
 
 
-def test_plain_jax_vmap_is_correct(mesh, host):
-    """Without spmd_axis_name JAX gathers the batch axis (its behaviour, documented); values
-    must still be right and the result distributed over x, y."""
+@pytest.mark.parametrize("wrap", ["plain", "jit inside", "in_axes=1"])
+def test_plain_jax_vmap_over_a_split_axis_is_refused(mesh, host, wrap):
+    """Without spmd_axis_name JAX runs each shard_map with the mapped axis replicated, so it
+    would all-gather the batch: refused on entry, naming darray.vmap (jit inside vmap too)."""
     x = darray.asarray(host, mesh=mesh, spec=("c", "x", "y"))
+    f = {"plain": jax.vmap(dfft.fftn), "jit inside": jax.vmap(jax.jit(dfft.fftn)),
+         "in_axes=1": jax.vmap(lambda a: a * 2, in_axes=1)}[wrap]
+    axis = 1 if wrap == "in_axes=1" else 0
+    with pytest.raises(ValueError, match=rf"maps axis {axis} of a DistArray split over mesh axes"
+                                         rf".*darray\.vmap\(f\).*spmd_axis_name="):
+        f(x)
+
+
+def test_plain_jax_vmap_with_the_wrong_spmd_axis_name_is_refused(mesh, host):
+    x = darray.asarray(host, mesh=mesh, spec=("c", "x", "y"))
+    with pytest.raises(ValueError, match=r"with spmd_axis_name=\('x',\)"):
+        jax.vmap(lambda a: a, spmd_axis_name="x")(darray.asarray(host, mesh=mesh,
+                                                                 spec=("c", None, "y")))
+    y = jax.vmap(lambda a: a * 2, spmd_axis_name="c")(x)  # the right name keeps the split
+    assert y.layout == x.layout and y.data.sharding.spec == x.layout.spec
+    np.testing.assert_allclose(np.asarray(y), 2 * host)
+
+
+def test_plain_jax_vmap_over_an_unsplit_axis_works(mesh, host):
+    x = darray.asarray(host, mesh=mesh, spec=(None, "x", "y"))
+    hlo = jax.jit(jax.vmap(dfft.fftn)).lower(x).compile().as_text()
+    assert "all-gather" not in hlo
     y = jax.vmap(dfft.fftn)(x)
-    assert y.data.sharding.spec == y.layout.spec
+    assert y.data.sharding.spec == y.layout.spec and y.layout.split[0] == ()
     np.testing.assert_allclose(np.asarray(y), np.fft.fftn(host, axes=(1, 2, 3)), atol=1e-10)
 
 
