@@ -61,12 +61,26 @@ def _padded(spec, ndim) -> tuple:
     return spec + (None,) * (ndim - len(spec))
 
 
+def _innermost(a):
+    """Eager jax.grad / jax.vjp / jax.jvp wrap a concrete array in tracers that keep it as their
+    primal: its sharding is still known. (jit and vmap tracers carry no value.)"""
+    for _ in range(16):
+        if not compat.is_tracer(a):
+            return a
+        inner = getattr(a, "primal", None)
+        if inner is None:
+            return a
+        a = inner
+    return a
+
+
 def locate(a, fname: str, contract):
     """(mesh, spec) of `a`, or (None, None) for an array on one device (computed locally).
 
     `contract(mesh)` is the spec jaxDecomp requires of this input; it stands in for the spec of
     a traced value whose type does not carry one.
     """
+    a = _innermost(a)
     if not compat.is_tracer(a):
         sharding = getattr(a, "sharding", None)
         if isinstance(sharding, NamedSharding) and sharding.mesh.size > 1:
