@@ -6,13 +6,24 @@ output shardings, so code written against jaxDecomp runs unchanged, including Ja
 differences (halo_exchange's gradient is the correct one; under jax.jit on Auto mesh axes a
 mesh context is needed).
 """
-from darray.jaxdecomp import fft as fft
+from darray._src.jaxdecomp_compat.config import Decomposition as Decomposition
+from darray._src.jaxdecomp_compat.config import HaloCommBackend as HaloCommBackend
+from darray._src.jaxdecomp_compat.config import JAXDecompConfig as JAXDecompConfig
+from darray._src.jaxdecomp_compat.config import (
+    TransposeCommBackend as TransposeCommBackend,
+)
+from darray._src.jaxdecomp_compat.config import TransposeType as TransposeType
+from darray._src.jaxdecomp_compat.config import config as config
+from darray._src.jaxdecomp_compat.config import finalize as finalize
+from darray._src.jaxdecomp_compat.config import init as init
 from darray._src.jaxdecomp_compat.fft import fftfreq3d as fftfreq3d
 from darray._src.jaxdecomp_compat.fft import pfft3d as pfft3d
 from darray._src.jaxdecomp_compat.fft import pifft3d as pifft3d
 from darray._src.jaxdecomp_compat.fft import rfftfreq3d as rfftfreq3d
 from darray._src.jaxdecomp_compat.halo import halo_exchange as halo_exchange
-from darray._src.jaxdecomp_compat.specs import get_fft_output_sharding as get_fft_output_sharding
+from darray._src.jaxdecomp_compat.specs import (
+    get_fft_output_sharding as get_fft_output_sharding,
+)
 from darray._src.jaxdecomp_compat.specs import get_output_specs as get_output_specs
 from darray._src.jaxdecomp_compat.transpose import transposeXtoY as transposeXtoY
 from darray._src.jaxdecomp_compat.transpose import transposeXtoZ as transposeXtoZ
@@ -20,14 +31,7 @@ from darray._src.jaxdecomp_compat.transpose import transposeYtoX as transposeYto
 from darray._src.jaxdecomp_compat.transpose import transposeYtoZ as transposeYtoZ
 from darray._src.jaxdecomp_compat.transpose import transposeZtoX as transposeZtoX
 from darray._src.jaxdecomp_compat.transpose import transposeZtoY as transposeZtoY
-from darray._src.jaxdecomp_compat.config import config as config
-from darray._src.jaxdecomp_compat.config import init as init
-from darray._src.jaxdecomp_compat.config import finalize as finalize
-from darray._src.jaxdecomp_compat.config import JAXDecompConfig as JAXDecompConfig
-from darray._src.jaxdecomp_compat.config import HaloCommBackend as HaloCommBackend
-from darray._src.jaxdecomp_compat.config import TransposeCommBackend as TransposeCommBackend
-from darray._src.jaxdecomp_compat.config import Decomposition as Decomposition
-from darray._src.jaxdecomp_compat.config import TransposeType as TransposeType
+from darray.jaxdecomp import fft as fft
 
 NO_DECOMP = Decomposition.NO_DECOMP
 SLAB_XY = Decomposition.SLAB_XY

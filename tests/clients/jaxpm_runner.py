@@ -20,7 +20,7 @@ os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # darray from the checkout
 
-import jax  # noqa: E402
+import jax
 
 jax.config.update("jax_enable_x64", True)
 
@@ -52,7 +52,8 @@ def main(backend: str):
     import jax.numpy as jnp
     import jax_cosmo as jc
     import numpy as np
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
     from jaxpm.distributed import fft3d, ifft3d
     from jaxpm.painting import cic_paint_dx, cic_read_dx
     from jaxpm.pm import lpt, make_ode_fn, pm_forces

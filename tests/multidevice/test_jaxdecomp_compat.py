@@ -10,7 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.lax import FftType
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 import darray.jaxdecomp as jd
 from darray.jaxdecomp import fft as jd_fft
@@ -106,7 +107,7 @@ def test_fftfreq3d_and_rfftfreq3d():
     np.testing.assert_allclose(np.asarray(kx).ravel(), 2 * np.pi * np.fft.fftfreq(8))
     np.testing.assert_allclose(np.asarray(ky).ravel(), 2 * np.pi * np.fft.fftfreq(16))
     np.testing.assert_allclose(np.asarray(kz).ravel(), 2 * np.pi * np.fft.fftfreq(24))
-    rx, ry, rz = jd.rfftfreq3d(k, d=0.5)
+    rx, _, rz = jd.rfftfreq3d(k, d=0.5)
     assert rz.shape == (1, 13, 1) and rx.dtype == np.float64
     np.testing.assert_allclose(np.asarray(rz).ravel(), 2 * np.pi * np.fft.rfftfreq(24, d=0.5))
     assert jd.fftfreq3d(k.astype(np.complex64))[0].dtype == np.float32

@@ -12,14 +12,13 @@ A 4-D input is a batch of 3-D transforms over the leading axis, as in jaxDecomp.
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.lax import FftType
 
 from darray._src.fft import api as fft_api
-from darray._src.fft.planner import plan_fft
 from darray._src.fft.plan import PlanError
+from darray._src.fft.planner import plan_fft
 from darray._src.jaxdecomp_compat import placement, specs
 from darray._src.jaxdecomp_compat.config import comm_options, config, darray_backend
 from darray._src.layout import Layout
@@ -192,7 +191,7 @@ def _pfft(a, fft_type, norm, backend, fname, real_size=None):
 
 
 def _out_shape(shape, candidate):
-    pre, axes, sizes, kind, inverse, post = candidate
+    pre, axes, sizes, kind, _, post = candidate
     shape = [shape[p] for p in pre]
     for a, n in zip(axes, sizes):
         shape[a] = n

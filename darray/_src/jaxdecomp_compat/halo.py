@@ -19,7 +19,11 @@ from __future__ import annotations
 from darray._src import physical
 from darray._src.halo.api import halo
 from darray._src.jaxdecomp_compat import placement, specs
-from darray._src.jaxdecomp_compat.config import Decomposition, comm_options, darray_backend
+from darray._src.jaxdecomp_compat.config import (
+    Decomposition,
+    comm_options,
+    darray_backend,
+)
 
 
 def _pair(value, argname, kind):
