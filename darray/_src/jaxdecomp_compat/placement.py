@@ -132,6 +132,8 @@ def wrap(a, mesh, spec, *, halo=None) -> DistArray:
         owned = tuple(n - layout.parts(i) * (lo + hi) for i, (n, (lo, hi))
                       in enumerate(zip(shape, halo)))
         layout = Layout.create(owned, twin, spec, halo=halo)
+    if compat.is_explicit(mesh):
+        a = retype(a, (twin, layout.spec), (mesh, layout.spec))
     if layout.physical_shape == tuple(shape):
         return DistArray._new(physical.constrain(a, layout), layout)
     from darray._src.api.creation import asarray  # uneven split: darray pads the blocks
@@ -151,9 +153,28 @@ def unwrap(d: DistArray, mesh, spec):
     if _effective(d.layout) != _effective(target) or d.layout.mesh != twin:
         from darray._src.api.creation import asarray
         d = asarray(d, mesh=twin, spec=spec)
-    if d.layout.is_padded:
-        return compat.constrain(d.to_jax(), twin, target.spec)
-    return physical.constrain(d.data, target)
+    out = (compat.constrain(d.to_jax(), twin, target.spec) if d.layout.is_padded
+           else physical.constrain(d.data, target))
+    if compat.is_explicit(mesh):  # back to the caller's Explicit axes: the sharding is its type
+        out = retype(out, (mesh, target.spec), (twin, target.spec))
+    return out
+
+
+def retype(a, to, back):
+    """`a` pinned to ``NamedSharding(*to)``, its cotangent to ``NamedSharding(*back)``: moving
+    between a mesh with Explicit axes and its Auto twin, JAX's own transposes of the
+    constraint keep the other type and the gradient is refused ("Expected cotangent type")."""
+    @jax.custom_vjp
+    def move(v):
+        return compat.constrain(v, *to)
+
+    def forward(v):
+        return move(v), None
+
+    def backward(_, ct):
+        return (compat.constrain(ct, *back),)
+    move.defvjp(forward, backward)
+    return move(a)
 
 
 def effective_split(layout: Layout) -> tuple:
