@@ -238,7 +238,7 @@ def test_output_specs_both_signatures_and_config():
     mesh = mesh_of((8, 1))
     assert jd.get_output_specs(FftType.FFT, jd.SLAB_XY, P("x", None)) == (None, "x", None)
     assert jd.get_output_specs(FftType.FFT, P("x", None), mesh=mesh) == (None, "x", None)
-    assert jd.get_output_specs(FftType.FFT, jd.PENCILS, P("x", "y")) == ("x", "y", None)
+    assert jd.get_output_specs(FftType.FFT, jd.PENCILS, P("x", "y")) == P("x", "y", None)
     try:
         jd.config.update("transpose_axis_contiguous", False)
         assert jd.get_output_specs(FftType.FFT, jd.PENCILS, P("x", "y")) == (None, "x", "y")

@@ -43,9 +43,11 @@ def mesh_axis_names(mesh) -> tuple:
     return names + (None,) * (2 - len(names))
 
 
-def _pad3(spec) -> tuple:
-    spec = tuple(spec)
-    return spec + (None,) * (3 - len(spec))
+def _pad3(spec):
+    """`spec` with None up to three entries, a PartitionSpec if it was one (jaxDecomp pads with
+    ``spec + (None,) * k``, and returns that object itself where the spec is unchanged)."""
+    padded = tuple(spec) + (None,) * (3 - len(tuple(spec)))
+    return PartitionSpec(*padded) if isinstance(spec, PartitionSpec) else padded
 
 
 def fft_output_spec(fft_type, decomp: Decomposition, spec, backend: str = "jax") -> tuple:
