@@ -106,7 +106,10 @@ HALO = [((2, 4), P("x", "y"), (2, 2), (True, True), (24, 48, 8)),
         ((2, 4), P("x", "y"), (3, 1), (False, True), (48, 48, 4)),
         ((4, 2), P("x", "y"), (2, 3), (True, False), (24, 48, 4)),
         ((1, 8), P(None, "y"), (2, 2), (True, False), (6, 48, 4)),
-        ((8, 1), P("x", None), (1, 1), (False, True), (24, 5, 4))]
+        ((8, 1), P("x", None), (1, 1), (False, True), (24, 5, 4)),
+        # blocks of fewer than three extents: jaxDecomp reads a neighbour's ghosts there
+        ((1, 8), P(None, "y"), (2, 2), (True, False), (6, 40, 4)),
+        ((2, 4), P("x", "y"), (3, 2), (True, False), (16, 20, 3))]
 
 
 @pytest.mark.parametrize("mesh_shape, spec, extents, periods, shape", HALO)

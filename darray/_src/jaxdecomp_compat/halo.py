@@ -6,7 +6,8 @@ The exchange sets the low ghosts to the previous block's last `h` own cells and 
 ghosts to the next block's first `h` own cells (zeros beyond a non-periodic end), corners
 included. That is darray's halo fill of the array the blocks own, with ghost width `h`: the
 physical array is that DistArray's storage as it stands, so it is wrapped, refilled with
-`halo`, and unwrapped, with no copy around it.
+`halo`, and unwrapped, with no copy around it. Blocks that own fewer cells than `h` (smaller
+than 3h) are exchanged by jaxDecomp's own rule instead (`_exchange_reading_ghosts`).
 
 Gradient: the fill reads own cells and overwrites ghosts, so its adjoint adds each ghost's
 cotangent onto the own cell it was read from and gives the ghosts' old values a zero
@@ -16,6 +17,9 @@ JaxPM's particle-mesh gradients on jaxDecomp are off by 51-72% (measured in
 docs/from_jaxdecomp.md).
 """
 from __future__ import annotations
+
+from jax import lax
+from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
 from darray._src.halo.api import halo
@@ -75,6 +79,7 @@ def halo_exchange(x, halo_extents, halo_periods, backend="jax"):
     sizes = dict(mesh.shape)
     widths = [(0, 0)] * x.ndim
     boundary = ["periodic"] * x.ndim
+    small_blocks = False
     for axis in axes:
         h, arr_axis = extents[axis], batch + axis
         if h == 0:
@@ -85,23 +90,68 @@ def halo_exchange(x, halo_extents, halo_periods, backend="jax"):
         for n in names:
             parts *= sizes[n]
         block = x.shape[arr_axis] // parts if x.shape[arr_axis] % parts == 0 else None
-        if block is None or block < 3 * h:
+        if block is None or block < 2 * h:
             raise ValueError(
-                f"halo_exchange: halo_extents[{axis}]={h} needs blocks of at least {3 * h} "
-                f"cells along axis {arr_axis} ({h} ghosts on each side of at least {h} own "
-                f"cells), and an axis that divides evenly; got length {x.shape[arr_axis]} "
-                f"over {parts} devices")
+                f"halo_exchange: halo_extents[{axis}]={h} needs blocks of at least {2 * h} "
+                f"cells along axis {arr_axis} ({h} ghosts on each side), and an axis that "
+                f"divides evenly; got length {x.shape[arr_axis]} over {parts} devices")
+        small_blocks = small_blocks or block < 3 * h
         widths[arr_axis] = (h, h)
         boundary[arr_axis] = "periodic" if periods[axis] else "constant"
     if all(w == (0, 0) for w in widths):
         return x
+    if small_blocks:  # fewer own cells than the extent: jaxDecomp reads a neighbour's ghosts
+        return _exchange_reading_ghosts(x, mesh, spec, widths, boundary)
     ghosted = placement.wrap(x, mesh, spec, halo=tuple(widths))
     with comm_options(backend):
         filled = halo(ghosted, {i: w for i, w in enumerate(widths) if w != (0, 0)},
-                      boundary=tuple(boundary), fill_value=0,
-                      backend=backend)
+                      boundary=tuple(boundary), fill_value=0, backend=backend)
     out = physical.constrain(filled.data, filled.layout)
     if compat.is_explicit(mesh):  # back to the caller's Explicit axes: the sharding is its type
         out = placement.retype(out, (mesh, filled.layout.spec),
                                (filled.layout.mesh, filled.layout.spec))
+    return out
+
+
+def _exchange_reading_ghosts(x, mesh, spec, widths, boundary):
+    """jaxDecomp's exchange where a block owns fewer cells than the extent h: the ghosts take
+    the neighbour's cells [h, 2h) and [-2h, -h) of its block as it stands, its own ghosts
+    included (not the cells of blocks further away, which darray's halo would read). One
+    ppermute per side and axis, axes in turn (corners come from the second axis' slabs, which
+    the first exchange already filled, as jaxDecomp's diagonal sends give). JAX transposes the
+    ppermutes and overwrites, so the gradient is the adjoint here too."""
+    twin = compat.auto_twin(mesh)
+    sizes = dict(mesh.shape)
+    pspec = PartitionSpec(*spec)
+
+    def names_of(axis):
+        entry = spec[axis]
+        return (entry,) if isinstance(entry, str) else tuple(entry)
+
+    def exchange(block):
+        for axis, (h, _) in enumerate(widths):
+            if h == 0:
+                continue
+            names = names_of(axis)
+            n = 1
+            for name in names:
+                n *= sizes[name]
+            periodic = boundary[axis] == "periodic"
+            to_next = [(j, (j + 1) % n) for j in range(n) if periodic or j + 1 < n]
+            to_prev = [((j + 1) % n, j) for j in range(n) if periodic or j + 1 < n]
+            low_source = lax.slice_in_dim(block, block.shape[axis] - 2 * h,
+                                          block.shape[axis] - h, axis=axis)
+            high_source = lax.slice_in_dim(block, h, 2 * h, axis=axis)
+            low = lax.ppermute(low_source, names, to_next)    # from the previous block
+            high = lax.ppermute(high_source, names, to_prev)  # from the next block
+            block = lax.dynamic_update_slice_in_dim(block, low, 0, axis)
+            block = lax.dynamic_update_slice_in_dim(block, high, block.shape[axis] - h, axis)
+        return block
+
+    twin_x = compat.constrain(x, twin, pspec) if not compat.is_explicit(mesh) else \
+        placement.retype(x, (twin, pspec), (mesh, pspec))
+    out = compat.shard_map(exchange, mesh=twin, in_specs=pspec, out_specs=pspec,
+                           check_vma=False)(twin_x)
+    if compat.is_explicit(mesh):
+        out = placement.retype(out, (mesh, pspec), (twin, pspec))
     return out
