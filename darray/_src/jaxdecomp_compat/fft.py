@@ -12,6 +12,8 @@ A 4-D input is a batch of 3-D transforms over the leading axis, as in jaxDecomp.
 """
 from __future__ import annotations
 
+import itertools
+
 import jax.numpy as jnp
 import numpy as np
 from jax.lax import FftType
@@ -85,34 +87,41 @@ def _local(a, fft_type, norm, order, batch, real_size):
 
 
 def _candidates(x, fft_type, order, batch, real_size):
-    """(pre-permutation, axes, sizes, kind, inverse, post-permutation) for each way of
-    computing the result: transpose first, or transform first."""
-    nd = x.ndim
-    lead = tuple(range(batch))
-    perm = lead + tuple(batch + i for i in order)
-    ident = tuple(range(nd))
-    shape = x.shape
-    if fft_type in (FftType.FFT, FftType.IFFT):
-        inverse = fft_type == FftType.IFFT
-        axes = tuple(range(batch, nd))
-        pre_sizes = tuple(shape[p] for p in perm[batch:])
-        return [(ident, axes, tuple(shape[batch:]), "c2c", inverse, perm),
-                (perm, axes, pre_sizes, "c2c", inverse, ident)]
-    if fft_type == FftType.RFFT:  # the halved axis is the input's last (Z)
-        z_after = perm.index(nd - 1)
-        others = tuple(a for a in range(batch, nd) if a != z_after)
-        return [(ident, tuple(range(batch, nd)), tuple(shape[batch:]), "r2c", False, perm),
-                (perm, others + (z_after,), tuple(shape[perm[q]] for q in others + (z_after,)),
-                 "r2c", False, ident)]
-    # IRFFT: the input is the rotated half spectrum; back = inverse of the forward rotation
-    fwd = lead + tuple(batch + i for i in _order(FftType.FFT))
-    z_in = fwd.index(nd - 1)  # position of Z in the rotated input
-    others_in = tuple(a for a in range(batch, nd) if a != z_in)
-    sizes_in = tuple(shape[a] for a in others_in) + (real_size,)
-    back_perm = lead + tuple(fwd.index(a) for a in range(batch, nd))  # rotated -> (X, Y, Z)
-    return [(ident, others_in + (z_in,), sizes_in, "c2r", True, back_perm),
-            (back_perm, tuple(range(batch, nd)), tuple(shape[a] for a in back_perm[batch:-1])
-             + (real_size,), "c2r", True, ident)]
+    """Every way of computing the result: transpose the spatial axes by some permutation,
+    transform all of them, transpose into jaxDecomp's order. (The transforms commute with
+    transposes; which one is free of extra communication depends on where darray's plan leaves
+    the split.) Each is (pre-permutation, axes, sizes, kind, inverse, post-permutation).
+
+    Axes are tracked by label, the input's original axis (0, 1, 2 = X, Y, Z): a forward input
+    is (X, Y, Z) and its output is ordered by `order`; an inverse input is in the forward
+    output's order and its output is (X, Y, Z). Z is the halved axis of real transforms."""
+    nd, lead = x.ndim, tuple(range(batch))
+    forward_order = _order(FftType.FFT)
+    if fft_type in specs.FORWARD:
+        in_labels, out_labels = (0, 1, 2), tuple(order)
+    else:
+        in_labels, out_labels = tuple(forward_order), (0, 1, 2)
+    kind = {FftType.FFT: "c2c", FftType.IFFT: "c2c", FftType.RFFT: "r2c",
+            FftType.IRFFT: "c2r"}[fft_type]
+    inverse = fft_type in specs.INVERSE
+    out = []
+    for q in itertools.permutations(range(3)):
+        labels = tuple(in_labels[i] for i in q)  # the labels of the pre-permuted axes
+        pre = lead + tuple(batch + i for i in q)
+        sizes = [x.shape[batch + i] for i in q]
+        if kind == "c2c":
+            axes = tuple(range(batch, nd))
+        else:
+            z = labels.index(2)
+            axes = tuple(batch + i for i in range(3) if i != z) + (batch + z,)
+            if kind == "c2r":
+                sizes[z] = real_size
+            sizes = [sizes[a - batch] for a in axes]
+        post = lead + tuple(batch + labels.index(lab) for lab in out_labels)
+        out.append((pre, axes, tuple(sizes), kind, inverse, post))
+    # the plain order first: transform in place, then transpose
+    out.sort(key=lambda c: c[0] != tuple(range(nd)))
+    return out
 
 
 def _permuted_layout(layout: Layout, perm) -> Layout:
