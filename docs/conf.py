@@ -63,6 +63,8 @@ PUBLIC_MODULES = {
     "darray.linalg": "The Array API linear algebra extension.",
     "darray.random": "Random fields that are the same on any mesh and process count.",
     "darray.distributed": "Multi-process runs: start-up under any launcher, failure handling.",
+    "darray.jaxdecomp": "jaxDecomp 0.3's public array API on darray (see Coming from jaxDecomp).",
+    "darray.jaxdecomp.fft": "jaxDecomp's fft submodule: pfft3d, pifft3d, prfft3d, pirfft3d.",
 }
 SUBMODULES = {"fft", "linalg", "random", "distributed"}
 

@@ -32,7 +32,7 @@ FLOORS = (
     ("mechanism", ("backends", "fft.planner")),
     ("the type", ("array",)),
     ("namespace", ("api", "blocks", "transforms")),
-    ("extensions", ("fft", "halo", "printing", "io", "random", "autotune")),
+    ("extensions", ("fft", "halo", "printing", "io", "random", "autotune", "jaxdecomp_compat")),
     ("methods", ("methods",)),
 )
 
