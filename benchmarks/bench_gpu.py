@@ -53,7 +53,8 @@ def _one(program: str, op: str, n: int, repeats: int) -> dict:
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from jax.sharding import Mesh, PartitionSpec as P
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
 
     import darray
     dtype = np.complex64 if op.startswith("fftn") else np.float32

@@ -297,8 +297,9 @@ def main(argv=None):
     sys.path.insert(0, os.path.dirname(HERE))
     import jax
     import numpy as np
-    import darray
     from _bench_common import default_json_path, make_row, progress, write_table
+
+    import darray
 
     if shutil.which("mpiexec") is None:
         sys.exit("bench_multiprocess needs mpiexec and mpi4py: pip install 'darray[mpi]'")

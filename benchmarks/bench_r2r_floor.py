@@ -43,14 +43,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _bench_common 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
+from _bench_common import default_json_path, make_row, time_interleaved, write_table  # noqa: E402
+from jax.sharding import NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P
 
 import darray  # noqa: E402
 import darray.fft as dfft  # noqa: E402
 from darray._src import compat, program_cache  # noqa: E402
 from darray._src.fft import r2r_local, r2r_local_2d  # noqa: E402
-from _bench_common import (  # noqa: E402
-    default_json_path, make_row, time_interleaved, write_table)
 
 
 def _stand_in_forward(fft):

@@ -2,11 +2,11 @@
 
 This module only re-exports; the implementation lives in darray._src.api.linalg.
 """
-from darray._src.api.linalg import EigResult as EigResult
 from darray._src.api.linalg import EighResult as EighResult
+from darray._src.api.linalg import EigResult as EigResult
 from darray._src.api.linalg import QRResult as QRResult
-from darray._src.api.linalg import SVDResult as SVDResult
 from darray._src.api.linalg import SlogdetResult as SlogdetResult
+from darray._src.api.linalg import SVDResult as SVDResult
 from darray._src.api.linalg import cholesky as cholesky
 from darray._src.api.linalg import cross as cross
 from darray._src.api.linalg import det as det

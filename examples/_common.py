@@ -82,8 +82,9 @@ def wavenumbers(k_layout, real_shape, box=1.0):
     k-space shape in the layout `k_layout` (the layout rfftn returned), so that arithmetic with
     the transform needs no data movement. Entries follow numpy's fftfreq/rfftfreq order (the
     Nyquist frequency negative on full axes)."""
-    import darray  # after the environment above is set
     import jax.numpy as jnp
+
+    import darray  # after the environment above is set
 
     shape = tuple(k_layout.shape)
     ndim = len(shape)

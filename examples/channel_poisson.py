@@ -18,7 +18,6 @@ to round-off; phi comes back in rho's layout.
 from __future__ import annotations
 
 import _common  # noqa: F401  (first: devices, float64, Agg backend)
-
 import jax
 import matplotlib.pyplot as plt
 import numpy as np

@@ -13,13 +13,12 @@ the gradient has the initial field's layout; one gradient step changes the loss 
 from __future__ import annotations
 
 import _common  # noqa: F401  (first: devices, float64, Agg backend)
-
 import jax
 import matplotlib.pyplot as plt
+import navier_stokes as ns
 import numpy as np
 
 import darray
-import navier_stokes as ns
 
 STEPS = 20
 WINDOW_CENTRE = (np.pi, np.pi)

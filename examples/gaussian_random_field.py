@@ -12,7 +12,6 @@ within its cosmic variance; the noise does not depend on the mesh.
 from __future__ import annotations
 
 import _common  # noqa: F401  (first: devices, float64, Agg backend)
-
 import jax
 import matplotlib.pyplot as plt
 import numpy as np

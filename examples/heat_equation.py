@@ -10,7 +10,6 @@ integral of u (heat) is conserved by the periodic scheme.
 from __future__ import annotations
 
 import _common  # noqa: F401  (first: devices, float64, Agg backend)
-
 import jax
 import matplotlib.pyplot as plt
 import numpy as np

@@ -17,10 +17,9 @@ removes them) and energy decays at the rate -2 nu Z the equations predict.
 """
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: devices, float64, Agg backend)
-
 import functools
 
+import _common  # noqa: F401  (first: devices, float64, Agg backend)
 import jax
 import matplotlib.pyplot as plt
 import numpy as np

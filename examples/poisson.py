@@ -10,7 +10,6 @@ float64 numpy, and by the spectral residual |lap(phi) - rho|.
 from __future__ import annotations
 
 import _common  # noqa: F401  (first: devices, float64, Agg backend)
-
 import jax
 import matplotlib.pyplot as plt
 import numpy as np

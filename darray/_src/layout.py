@@ -22,7 +22,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from jax.sharding import PartitionSpec
 
@@ -98,7 +99,7 @@ class Layout:
     order: tuple[int, ...]
 
     @classmethod
-    def create(cls, shape, mesh, spec=None, *, halo=None, order=None) -> "Layout":
+    def create(cls, shape, mesh, spec=None, *, halo=None, order=None) -> Layout:
         """Validated construction: the one path that checks every invariant."""
         shape = tuple(int(n) for n in shape)
         if any(n < 0 for n in shape):
@@ -201,22 +202,22 @@ class Layout:
         return tuple(out)
 
     # -- derived layouts ---------------------------------------------------------------------
-    def with_spec(self, spec) -> "Layout":
+    def with_spec(self, spec) -> Layout:
         return Layout.create(self.shape, self.mesh, spec, halo=None, order=self.order)
 
-    def with_split(self, split: Sequence[Split]) -> "Layout":
+    def with_split(self, split: Sequence[Split]) -> Layout:
         return dataclasses.replace(self, split=tuple(tuple(s) for s in split),
                                    halo=((0, 0),) * self.ndim)
 
-    def with_halo(self, halo) -> "Layout":
+    def with_halo(self, halo) -> Layout:
         return dataclasses.replace(self, halo=_normalize_halo(halo, self.ndim))
 
-    def without_halo(self) -> "Layout":
+    def without_halo(self) -> Layout:
         if not self.has_halo:
             return self
         return dataclasses.replace(self, halo=((0, 0),) * self.ndim)
 
-    def with_shape(self, shape) -> "Layout":
+    def with_shape(self, shape) -> Layout:
         """Same mesh and split (truncated/extended with unsplit axes), new logical shape."""
         shape = tuple(int(n) for n in shape)
         split = tuple(self.split[:len(shape)]) + ((),) * max(0, len(shape) - self.ndim)

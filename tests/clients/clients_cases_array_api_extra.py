@@ -1,6 +1,5 @@
 """array-api-extra: its documented functions, each on the namespace of its inputs."""
 import numpy as np
-
 from clients_harness import case, darray_bug, library_bug  # noqa: F401
 
 LIB = "array_api_extra"

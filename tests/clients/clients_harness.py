@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -199,8 +200,9 @@ def leaves(result) -> list:
 
 
 def kind_of(leaf) -> str:
-    import darray
     import jax
+
+    import darray
     if isinstance(leaf, darray.DistArray):
         return "DistArray"
     if isinstance(leaf, jax.Array):

@@ -10,14 +10,13 @@ import subprocess
 import sys
 import tempfile
 
-import pytest
-
 # Importing the case modules fills the registry.
 import clients_cases_array_api_extra  # noqa: F401
 import clients_cases_einops  # noqa: F401
 import clients_cases_scipy  # noqa: F401
 import clients_cases_sklearn  # noqa: F401
 import clients_cases_xarray  # noqa: F401
+import pytest
 from clients_harness import LIBRARIES, REGISTRY, REPORT_ENV, check, params, require
 
 pytestmark = pytest.mark.clients

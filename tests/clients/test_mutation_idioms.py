@@ -11,8 +11,9 @@ import pytest
 
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
-import darray  # noqa: E402
 from clients_harness import require  # noqa: E402
+
+import darray  # noqa: E402
 
 pytestmark = pytest.mark.clients
 

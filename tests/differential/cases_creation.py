@@ -2,12 +2,12 @@
 data type functions."""
 from __future__ import annotations
 
+import diff_support as ds
 import numpy as np
+from diff_registry import Case, Example, one_array, register
 from hypothesis import strategies as st
 
 import darray
-import diff_support as ds
-from diff_registry import Case, Example, one_array, register
 
 A, N, R, F = ds.ALL, ds.NUMERIC, ds.REAL, ds.FLOATS
 

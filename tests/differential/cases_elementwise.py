@@ -1,12 +1,12 @@
 """Elementwise cases: unary and binary functions, broadcasting, Python-scalar operands."""
 from __future__ import annotations
 
+import diff_support as ds
 import numpy as np
+from diff_registry import REGISTRY, Case, Example, register
 from hypothesis import strategies as st
 
 import darray
-import diff_support as ds
-from diff_registry import REGISTRY, Case, Example, register
 
 F, C, I, R, N, A = ds.FLOATS, ds.COMPLEX, ds.INTS, ds.REAL, ds.NUMERIC, ds.ALL
 BOOL = ("bool",)

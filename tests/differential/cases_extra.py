@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import tempfile
 
-import jax.numpy as jnp
+import diff_support as ds
 import numpy as np
+from diff_registry import Case, Example, one_array, register
 from hypothesis import strategies as st
 
 import darray
-import diff_support as ds
-from diff_registry import Case, Example, one_array, register
 
 F = ds.FLOATS
 

@@ -1,12 +1,12 @@
 """Linear algebra (namespace and darray.linalg) and fft cases."""
 from __future__ import annotations
 
+import diff_support as ds
 import numpy as np
+from diff_registry import Case, Example, axis_param, one_array, register
 from hypothesis import strategies as st
 
 import darray
-import diff_support as ds
-from diff_registry import Case, Example, axis_param, one_array, register
 
 F, C, I, R, N = ds.FLOATS, ds.COMPLEX, ds.INTS, ds.REAL, ds.NUMERIC
 SMALL = (1, 2, 3, 5, 7)

@@ -2,12 +2,12 @@
 setitem)."""
 from __future__ import annotations
 
+import diff_support as ds
 import numpy as np
+from diff_registry import Case, Example, axis_param, one_array, register
 from hypothesis import strategies as st
 
 import darray
-import diff_support as ds
-from diff_registry import Case, Example, axis_param, one_array, register
 
 A = ds.ALL
 

@@ -2,12 +2,12 @@
 interp (darray/_src/api/binning.py, stencils.py, numerical.py) against numpy."""
 from __future__ import annotations
 
+import diff_support as ds
 import numpy as np
+from diff_registry import Case, Example, one_array, register
 from hypothesis import strategies as st
 
 import darray
-import diff_support as ds
-from diff_registry import Case, Example, one_array, register
 
 F = ds.FLOATS
 PAD_MODES = ("constant", "edge", "wrap", "reflect", "symmetric")

@@ -1,13 +1,12 @@
 """Reductions (every axis choice), cumulative, searching, sorting, set functions, utility."""
 from __future__ import annotations
 
+import diff_support as ds
 import numpy as np
+from diff_registry import Case, Example, axis_param, one_array, reduced_length, register
 from hypothesis import strategies as st
 
 import darray
-import diff_support as ds
-from diff_registry import (Case, Example, axis_param, one_array, reduced_length,
-                           register)
 
 F, C, I, R, N, A = ds.FLOATS, ds.COMPLEX, ds.INTS, ds.REAL, ds.NUMERIC, ds.ALL
 

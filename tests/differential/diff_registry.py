@@ -8,11 +8,11 @@ complex128 / int64 for the values) and compares every leaf of the result.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
-
-from hypothesis import strategies as st
+from collections.abc import Callable
+from typing import Any
 
 import diff_support as ds
+from hypothesis import strategies as st
 
 
 @dataclasses.dataclass

@@ -1,9 +1,8 @@
 """Run one drawn Example of a Case against numpy and compare every leaf of the result."""
 from __future__ import annotations
 
-import numpy as np
-
 import diff_support as ds
+import numpy as np
 from diff_support import Operand
 
 REFUSALS: list[str] = []

@@ -7,13 +7,12 @@ where partly replicated layouts have broken before).
 """
 import os
 
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 import diff_cases  # noqa: F401  (fills the registry)
+import pytest
 from diff_registry import REGISTRY
 from diff_runner import run_case
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 # the profiles are registered in this directory's conftest.py (which also validates the name);
 # read the variable here rather than import "conftest", a name tests/conftest.py shares

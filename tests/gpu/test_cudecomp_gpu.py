@@ -8,15 +8,16 @@ One process, one GPU: the mesh is a (1, 1) process grid, so cuDecomp's transpose
 pencil re-layouts and its halo update as periodic self-exchange; NCCL is initialised but
 carries no traffic. Several GPUs: launch under ``mpiexec -n P`` with one GPU per rank.
 """
-import numpy as np
-import pytest
-
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh, PartitionSpec as P
+import numpy as np
+import pytest
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 import darray
 from darray._src import native
+
 
 def _why_not():
     if not any(d.platform == "gpu" for d in jax.devices()):

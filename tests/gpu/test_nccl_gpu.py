@@ -6,12 +6,12 @@ and darray built with DARRAY_ENABLE_NCCL=ON (tools/gpu_rig/run_gpu_tier.sh). Wit
 mesh's axes have size 1, where every backend moves nothing; these tests set
 ``nccl.EXCHANGE_SIZE_ONE`` so the handlers still run (pack, a 1-rank exchange, unpack).
 """
-import numpy as np
-import pytest
-
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh, PartitionSpec as P
+import numpy as np
+import pytest
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 import darray
 from darray._src.backends import nccl

@@ -16,16 +16,16 @@ native_mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(native_mod)
 sys.modules["darray._native"] = native_mod  # darray._src.native imports this one
 
-from mpi4py import MPI  # noqa: E402,F401  (initialises MPI before any exchange)
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.experimental import multihost_utils  # noqa: E402
+from mpi4py import MPI  # noqa: E402,F401  (initialises MPI before any exchange)
 
 jax.config.update("jax_enable_x64", True)
 import darray  # noqa: E402
-from darray.distributed import gather  # noqa: E402  (collective host reads: every rank)
 from darray._src.backends import mpi_exec, mpi_transport, select_fft_backend  # noqa: E402
+from darray.distributed import gather  # noqa: E402  (collective host reads: every rank)
 
 info = darray.distributed.initialize(heartbeat_timeout=15, shutdown_timeout=10)
 rank, nproc = info["process_index"], info["process_count"]

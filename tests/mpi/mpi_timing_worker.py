@@ -19,9 +19,9 @@ native_mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(native_mod)
 sys.modules["darray._native"] = native_mod
 
-from mpi4py import MPI  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
 import darray  # noqa: E402
 from darray.distributed import gather  # noqa: E402  (collective host reads: every rank)

@@ -11,7 +11,6 @@ rank instead of mixed data, after which the process still exchanges correctly.
 from __future__ import annotations
 
 import pytest
-
 from mpi_launch import mpiexec
 
 

@@ -3,11 +3,12 @@ import array_api_compat
 import jax
 import numpy as np
 import pytest
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src import compat
-from scalar_check import assert_replicated_scalar
 
 RNG = np.random.default_rng(7)
 MESH = compat.make_auto_mesh((2, 4), ("x", "y"))

@@ -3,7 +3,6 @@ symmetries it states (f(conj z) = conj f(z); odd/even functions), and numpy on f
 (branch cuts with signed zeros included); results keep the operand's layout."""
 import math
 
-import jax
 import numpy as np
 import pytest
 

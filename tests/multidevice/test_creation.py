@@ -3,8 +3,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-from jax.sharding import AxisType, PartitionSpec as P
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jax.sharding import AxisType
+from jax.sharding import PartitionSpec as P
 
 import darray
 from darray._src import compat

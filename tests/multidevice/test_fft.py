@@ -4,7 +4,8 @@ import re
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import darray
 import darray.fft as dfft

@@ -110,8 +110,9 @@ def test_every_program_plans_at_most_the_pinned_arrays(plan):
 def test_type_1_kernels_run_in_row_slices_and_match_scipy(family):
     # r2r_local._in_row_slices: 8 rows run as 4 slices of 2 (a loop writing in place); odd and
     # even M = N -+ 1, the even recursion's inner odd steps, and a prime M
-    from darray._src.fft.r2r_local import R2RKernel, apply_kernel
     import scipy.fft
+
+    from darray._src.fft.r2r_local import R2RKernel, apply_kernel
 
     rng = np.random.default_rng(4)
     ref_fn = scipy.fft.dct if family == "dct" else scipy.fft.dst

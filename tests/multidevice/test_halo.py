@@ -7,13 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from halo_reference import check_filled, reduce_reference
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import darray
 from darray._src import compat
 from darray._src.halo import plan as halo_plan
-
-from halo_reference import check_filled, reduce_reference
 
 RULES = ("periodic", "constant", "edge", "reflect")
 MESHES = {(8,): ("d",), (2, 4): ("x", "y"), (4, 2): ("x", "y"), (1, 8): ("x", "y")}

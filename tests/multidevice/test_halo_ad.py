@@ -9,12 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from halo_reference import check_filled, reduce_reference
 from jax.sharding import PartitionSpec as P
 
 import darray
 from darray._src import compat
-
-from halo_reference import check_filled, reduce_reference
 
 
 def _mesh(kind):

@@ -8,11 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.fft
+from halo_reference import block_windows
 
 import darray
 from darray._src import compat
-
-from halo_reference import block_windows
 
 ODD = {"antisymmetric": "symmetric", "antireflect": "reflect"}
 MESHES = {(8,): ("d",), (2, 4): ("x", "y")}

@@ -3,11 +3,12 @@ asserted; scalar reads checked to move only the result (all-reduce of one cell, 
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src import compat
-from scalar_check import assert_replicated_scalar
 
 MESHES = [(8,), (2, 4), (4, 2), (1, 8)]
 

@@ -3,10 +3,10 @@ the no-communication property of batch-split matmul asserted."""
 import jax
 import numpy as np
 import pytest
+from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src import compat
-from scalar_check import assert_replicated_scalar
 
 MESHES = [(8,), (2, 4), (4, 2), (1, 8)]
 

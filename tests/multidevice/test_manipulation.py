@@ -3,7 +3,8 @@ output layout asserted; roll along a split axis checked to be a neighbour exchan
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import darray
 from darray._src import compat

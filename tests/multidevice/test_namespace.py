@@ -6,11 +6,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import NamedSharding
+from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src import compat
 from darray._src.array import DistArray
-from scalar_check import assert_replicated_scalar
 
 RNG = np.random.default_rng(5)
 

@@ -16,14 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.fft
+from halo_reference import check_filled, reduce_reference
 from jax.sharding import PartitionSpec as P
 
 import darray
 from darray._src import compat
 from darray._src.fft.api import fft_plan
 from darray._src.fft.plan import LocalFFT, Merge, Transpose
-
-from halo_reference import check_filled, reduce_reference
 
 RULES = ("periodic", "constant", "edge", "reflect", "symmetric")
 

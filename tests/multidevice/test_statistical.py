@@ -4,14 +4,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-from jax.sharding import NamedSharding, PartitionSpec as P
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src import compat
 from darray._src.api.common import valid_mask
 from darray._src.array import DistArray
-from scalar_check import assert_replicated_scalar
 
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(7)

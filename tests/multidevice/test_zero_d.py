@@ -5,11 +5,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src import compat
 from darray._src.array import DistArray
-from scalar_check import assert_replicated_scalar
 
 RNG = np.random.default_rng(3)
 MESH = compat.make_auto_mesh((2, 4), ("x", "y"))

@@ -18,8 +18,9 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
-import darray  # noqa: E402
 from jax.experimental import multihost_utils  # noqa: E402
+
+import darray  # noqa: E402
 
 port, nproc, rank = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 darray.distributed.initialize(f"127.0.0.1:{port}", nproc, rank, heartbeat_timeout=20)

@@ -12,7 +12,6 @@ import time
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 os.environ["JAX_PLATFORMS"] = "cpu"
 
-import numpy as np  # noqa: E402
 
 import darray  # noqa: E402
 from darray._src import io  # noqa: E402

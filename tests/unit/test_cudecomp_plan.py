@@ -8,10 +8,11 @@ import types
 import jax
 import numpy as np
 import pytest
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 import darray
-from darray._src.backends import BackendUnavailableError, FFT_EXECUTORS, cudecomp
+from darray._src.backends import FFT_EXECUTORS, BackendUnavailableError, cudecomp
 from darray._src.fft.api import fft_plan
 from darray._src.native import build_info
 

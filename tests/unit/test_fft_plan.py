@@ -1,12 +1,12 @@
 """The FFT plan is pure data: checked on AbstractMesh meshes, no devices involved."""
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jax.sharding import AbstractMesh
 
 from darray._src.fft.plan import LocalFFT, Merge, PlanError, Transpose, apply_stage
-from darray._src.fft.planner import plan_fft
-from darray._src.fft.planner import cost
+from darray._src.fft.planner import cost, plan_fft
 from darray._src.layout import Layout
 
 SLAB = AbstractMesh((8,), ("d",))

@@ -7,7 +7,8 @@ tests/multidevice/test_nccl_emulated.py; the handlers themselves run in tests/gp
 import jax
 import numpy as np
 import pytest
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 import darray
 from darray._src import native

@@ -4,7 +4,7 @@ path whose output layout may differ from its input layouts (common.apply_physica
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import numpy as np
@@ -12,7 +12,6 @@ import numpy as np
 from darray._src import compat, physical
 from darray._src.array import DistArray
 from darray._src.axes import AxisError, normalize_axis  # noqa: F401 (re-exported here)
-from darray._src.errors import LayoutError
 from darray._src.layout import Layout
 from darray._src.program_cache import MEDIUM, program_cache
 

@@ -6,10 +6,9 @@ result is a new DistArray in x's layout; `x` is unchanged. `darray._src.methods`
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import functools
 import operator
+from typing import TYPE_CHECKING
 
 import jax.numpy as jnp
 import numpy as np
@@ -139,7 +138,7 @@ _JNP_COMBINE = {"set": None, "add": "add", "multiply": "multiply", "divide": "di
                 "power": "power", "min": "minimum", "max": "maximum"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _select_fn(how):
     def select(data, value, *vectors):
         chosen = functools.reduce(jnp.logical_and, vectors, np.bool_(True))  # 0-d x: no axes

@@ -20,7 +20,7 @@ differently. So nothing here hands a data-dependent operation to the partitioner
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from darray._src import config
-
-
 from darray._src.backends.errors import HOW_TO_GET, BackendUnavailableError  # noqa: F401
 
 

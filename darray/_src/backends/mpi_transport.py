@@ -36,8 +36,8 @@ import hashlib
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend import core as jex_core
 from jax import lax
+from jax.extend import core as jex_core
 from jax.interpreters import ad, batching, mlir
 
 from darray._src import native

@@ -72,7 +72,7 @@ class Transpose:
     src_keep: int = 1
     dst_keep: int = 1
 
-    def reversed(self) -> "Transpose":
+    def reversed(self) -> Transpose:
         return Transpose(self.mesh_axes, self.dst, self.src, self.dst_len, self.src_len,
                          self.parts, self.dst_keep, self.src_keep)
 
@@ -108,7 +108,7 @@ class Merge:
         """True when the moves share their destination (merge), False when their source."""
         return len({m.dst for m in self.moves}) == 1
 
-    def reversed(self) -> "Merge":
+    def reversed(self) -> Merge:
         return Merge(tuple(m.reversed() for m in self.moves))
 
 

@@ -37,8 +37,18 @@ from __future__ import annotations
 import functools
 import itertools
 
-from darray._src.fft.plan import (LocalFFT, Merge, Plan, PlanError, Transpose, _greedy,
-                                  _reverse, _spec, apply_stage, real_kernel)
+from darray._src.fft.plan import (
+    LocalFFT,
+    Merge,
+    Plan,
+    PlanError,
+    Transpose,
+    _greedy,
+    _reverse,
+    _spec,
+    apply_stage,
+    real_kernel,
+)
 from darray._src.layout import Layout
 
 STRATEGIES = ("auto", "pencil")

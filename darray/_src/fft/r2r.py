@@ -17,8 +17,8 @@ import numpy as np
 
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
-from darray._src.fft.api import _as_dist, run_r2r
 from darray._src.fft import r2r_split
+from darray._src.fft.api import _as_dist, run_r2r
 from darray._src.fft.plan import PlanError
 from darray._src.fft.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
 

@@ -28,7 +28,6 @@ inside a caller's jit; still no all-gather.
 """
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -6,20 +6,21 @@ lax.ppermute) is built in; a native one (cuDecomp's halo update) plugs in with
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
-from darray._src.backends import Registry
-from darray._src.array import DistArray
 from darray._src.api.common import check_array
+from darray._src.array import DistArray
+from darray._src.backends import Registry
 from darray._src.halo import plan as halo_plan
 from darray._src.halo import spec as halo_spec
 from darray._src.layout import Layout
 from darray._src.program_cache import MEDIUM, program_cache
+
 
 def _jax_halo_fill():
     from darray._src.backends.jax import halo_exchange

@@ -5,7 +5,7 @@ Pure Python; no devices, no JAX.
 from __future__ import annotations
 
 import operator
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from darray._src.axes import normalize_axis
 from darray._src.errors import LayoutError

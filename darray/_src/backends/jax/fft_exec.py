@@ -27,8 +27,12 @@ import numpy as np
 
 from darray._src import compat
 from darray._src.backends.jax import local_fft  # inverse FFTs right on GPU at any size
-from darray._src.backends.jax.transpose import (all_to_all_move, lax_exchange, merge_move,
-                                                scatter_move)
+from darray._src.backends.jax.transpose import (
+    all_to_all_move,
+    lax_exchange,
+    merge_move,
+    scatter_move,
+)
 from darray._src.fft.plan import LocalFFT, Merge, Plan, Transpose
 
 
