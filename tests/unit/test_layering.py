@@ -30,7 +30,7 @@ FLOORS = (
     ("mechanism", ("backends", "fft.planner")),
     ("the type", ("array",)),
     ("namespace", ("api", "blocks", "transforms")),
-    ("extensions", ("fft", "halo", "printing", "io", "random", "autotune")),
+    ("extensions", ("fft", "halo", "printing", "io", "random", "autotune", "particles")),
     ("methods", ("methods",)),
 )
 
