@@ -8,6 +8,7 @@ axes; particle ``i`` (a Lagrangian cell) sits at ``i + disp[i]`` in the periodic
 from __future__ import annotations
 
 import math
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -95,26 +96,36 @@ def _geometry(grid: Layout, scheme: Scheme, reach, capacity, where: str) -> dep.
     return dep.Geometry(grid.shape, chunk, parts, ghosts, names, int(capacity))
 
 
+def _problem(where: str, geom: dep.Geometry, most: int, first_nan: int) -> str | None:
+    if first_nan != dep.NO_NAN:
+        index = tuple(int(i) for i in np.unravel_index(first_nan, geom.shape))
+        return (f"{where}: disp has a non-finite displacement at particle {index} (flat index "
+                f"{first_nan}); the result is NaN")
+    if most > geom.capacity:
+        return (f"{where}: {most} particles on one device moved beyond reach="
+                f"{max(geom.ghosts)} ghost cells into one other device's block, more than "
+                f"capacity={geom.capacity} (strays per destination device); pass "
+                f"capacity={most} or more, or a larger reach=, to {where}. The result is NaN")
+    return None
+
+
 def _report(where: str, geom: dep.Geometry, most, first_nan) -> None:
-    """Raise for overflow or NaN now if the values are concrete; otherwise raise when the
-    program runs (its result is NaN as well, so nothing is silently lost)."""
-    def check(most, first_nan):
-        most, first_nan = int(most), int(first_nan)
-        if first_nan != dep.NO_NAN:
-            index = np.unravel_index(first_nan, geom.shape)
-            raise ParticleError(f"{where}: disp has a non-finite displacement at particle "
-                                f"{tuple(int(i) for i in index)} (flat index {first_nan}); the "
-                                f"result is NaN")
-        if most > geom.capacity:
-            raise ParticleError(
-                f"{where}: {most} particles on one device moved beyond reach={geom.ghosts and max(geom.ghosts)} "
-                f"ghost cells into one other device's block, more than capacity={geom.capacity} "
-                f"(strays per destination device); pass capacity={most} or more, or a larger "
-                f"reach=, to {where}. The result is NaN")
+    """Raise for overflow or a NaN displacement when the values are concrete (eager calls).
+
+    Under a trace (jit, grad, scan) no Python exception can be raised from a value: the
+    affected result is NaN and the program prints the same message to stderr when it runs.
+    (An exception raised inside a host callback leaves XLA:CPU's runtime unusable, so the
+    callback only prints.)"""
+    def warn(most, first_nan):
+        message = _problem(where, geom, int(most), int(first_nan))
+        if message is not None:
+            print(f"ParticleError: {message}", file=sys.stderr, flush=True)
     if isinstance(most, jax.core.Tracer) or isinstance(first_nan, jax.core.Tracer):
-        jax.debug.callback(check, most, first_nan)
-    else:
-        check(most, first_nan)
+        jax.debug.callback(warn, most, first_nan)
+        return
+    message = _problem(where, geom, int(most), int(first_nan))
+    if message is not None:
+        raise ParticleError(message)
 
 
 def _specs(layout: Layout):
@@ -205,9 +216,10 @@ def paint(disp, *, weights=None, scheme: str = "cic", reach: int | None = None,
     Raises:
       ParticleError (a ValueError): a displacement is NaN or infinite (the message names the
         particle's index), or more than `capacity` strays head from one device to another
-        (the message names the count needed). Eagerly this raises at the call; under
-        ``jax.jit`` the program raises when it runs (a ``JaxRuntimeError`` carrying this
-        message) and the result is NaN. Nothing is ever dropped silently.
+        (the message names the count needed and the argument that raises the bound). Eagerly
+        this raises at the call. Under a trace (``jax.jit``, ``jax.grad``, ``lax.scan``) the
+        result is NaN and the program prints the same message to stderr when it runs. Nothing
+        is ever dropped silently.
 
     Layout:
       The grid's layout. Communication: one halo reduce of ``reach``-wide faces
