@@ -63,8 +63,9 @@ PUBLIC_MODULES = {
     "darray.linalg": "The Array API linear algebra extension.",
     "darray.random": "Random fields that are the same on any mesh and process count.",
     "darray.distributed": "Multi-process runs: start-up under any launcher, failure handling.",
+    "darray.particles": "Particle-mesh painting, interpolation and mass-assignment windows.",
 }
-SUBMODULES = {"fft", "linalg", "random", "distributed"}
+SUBMODULES = {"fft", "linalg", "random", "distributed", "particles"}
 
 
 def public_names(module):
