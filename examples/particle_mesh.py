@@ -284,7 +284,7 @@ def main(argv=None) -> int:
     print(f"power spectra: {time.perf_counter() - t0:.1f} s")
 
     # -- differentiable universe: recover the initial field from the final density ---------
-    m, rec_steps, iterations = (16, 1, 20) if known.small else (16, 3, 40)
+    m, rec_steps, iterations = (16, 1, 30) if known.small else (16, 3, 40)
     small_mesh_white = darray.random.normal(jax.random.key(5), (m, m, m), dtype=darray.float64,
                                             mesh=mesh, spec=("x", "y"))
     rec_stepper = jnp.asarray(stepper_factors(rec_steps))
