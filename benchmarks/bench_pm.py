@@ -29,16 +29,22 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _bench_common beside us
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _bench_common import (
+    default_json_path,
+    make_row,
+    mesh_label,
+    time_interleaved,
+    write_table,
+)
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
-import darray  # noqa: E402
-import darray.fft as dfft  # noqa: E402
-from darray._src import compat  # noqa: E402
-from _bench_common import (  # noqa: E402
-    default_json_path, make_row, mesh_label, time_interleaved, write_table)
+import darray
+import darray.fft as dfft
+from darray._src import compat
 
 REACH = 3
 KICK, DRIFT = 0.05, 0.1      # fixed step factors: the cost does not depend on the cosmology
@@ -153,29 +159,30 @@ def main(argv=None):
         rng = np.random.default_rng(0)
         disp_h = rng.uniform(-1, 1, (n, n, n, 3)).astype(np.float32)
         vel_h = np.zeros_like(disp_h)
-        programs, arguments = {}, {}
+        programs = {}
 
         d_step, d_loss = kdk(darray_forces)
         d_state = (darray.asarray(disp_h, mesh=mesh, spec=spec),
                    darray.asarray(vel_h, mesh=mesh, spec=spec))
         programs["darray"] = (jax.jit(d_step),
-                              jax.jit(lambda s: darray.grad(d_loss)(*s)), d_state)
+                              jax.jit(lambda s, loss=d_loss: darray.grad(loss)(*s)), d_state)
 
         j_step, j_loss = kdk(jnp_forces)
         one = jax.devices()[0]
         j_state = (jax.device_put(disp_h, one), jax.device_put(vel_h, one))
-        programs["jnp"] = (jax.jit(j_step), jax.jit(lambda s: jax.grad(j_loss)(*s)), j_state)
+        programs["jnp"] = (jax.jit(j_step), jax.jit(lambda s, loss=j_loss: jax.grad(loss)(*s)),
+                           j_state)
 
         if pm_forces is not None:
             sharding = NamedSharding(mesh, P(*spec))
 
-            def pm_force(disp):
+            def pm_force(disp, n=n, sharding=sharding):
                 return pm_forces(disp, mesh_shape=(n, n, n), paint_absolute_pos=False,
                                  halo_size=2 * REACH, sharding=sharding)
             p_step, p_loss = kdk(pm_force)
             p_state = (jax.device_put(disp_h, sharding), jax.device_put(vel_h, sharding))
-            programs["jaxpm"] = (jax.jit(p_step), jax.jit(lambda s: jax.grad(p_loss)(*s)),
-                                 p_state)
+            programs["jaxpm"] = (jax.jit(p_step),
+                                 jax.jit(lambda s, loss=p_loss: jax.grad(loss)(*s)), p_state)
 
         timed = []
         for name, (step, grad, state) in programs.items():

@@ -54,7 +54,7 @@ def growth(a):
     integrand = 1 / (grid * e_of_a(grid)) ** 3
     cumulative = np.concatenate([[0], np.cumsum(0.5 * (integrand[1:] + integrand[:-1])
                                                 * np.diff(grid))])
-    d_unnorm = lambda x: 2.5 * OMEGA_M * e_of_a(x) * np.interp(x, grid, cumulative)  # noqa
+    d_unnorm = lambda x: 2.5 * OMEGA_M * e_of_a(x) * np.interp(x, grid, cumulative)
     d = d_unnorm(a) / d_unnorm(1.0)
     eps = 1e-4
     f = (np.log(d_unnorm(a * (1 + eps))) - np.log(d_unnorm(a * (1 - eps)))) / (2 * eps)
@@ -128,7 +128,7 @@ def stepper_factors(steps):
     a = np.linspace(A_START, A_END, steps + 1)
     da = np.diff(a)
     mid = 0.5 * (a[1:] + a[:-1])
-    kick = lambda x: 1.5 * OMEGA_M / (x ** 2 * e_of_a(x))  # noqa: E731
+    kick = lambda x: 1.5 * OMEGA_M / (x ** 2 * e_of_a(x))
     return np.stack([0.5 * da * kick(a[:-1]), da / (mid ** 3 * e_of_a(mid)),
                      0.5 * da * kick(a[1:])], axis=1)
 
@@ -252,7 +252,7 @@ def main(argv=None) -> int:
     print(f"after {steps} steps, max |disp| = {float(darray.max(darray.abs(disp))):.2f} cells")
 
     # one device, plain jax.numpy
-    ref_disp, ref_mom = jax.jit(lambda d, p: kdk(d, p, stepper, forces_jnp))(
+    ref_disp, _ = jax.jit(lambda d, p: kdk(d, p, stepper, forces_jnp))(
         jnp.asarray(np.asarray(disp0)), jnp.asarray(np.asarray(mom0)))
     err = float(np.abs(np.asarray(disp) - np.asarray(ref_disp)).max())
     print(f"single-device reference: {time.perf_counter() - t0:.1f} s")
@@ -316,7 +316,7 @@ def main(argv=None) -> int:
         history.append(float(value))
     print(f"reconstruction: {time.perf_counter() - t0:.1f} s")
     truth, found = np.asarray(small_mesh_white), np.asarray(w)
-    smooth = lambda x: np.fft.irfftn(np.fft.rfftn(x) * (np.abs(  # noqa: E731
+    smooth = lambda x: np.fft.irfftn(np.fft.rfftn(x) * (np.abs(
         sum(k ** 2 for k in _common.numpy_wavenumbers(x.shape, box=m))) < 1.5 ** 2), s=x.shape,
         axes=(0, 1, 2))
     corr = np.corrcoef(smooth(truth).ravel(), smooth(found).ravel())[0, 1]

@@ -8,12 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from particles_reference import paint_numpy, readout_numpy
 
 import darray
 from darray._src import compat
 from darray.particles import ParticleError
-
-from particles_reference import paint_numpy, readout_numpy
 
 SCHEMES = ("ngp", "cic", "tsc")
 
@@ -74,7 +73,8 @@ def test_uniform_shift_beyond_every_ghost(shift):
     np.testing.assert_allclose(np.asarray(got), readout_numpy(field, host), atol=1e-12)
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("scheme", ["tsc", pytest.param("ngp", marks=pytest.mark.slow),
+                                    pytest.param("cic", marks=pytest.mark.slow)])
 def test_readout_matches_numpy_with_components(scheme):
     shape = (13, 10, 7)
     rng = np.random.default_rng(5)
@@ -86,9 +86,10 @@ def test_readout_matches_numpy_with_components(scheme):
     np.testing.assert_allclose(np.asarray(got), readout_numpy(field, host, scheme), atol=1e-12)
 
 
-@pytest.mark.parametrize("mesh_shape, names, spec", [((8,), ("d",), ("d",)),
-                                                     ((4, 2), ("x", "y"), ("x", "y")),
-                                                     ((2, 4), ("x", "y"), (None, "y"))])
+@pytest.mark.parametrize("mesh_shape, names, spec", [
+    ((8,), ("d",), ("d",)),
+    pytest.param((4, 2), ("x", "y"), ("x", "y"), marks=pytest.mark.slow),
+    pytest.param((2, 4), ("x", "y"), (None, "y"), marks=pytest.mark.slow)])
 def test_other_meshes_and_2d(mesh_shape, names, spec):
     mesh = compat.make_auto_mesh(mesh_shape, names)
     shape = (17, 11)
@@ -116,7 +117,8 @@ def test_float32(scheme):
 
 
 # -- adjoint and gradients ---------------------------------------------------------------------
-@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("scheme", ["cic", pytest.param("ngp", marks=pytest.mark.slow),
+                                    pytest.param("tsc", marks=pytest.mark.slow)])
 def test_paint_and_readout_are_adjoint(scheme):
     shape = (13, 10, 7)
     rng = np.random.default_rng(9)

@@ -13,6 +13,7 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
 from darray._src.array import DistArray
@@ -23,7 +24,6 @@ from darray._src.layout import Layout
 from darray._src.particles import deposit as dep
 from darray._src.particles.schemes import Scheme, check_scheme, window_1d
 from darray._src.program_cache import MEDIUM, program_cache
-from jax.sharding import PartitionSpec
 
 
 class ParticleError(ValueError):
@@ -264,9 +264,11 @@ def _readout_fn(field_layout: Layout, disp_layout: Layout, geom: dep.Geometry, s
         local = ok & st.in_reach
         values = dep.gather(geom, scheme, st, flat, local)
         lost = jnp.zeros(ok.shape, bool)
+        most = jnp.int32(0)
         if geom.ndev > 1:
             stray = ok & ~st.in_reach
             b = dep.bucket(geom, st.dest, stray)
+            most = jax.lax.pmax(b.most, geom.names)
 
             def strays(_):
                 buf_pos = dep.exchange(geom, dep.pack(geom, b, jnp.stack(pos, axis=-1)))
@@ -280,43 +282,23 @@ def _readout_fn(field_layout: Layout, disp_layout: Layout, geom: dep.Geometry, s
             values = jnp.where(local[:, None], values, jnp.where(b.sent[:, None], far, 0))
             lost = stray & ~b.sent
         values = jnp.where((lost | (owned.ravel() & ~finite.ravel()))[:, None], jnp.nan, values)
-        shape = geom.chunk + ((values.shape[-1],) if components else ())
-        return values.reshape(shape)
-
-    mapped = compat.shard_map(body, mesh=grid.mesh, in_specs=(field_layout.spec, disp_layout.spec),
-                              out_specs=out_layout.spec, check_vma=False)
-
-    def run(field, disp):
-        field = physical.constrain(field, field_layout)
-        disp = physical.constrain(disp, disp_layout)
-        return physical.constrain(mapped(field, disp), out_layout)
-    return jax.jit(run), out_layout
-
-
-@program_cache(MEDIUM)
-def _diagnose_fn(disp_layout: Layout, geom: dep.Geometry, scheme: Scheme):
-    """Readout's overflow count and first NaN particle (paint computes them in its body)."""
-    grid = disp_layout.with_shape(geom.shape)
-
-    def body(disp_b):
-        info = _block_info(grid)
-        owned = info.owned_mask(ghosts=False)
-        finite = jnp.all(jnp.isfinite(disp_b), axis=-1)
-        ok = owned & finite
-        pos = dep.positions(geom, disp_b, info.start, ok)
-        st = dep.classify(geom, scheme, pos, info.start, info.extent)
-        most = jnp.int32(0)
-        if geom.ndev > 1:
-            most = jax.lax.pmax(dep.bucket(geom, st.dest, ok.ravel() & ~st.in_reach).most,
-                                geom.names)
         first_nan = jnp.min(jnp.where(owned.ravel() & ~finite.ravel(),
                                       dep.global_flat_index(geom, info.start), dep.NO_NAN))
         if geom.names:
             first_nan = jax.lax.pmin(first_nan, geom.names)
-        return most, first_nan
-    mapped = compat.shard_map(body, mesh=grid.mesh, in_specs=(disp_layout.spec,),
-                              out_specs=(PartitionSpec(), PartitionSpec()), check_vma=False)
-    return jax.jit(lambda d: mapped(jax.lax.stop_gradient(d)))
+        shape = geom.chunk + ((values.shape[-1],) if components else ())
+        return values.reshape(shape), most, first_nan
+
+    mapped = compat.shard_map(body, mesh=grid.mesh, in_specs=(field_layout.spec, disp_layout.spec),
+                              out_specs=(out_layout.spec, PartitionSpec(), PartitionSpec()),
+                              check_vma=False)
+
+    def run(field, disp):
+        field = physical.constrain(field, field_layout)
+        disp = physical.constrain(disp, disp_layout)
+        out, most, first_nan = mapped(field, disp)
+        return physical.constrain(out, out_layout), most, first_nan
+    return jax.jit(run), out_layout
 
 
 def readout(field, disp, *, scheme: str = "cic", reach: int | None = None,
@@ -352,9 +334,9 @@ def readout(field, disp, *, scheme: str = "cic", reach: int | None = None,
     if any(geom.ghosts):
         field = halo(field, {a: w for a, w in enumerate(geom.ghosts) if w})
     fn, out_layout = _readout_fn(field.layout, disp.layout, geom, scheme, dtype)
-    out = DistArray._new(fn(field.data, disp.data), out_layout)
-    _report(where, geom, *_diagnose_fn(disp.layout, geom, scheme)(disp.data))
-    return out
+    data, most, first_nan = fn(field.data, disp.data)
+    _report(where, geom, most, first_nan)
+    return DistArray._new(data, out_layout)
 
 
 # -- window ------------------------------------------------------------------------------------
