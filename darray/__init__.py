@@ -204,6 +204,7 @@ from darray._src.io import load as load
 from darray._src.io import save as save
 from darray import random as random
 from darray import distributed as distributed
+from darray import particles as particles
 
 # -- native part --------------------------------------------------------------------------
 from darray._src.native import build_info as build_info

@@ -65,8 +65,9 @@ PUBLIC_MODULES = {
     "darray.distributed": "Multi-process runs: start-up under any launcher, failure handling.",
     "darray.jaxdecomp": "jaxDecomp 0.3's public array API on darray (see Coming from jaxDecomp).",
     "darray.jaxdecomp.fft": "jaxDecomp's fft submodule: pfft3d, pifft3d, prfft3d, pirfft3d.",
+    "darray.particles": "Particle-mesh painting, interpolation and mass-assignment windows.",
 }
-SUBMODULES = {"fft", "linalg", "random", "distributed"}
+SUBMODULES = {"fft", "linalg", "random", "distributed", "particles"}
 
 
 def public_names(module):

@@ -31,11 +31,39 @@ class BlockInfo:
       chunk: per axis, the cells a block can hold (static).
       halo: per axis (lo, hi) ghost widths (static). Owned cells are at ``[lo, lo + extent)``,
         hi ghosts right after them.
+
+    The short block of an uneven split holds padding cells (``chunk - extent`` of them, after the
+    hi ghosts) whose content is unspecified. A block function that treats every cell as data
+    (a particle deposit: every cell of a displacement array is a particle) must ignore them:
+    `owned_mask` says which cells are real.
     """
     start: tuple
     extent: tuple
     chunk: tuple[int, ...]
     halo: tuple[tuple[int, int], ...]
+
+    def owned_mask(self, *, ghosts: bool = True):
+        """Boolean array, True on the cells this block owns (traced, inside `f`).
+
+        Args:
+          ghosts: True (default): the mask has the reference block's shape, ghosts included
+            (``lo + chunk + hi`` per axis), True on ``[lo, lo + extent)``. False: the shape of a
+            halo-free block of the same split (``chunk`` per axis), True on ``[0, extent)`` --
+            what a particle array split like a haloed grid needs.
+
+        Ghosts and padding are False, so ``jnp.where(info.owned_mask(ghosts=False), w, 0)``
+        drops the padding particles of an uneven split from a deposit.
+        """
+        mask = None
+        ndim = len(self.chunk)
+        for axis, (chunk, (lo, hi), extent) in enumerate(zip(self.chunk, self.halo, self.extent)):
+            size, first = (lo + chunk + hi, lo) if ghosts else (chunk, 0)
+            shape = tuple(size if a == axis else 1 for a in range(ndim))
+            index = jax.lax.broadcasted_iota(np.int32, shape, axis)
+            along = (index >= first) & (index < first + extent)
+            mask = along if mask is None else mask & along
+        block = tuple((lo + c + hi) if ghosts else c for c, (lo, hi) in zip(self.chunk, self.halo))
+        return jnp.broadcast_to(mask if mask is not None else jnp.bool_(True), block)
 
 
 def _block_info(layout: Layout) -> BlockInfo:

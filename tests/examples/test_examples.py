@@ -17,6 +17,8 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
 # script -> the PNG it writes (the figures the documentation shows).
 FIGURES = {name: name.replace(".py", ".png") for name in SCRIPTS}
+# script -> the arguments CI runs it with (a smaller problem than the default).
+ARGS = {"particle_mesh.py": ["--small"]}
 
 
 def test_every_example_is_listed():
@@ -29,7 +31,8 @@ def test_example_runs_and_checks_itself(script, tmp_path):
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     env["DARRAY_EXAMPLES_OUT"] = str(tmp_path)
     env["JAX_PLATFORMS"] = "cpu"
-    proc = subprocess.run([sys.executable, str(EXAMPLES / script)], cwd=EXAMPLES, env=env,
+    proc = subprocess.run([sys.executable, str(EXAMPLES / script), *ARGS.get(script, [])],
+                          cwd=EXAMPLES, env=env,
                           capture_output=True, text=True, timeout=600)
     report = f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
     assert proc.returncode == 0, report

@@ -32,7 +32,8 @@ FLOORS = (
     ("mechanism", ("backends", "fft.planner")),
     ("the type", ("array",)),
     ("namespace", ("api", "blocks", "transforms")),
-    ("extensions", ("fft", "halo", "printing", "io", "random", "autotune", "jaxdecomp_compat")),
+    ("extensions", ("fft", "halo", "printing", "io", "random", "autotune", "jaxdecomp_compat",
+                    "particles")),
     ("methods", ("methods",)),
 )
 

@@ -36,3 +36,10 @@ largest=""
 PYTHONUNBUFFERED=1 python3 benchmarks/bench_gpu.py --n ${BENCH_N:-256 512} \
   --repeats ${BENCH_REPEATS:-10} $largest --json "$OUT_DIR/bench_gpu.json" 2>&1 \
   | grep -v '^\[bench_gpu\]' | tee "$OUT_DIR/bench_gpu.log"
+# Particle-mesh rows (darray.particles vs one-device jax.numpy; JaxPM rows skip with their
+# reason unless jaxpm/jaxdecomp are installed there). PM=0 skips them.
+if [ "${PM:-1}" = "1" ]; then
+  JAX_PLATFORMS=cuda PYTHONUNBUFFERED=1 python3 benchmarks/bench_pm.py --mesh "1,${NGPU:-1}" \
+    --n 64 --n 128 --repeats ${BENCH_REPEATS:-10} --json "$OUT_DIR/bench_pm.json" 2>&1 \
+    | grep -v '^\[' | tee "$OUT_DIR/bench_pm.log"
+fi
