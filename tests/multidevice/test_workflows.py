@@ -36,16 +36,14 @@ def _paint_block(grid, dx, dy, dz, *, block_info):
     """Cloud-in-cell painting of the particles that start in this block's owned cells.
 
     The displacement blocks carry padding cells in the short block of an uneven split; they
-    are not particles. TODO(lead, issue #28 point 7): the `particles` branch adds an
-    owned-cells mask to BlockInfo; this mask built from `extent` is the same and should use
-    it once merged."""
+    are not particles: `BlockInfo.owned_mask(ghosts=False)` (the displacements have no halo)
+    drops them, as docs/halo.md's deposit pattern does."""
     d = (dx, dy, dz)
-    owned = 1.0
+    owned = block_info.owned_mask(ghosts=False).astype(dx.dtype)
     cells, fracs = [], []
     for axis, disp in enumerate(d):
         shape = [-1 if a == axis else 1 for a in range(3)]
         q = jnp.arange(disp.shape[axis]).reshape(shape)
-        owned = owned * (q < block_info.extent[axis])
         pos = q + GHOST + disp
         cell = jnp.floor(pos)
         cells.append(cell.astype(jnp.int32))
@@ -90,6 +88,11 @@ def test_particle_mesh_painting_on_an_uneven_grid(mesh):
     assert_laid_out(rho, d[0].layout)
     assert float(darray.sum(rho)) == pytest.approx(np.prod(N_PM), rel=1e-13)
     np.testing.assert_allclose(np.asarray(rho), np.asarray(_paint_reference(disp)), atol=1e-12)
+    # the library's own painting, which a scientist would call instead of writing the block
+    both = darray.asarray(np.stack(disp, axis=-1), device=mesh, spec=("x", "y"))
+    rho_lib = darray.particles.paint(both, scheme="cic")
+    assert_laid_out(rho_lib, d[0].layout)
+    np.testing.assert_allclose(np.asarray(rho_lib), np.asarray(rho), atol=1e-12)
 
 
 # -- (b) Dirichlet Poisson solve by DST-I ---------------------------------------------------------
