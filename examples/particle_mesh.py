@@ -305,10 +305,12 @@ def main(argv=None) -> int:
         history.append(float(value))
     print(f"reconstruction: {time.perf_counter() - t0:.1f} s")
     truth, found = np.asarray(small_mesh_white), np.asarray(w)
-    def smooth(x):
-        return np.fft.irfftn(np.fft.rfftn(x) * (np.abs(
-            sum(k ** 2 for k in _common.numpy_wavenumbers(x.shape, box=m))) < 1.5 ** 2), s=x.shape,
-            axes=(0, 1, 2))
+
+    def smooth(x):  # keep |k| < 1.5 (the large scales the reconstruction can recover)
+        k2 = sum(k ** 2 for k in _common.numpy_wavenumbers(x.shape, box=m))
+        return np.fft.irfftn(np.fft.rfftn(x) * (np.abs(k2) < 1.5 ** 2), s=x.shape,
+                             axes=(0, 1, 2))
+
     corr = np.corrcoef(smooth(truth).ravel(), smooth(found).ravel())[0, 1]
     checks.check("reconstruction lowered the loss 10x", history[-1] < 0.1 * history[0],
                  f"{history[0]:.3g} -> {history[-1]:.3g}")
