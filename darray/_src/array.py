@@ -22,7 +22,8 @@ import jax.numpy as jnp
 
 from darray._src import compat, physical
 from darray._src.layout import Layout
-from darray._src.placement import default_mesh, user_mesh
+from darray._src.placement import (default_mesh, local_layout, local_mesh, small_cells,
+                                    user_mesh)
 
 
 _LOCK_GUARD = threading.Lock()
@@ -44,6 +45,25 @@ def settle(data):
     """See compat.bound_in_flight: keeps eager dispatch from outrunning jax 0.10's CPU
     collectives."""
     return compat.bound_in_flight(data)
+
+
+def _uncommitted(data):
+    """Data of a small array: uncommitted (see compat.uncommitted), so that jit and jax.numpy
+    move it next to distributed operands; tracers and uncommitted arrays pass as they are."""
+    if compat.is_tracer(data) or not getattr(data, "_committed", False):
+        return data
+    return compat.uncommitted(data)
+
+
+def _localized(data):
+    """(data, layout) of an eager 0-d result where small arrays live: a 0-d value carries no
+    distribution, so one device serves it (the copy the default device already holds when the
+    value is replicated there: no transfer), uncommitted, so it moves to any mesh it meets."""
+    device = local_mesh().devices.flat[0]
+    if data.sharding.device_set != {device}:
+        shard = next((s.data for s in data.addressable_shards if s.device == device), None)
+        data = shard if shard is not None else jax.device_put(data, device)
+    return _uncommitted(data), local_layout(())
 
 
 def reconcile_rank(layout: Layout, data) -> Layout:
@@ -142,15 +162,24 @@ class DistArray:
         if tuple(data.shape) != layout.physical_shape:
             raise ValueError(f"physical data of shape {tuple(data.shape)} does not match "
                              f"{layout!r}, whose physical shape is {layout.physical_shape}")
+        if layout.mesh is local_mesh():
+            return cls(_uncommitted(data), layout)
+        if not layout.shape and not compat.is_tracer(data) and small_cells():
+            return cls(*_localized(data))
         return cls(settle(data), layout)
 
     @classmethod
     def _wrap_scalar(cls, value, mesh=None) -> "DistArray":
-        """A 0-d DistArray (internal: lets functions treat a jax scalar like any operand)."""
+        """A 0-d DistArray (internal: lets functions treat a jax scalar like any operand): on
+        `mesh` where given, else where small arrays live (see `_localized`), else on the
+        scalar's own mesh (e.g. a sum over a (2, 4) mesh) or the default mesh."""
         data = value if isinstance(value, jax.Array) else jnp.asarray(value)
+        if mesh is None and small_cells():
+            if compat.is_tracer(data):
+                return cls(data, local_layout(()))
+            return cls(*_localized(data))
         if mesh is None and not isinstance(data, jax.core.Tracer) and isinstance(
                 getattr(data, "sharding", None), jax.sharding.NamedSharding):
-            # keep the scalar on its own mesh (e.g. a sum over a (2, 4) mesh), not the default
             mesh = compat.auto_twin(data.sharding.mesh)
         return cls(data, Layout.create((), mesh if mesh is not None else default_mesh(), ()))
 

@@ -66,6 +66,14 @@ OPTIONS = {opt.name: opt for opt in (
     Option("cudecomp_halo_comm", str, "NCCL",
            "cuDecomp's communication backend for halo exchanges.",
            lambda v: v in CUDECOMP_HALO_COMMS, _one_of(CUDECOMP_HALO_COMMS)),
+    Option("small_array_cells", int, 4096,
+           "Arrays with fewer cells than this, created without a placement (no mesh=, "
+           "device= or spec=), and every eager 0-d result live on one device (the default "
+           "device), uncommitted: an op on them is a one-device program, and combined with a "
+           "distributed array they move to its mesh (docs/performance.md, 'Small arrays'). "
+           "0 keeps every array on the default mesh. Runs of more than one process keep "
+           "0-d results replicated over their mesh, so that every process holds them.",
+           lambda v: not isinstance(v, bool) and v >= 0, "an int >= 0"),
 )}
 
 

@@ -65,9 +65,11 @@ def _is_placed_anywhere(a) -> bool:
 
 
 def is_committed(a: DistArray) -> bool:
-    """Whether `a` is committed to its mesh (see the module doc): it is not on the default mesh."""
-    from darray._src.placement import default_mesh
-    return not same_mesh(a.mesh, default_mesh())
+    """Whether `a` is committed to its mesh (see the module doc): it is neither on the default
+    mesh nor on the one device of small arrays."""
+    from darray._src.placement import default_mesh, local_mesh
+    mesh = a.mesh
+    return mesh is not local_mesh() and not same_mesh(mesh, default_mesh())
 
 
 def device_set(mesh) -> frozenset:
@@ -89,7 +91,11 @@ def check_operand_meshes(fname: str, *named, anchor: int | None = None) -> tuple
     if anchor is not None and _is_placed_anywhere(named[anchor][0]):
         target = named[anchor]
     else:
-        target = committed[0] if committed else dists[0]
+        # a committed array decides; else a distributed one (small arrays, on one device,
+        # come to it, as an uncommitted jax.Array comes to a sharded one)
+        from darray._src.placement import local_mesh
+        spread = [d for d in dists if d[0].mesh is not local_mesh()]
+        target = committed[0] if committed else (spread or dists)[0]
     mesh = target[0].mesh
     for a, name in committed:
         if device_set(a.mesh) != device_set(mesh):
