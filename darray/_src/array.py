@@ -128,7 +128,9 @@ class DistArray:
     # _stored: the physical jax.Array (read it as `_data`, which brings a view up to date);
     # _version: bumped by every mutation; _view: None, or the link of a view to its base
     # (api/views.py); _lock: made on first mutation (see `_mutate`).
-    __slots__ = ("_stored", "_layout", "_version", "_view", "_lock", "__weakref__")
+    # _checked: the data object whose rank was last found to match _layout (the `layout`
+    # property skips reading the shape of a jax.Array again, which costs microseconds per op).
+    __slots__ = ("_stored", "_layout", "_version", "_view", "_lock", "_checked", "__weakref__")
     __array_priority__ = 100  # numpy defers binary operators to DistArray
     __hash__ = None  # arrays are unhashable, as in numpy (methods.py attaches __eq__)
 
@@ -138,6 +140,7 @@ class DistArray:
         self._version = 0
         self._view = None
         self._lock = None
+        self._checked = None
 
     @property
     def _data(self):
@@ -163,10 +166,13 @@ class DistArray:
             raise ValueError(f"physical data of shape {tuple(data.shape)} does not match "
                              f"{layout!r}, whose physical shape is {layout.physical_shape}")
         if layout.mesh is local_mesh():
-            return cls(_uncommitted(data), layout)
-        if not layout.shape and not compat.is_tracer(data) and small_cells():
-            return cls(*_localized(data))
-        return cls(settle(data), layout)
+            out = cls(_uncommitted(data), layout)
+        elif not layout.shape and not compat.is_tracer(data) and small_cells():
+            out = cls(*_localized(data))
+        else:
+            out = cls(settle(data), layout)
+        out._checked = out._stored  # its shape was checked above
+        return out
 
     @classmethod
     def _wrap_scalar(cls, value, mesh=None) -> "DistArray":
@@ -228,7 +234,13 @@ class DistArray:
     def layout(self) -> Layout:
         """The Layout of the data as seen here; under `jax.vmap` the traced data has lost the
         batch axis, and the layout is reconciled to the data's rank (see `reconcile_rank`)."""
-        return reconcile_rank(self._layout, self._data)
+        data = self._data
+        if data is self._checked:
+            return self._layout
+        layout = reconcile_rank(self._layout, data)
+        if layout is self._layout:
+            self._checked = data
+        return layout
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -51,13 +51,18 @@ def program_cache(weight: int = SMALL):
 
         @functools.wraps(fn)
         def cached(*args, **kwargs):
-            key = (tag, args, tuple(sorted(kwargs.items())))
-            with _lock:
-                hit = _entries.get(key)
-                if hit is not None:
+            key = (tag, args, tuple(sorted(kwargs.items()))) if kwargs else (tag, args)
+            # The hit path takes no lock: it runs on every eager op, and OrderedDict's get and
+            # move_to_end are each atomic under the GIL. An entry evicted between the two is
+            # still a valid program to return.
+            hit = _entries.get(key)
+            if hit is not None:
+                try:
                     _entries.move_to_end(key)
-                    stats[0] += 1
-                    return hit[0]
+                except KeyError:
+                    pass
+                stats[0] += 1
+                return hit[0]
             # Built outside the lock: building may call other cached functions (tracing
             # happens later, at the first call of the returned jit function).
             value = fn(*args, **kwargs)

@@ -78,7 +78,9 @@ def apply_local(fn: Callable, args: Sequence) -> DistArray:
     """fn(*args) for `all_local` args: one jit of `fn` on one device, as jax.numpy runs it; the
     result is a small array too (arrays computed from uncommitted arrays stay uncommitted)."""
     out = _local_jit(fn)(*[a._data if isinstance(a, DistArray) else a for a in args])
-    return DistArray(out, local_layout(tuple(out.shape)))
+    result = DistArray(out, local_layout(tuple(out.shape)))
+    result._checked = out  # the layout was made from its shape
+    return result
 
 
 @functools.lru_cache(maxsize=None)
