@@ -20,6 +20,7 @@ from darray._src.api._helpers import (default_layout, is_plain, make_out_layout,
 from darray._src.api.operands import check_operand_meshes, placed
 from darray._src.array import DistArray
 from darray._src.layout import Layout
+from darray._src.placement import local_mesh
 
 _INT = "int"
 _NEW = "new"
@@ -149,12 +150,22 @@ def _index_tuple(plan, values):
 
 def _key_on_mesh(x: DistArray, key: tuple, fname: str, value=None) -> tuple:
     """The mesh rule for index arrays (and a written value), with x as the target: they are
-    brought to x's mesh (operands.py), or LayoutError."""
+    brought to x's mesh (operands.py), or LayoutError. Returns (x, key)."""
     named = [(x, "x")] + [(k, f"key[{i}]") for i, k in enumerate(key)]
     if value is not None:
         named.append((value, "value"))
     check_operand_meshes(fname, *named, anchor=0)  # x stays; placed() moves the others
-    return tuple(placed(k, x.mesh) for k in key)
+    return x, tuple(placed(k, x.mesh) for k in key)
+
+
+def _read_key_on_mesh(x: DistArray, key: tuple) -> tuple:
+    """`_key_on_mesh` for a read: a small x (one device, uncommitted) indexed by distributed
+    index arrays goes to them, as an uncommitted jax.Array does; any other x stays."""
+    if x._layout.mesh is not local_mesh():
+        return _key_on_mesh(x, key, "x[key]")
+    named = [(x, "x")] + [(k, f"key[{i}]") for i, k in enumerate(key)]
+    x = check_operand_meshes("x[key]", *named)[0]
+    return x, tuple(placed(k, x.mesh) for k in key)
 
 
 def getitem(x: DistArray, key) -> DistArray:
@@ -176,7 +187,7 @@ def getitem(x: DistArray, key) -> DistArray:
     for pos, k in enumerate(key):
         _check_item(k, pos)
     if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
-        return _advanced_get(x, _key_on_mesh(x, key, "x[key]"))
+        return _advanced_get(*_read_key_on_mesh(x, key))
     result = _basic_get(x, key)
     if result.ndim == 0 and not any(k is Ellipsis for k in key):
         return result  # numpy answers a key of ints with a scalar, not a view
@@ -374,7 +385,7 @@ def setitem(x: DistArray, key, value) -> DistArray:
     key = _as_tuple(key)
     for pos, k in enumerate(key):
         _check_item(k, pos)
-    key = _key_on_mesh(x, key, "x[key] = value", value)
+    _, key = _key_on_mesh(x, key, "x[key] = value", value)
     val = placed(_value_operand(value, x.dtype), x.mesh)
     if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
         mask = _leading_mask(x, key)
