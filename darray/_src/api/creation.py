@@ -136,6 +136,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
         return _from_jax_array(obj, dtype, mesh, spec, device)
     host = _to_host(obj, dtype)
     layout = make_layout(host.shape, mesh, spec, device)
+    if layout.mesh is local_mesh():  # a small array: one transfer, as jnp.asarray does
+        return _created(jax.device_put(host, local_mesh().devices.flat[0]), layout)
     return _created(physical.host_to_physical(host, layout), layout)
 
 
