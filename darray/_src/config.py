@@ -66,7 +66,7 @@ OPTIONS = {opt.name: opt for opt in (
     Option("cudecomp_halo_comm", str, "NCCL",
            "cuDecomp's communication backend for halo exchanges.",
            lambda v: v in CUDECOMP_HALO_COMMS, _one_of(CUDECOMP_HALO_COMMS)),
-    Option("small_array_cells", int, 4096,
+    Option("small_array_cells", int, 65536,
            "Arrays with fewer cells than this, created without a placement (no mesh=, "
            "device= or spec=), and every eager 0-d result live on one device (the default "
            "device), uncommitted: an op on them is a one-device program, and combined with a "

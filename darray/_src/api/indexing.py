@@ -213,7 +213,9 @@ def getitem(x: DistArray, key) -> DistArray:
       ghosts or a transposed order take the logical path. Integer-array and boolean-mask keys
       use the logical path into the default layout for the output shape; a boolean mask needs
       a concrete mask (its count sets the shape). A basic key gives a view of x
-      (api/views.py): writing it writes x, as in numpy.
+      (api/views.py): writing it writes x, as in numpy. Under jit, an int may be a traced
+      integer: read as JAX reads it (negative from the end, out-of-range clamped); slice
+      bounds must stay static (see `dynamic_slice`).
     """
     x = common.check_array(x)
     key = _as_tuple(key)

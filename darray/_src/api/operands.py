@@ -3,12 +3,15 @@
 JAX's placement rule, committed versus uncommitted, read for meshes:
 
 * An array created without an explicit placement (a creation function or `asarray` of host
-  data without ``mesh=``/``device=``) lands on darray's default mesh and is *uncommitted*:
-  darray's default mesh plays the part of JAX's default device. Arrays computed from
-  uncommitted arrays only stay there, and stay uncommitted, as in JAX.
+  data without ``mesh=``/``device=``) lands on darray's default mesh, or, when small, on the
+  one device of small arrays (placement.local_mesh), and is *uncommitted*: darray's default
+  mesh plays the part of JAX's default device. Arrays computed from uncommitted arrays only
+  stay there, and stay uncommitted, as in JAX.
 * An array on any other mesh is *committed* to it.
 * When the DistArrays of rank >= 1 given to one call live on different meshes, the call runs on
-  the mesh of the first committed one (the *target*; in indexing, the indexed array's).
+  the mesh of the first committed one, else of the first one that is not a small array (the
+  *target*; in indexing, the indexed array's, unless it is small and its index arrays are
+  distributed).
   Uncommitted arrays move there. Committed arrays on the same set of devices are resharded
   onto it, as `jit` reshards operands with other shardings. Committed arrays on another set of
   devices raise LayoutError (a ValueError) naming the function, both arguments, both meshes
