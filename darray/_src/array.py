@@ -60,9 +60,11 @@ def _localized(data):
     distribution, so one device serves it (the copy the default device already holds when the
     value is replicated there: no transfer), uncommitted, so it moves to any mesh it meets."""
     device = local_mesh().devices.flat[0]
-    if data.sharding.device_set != {device}:
-        shard = next((s.data for s in data.addressable_shards if s.device == device), None)
-        data = shard if shard is not None else jax.device_put(data, device)
+    shards = data.addressable_shards
+    if len(shards) > 1 or shards[0].device != device:
+        shard = shards[0] if shards[0].device == device else next(
+            (s for s in shards if s.device == device), None)
+        data = shard.data if shard is not None else jax.device_put(data, device)
     return _uncommitted(data), local_layout(())
 
 

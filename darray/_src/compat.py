@@ -109,7 +109,8 @@ def uncommitted(x):
     if not x._committed:
         return x
     from jax._src.array import ArrayImpl
-    return ArrayImpl(x.aval, x.sharding, [x], committed=False)
+    # _skip_checks: the buffer is x's own, already checked against this aval and sharding
+    return ArrayImpl(x.aval, x.sharding, [x], committed=False, _skip_checks=True)
 
 
 def is_tracer(x) -> bool:

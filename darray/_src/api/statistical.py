@@ -8,6 +8,7 @@ with the reduced axes removed (their mesh axes freed): the result is pinned ther
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -34,6 +35,7 @@ def plain(x: DistArray) -> DistArray:
     return _redistribute(x, target, None)
 
 
+@functools.lru_cache(maxsize=1024)  # read on every eager reduction; Layouts are values
 def reduced_layout(layout: Layout, axes, keepdims: bool) -> Layout:
     """The input layout with `axes` removed (or kept with length 1, unsplit)."""
     if keepdims:
