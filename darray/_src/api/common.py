@@ -11,7 +11,6 @@ Both compile once per (function, layouts, dtypes) thanks to the caches below.
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable, Sequence
 
 import jax
@@ -77,14 +76,17 @@ def all_local(args) -> bool:
 def apply_local(fn: Callable, args: Sequence) -> DistArray:
     """fn(*args) for `all_local` args: one jit of `fn` on one device, as jax.numpy runs it; the
     result is a small array too (arrays computed from uncommitted arrays stay uncommitted)."""
-    out = _local_jit(fn)(*[a._data if isinstance(a, DistArray) else a for a in args])
+    signature = tuple((a._layout.shape, a._data.dtype) if isinstance(a, DistArray)
+                      else _static_key(a) for a in args)
+    out = _local_fn(fn, signature)(*[a._data if isinstance(a, DistArray) else a for a in args])
     result = DistArray(out, local_layout(tuple(out.shape)))
     result._checked = out  # the layout was made from its shape
     return result
 
 
-@functools.lru_cache(maxsize=None)
-def _local_jit(fn):
+@program_cache(SMALL)
+def _local_fn(fn, signature):
+    del signature  # one entry (one compiled program) per operand signature, in the budget
     return jax.jit(fn)
 
 
