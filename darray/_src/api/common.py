@@ -11,6 +11,7 @@ Both compile once per (function, layouts, dtypes) thanks to the caches below.
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable, Sequence
 
 import jax
@@ -76,18 +77,35 @@ def all_local(args) -> bool:
 def apply_local(fn: Callable, args: Sequence) -> DistArray:
     """fn(*args) for `all_local` args: one jit of `fn` on one device, as jax.numpy runs it; the
     result is a small array too (arrays computed from uncommitted arrays stay uncommitted)."""
-    signature = tuple((a._layout.shape, a._data.dtype) if isinstance(a, DistArray)
-                      else _static_key(a) for a in args)
-    out = _local_fn(fn, signature)(*[a._data if isinstance(a, DistArray) else a for a in args])
+    datas = [a._data if isinstance(a, DistArray) else a for a in args]
+    signature = tuple((d.shape, d.dtype) if isinstance(a, DistArray) else _static_key(a)
+                      for a, d in zip(args, datas))
+    out = _local_fn(_token(fn), signature)(*datas)
     result = DistArray(out, local_layout(tuple(out.shape)))
     result._checked = out  # the layout was made from its shape
     return result
 
 
+# fn -> a small int for program-cache keys: jax.numpy's ufuncs hash in Python (microseconds
+# per op, twice per lookup); a dict keyed by id() and holding fn (so the id stays its) is not
+_TOKENS: dict = {}
+
+
+def _token(fn) -> int:
+    entry = _TOKENS.get(id(fn))
+    if entry is None:
+        with _TOKEN_LOCK:  # two threads must not hand out one number twice
+            entry = _TOKENS.setdefault(id(fn), (len(_TOKENS), fn))
+    return entry[0]
+
+
+_TOKEN_LOCK = threading.Lock()
+
+
 @program_cache(SMALL)
-def _local_fn(fn, signature):
+def _local_fn(token, signature):
     del signature  # one entry (one compiled program) per operand signature, in the budget
-    return jax.jit(fn)
+    return jax.jit(next(fn for t, fn in _TOKENS.values() if t == token))
 
 
 def local_scalar_data(args) -> list:

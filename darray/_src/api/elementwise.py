@@ -255,6 +255,12 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
       argnames: their parameter names, for error messages.
       category: dtype category (a key of dtypes.CATEGORIES) every array operand must be in.
     """
+    if all_local(args):  # small arrays only: a one-device program (common.apply_local)
+        for a, n in zip(args, argnames):
+            if not is_dist(a):
+                _operand(a, n, fname)
+        _check_category(fname, category, args, argnames)
+        return apply_local(fn, args)
     ops = [_operand(a, n, fname) for a, n in zip(args, argnames)]
     if first_dist(ops) is None and any(isinstance(a, jax.Array) and a.ndim == 0 for a in ops):
         # bare 0-d jax arrays combine among themselves as 0-d DistArrays
@@ -263,7 +269,7 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
         raise TypeError(f"{fname}: at least one of {tuple(argnames)} must be a DistArray "
                         "(convert with darray.asarray)")
     _check_category(fname, category, ops, argnames)
-    if all_local(ops):  # small arrays only: a one-device program (common.apply_local)
+    if all_local(ops):  # bare jax scalars, wrapped as small 0-d arrays above
         return apply_local(fn, ops)
     ops = local_scalar_data(ops)
     shared = _shared_layout(ops)
