@@ -120,6 +120,14 @@ def test_reductions_feed_distributed_arithmetic_in_its_layout(mesh):
     assert_on(w, x.layout, np.where(a > a.mean(), a, a.min()))
     s = darray.sum(x)
     assert_on(s * x, x.layout, a.sum() * a)
+    # functions beyond elementwise take 0-d results next to distributed arrays too
+    flat = darray.reshape(x, (64 * 80,))
+    srt = darray.sort(flat)
+    k = darray.searchsorted(srt, darray.mean(x))
+    assert int(k) == np.searchsorted(np.sort(a.reshape(-1)), a.mean())
+    assert_on(darray.clip(x, darray.mean(x), None), x.layout, np.clip(a, a.mean(), None))
+    both = darray.stack([darray.min(x), darray.max(x)])
+    assert_small(both, [a.min(), a.max()])
     assert_on(darray.maximum(x, s / 1000), x.layout, np.maximum(a, a.sum() / 1000))
 
 

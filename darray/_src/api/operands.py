@@ -87,23 +87,35 @@ def check_operand_meshes(fname: str, *named, anchor: int | None = None) -> tuple
     anchor: index into `named` of an operand that must not move (the array written by
     ``x[key] = value``, or indexed by ``x[key]``): the call runs on its mesh.
     """
+    from darray._src.placement import local_mesh
+    local = local_mesh()
     dists = [(a, name) for a, name in named if _is_placed_anywhere(a)]
     if all(same_mesh(a.mesh, dists[0][0].mesh) for a, _ in dists[1:]):
-        return tuple(a for a, _ in named)  # the common case: one mesh
-    committed = [(a, name) for a, name in dists if is_committed(a)]
-    if anchor is not None and _is_placed_anywhere(named[anchor][0]):
-        target = named[anchor]
+        if not dists or dists[0][0].mesh is local or not any(
+                _is_small_scalar(a, local) for a, _ in named):
+            return tuple(a for a, _ in named)  # the common case: one mesh
+        mesh = dists[0][0].mesh  # 0-d small arrays come to it (below)
     else:
-        # a committed array decides; else a distributed one (small arrays, on one device,
-        # come to it, as an uncommitted jax.Array comes to a sharded one)
-        from darray._src.placement import local_mesh
-        spread = [d for d in dists if d[0].mesh is not local_mesh()]
-        target = committed[0] if committed else (spread or dists)[0]
-    mesh = target[0].mesh
-    for a, name in committed:
-        if device_set(a.mesh) != device_set(mesh):
-            raise mesh_error(fname, target[1], mesh, name, a.mesh)
-    return tuple(move_to(a, mesh) if _is_placed_anywhere(a) else a for a, _ in named)
+        committed = [(a, name) for a, name in dists if is_committed(a)]
+        if anchor is not None and _is_placed_anywhere(named[anchor][0]):
+            target = named[anchor]
+        else:
+            # a committed array decides; else a distributed one (small arrays, on one device,
+            # come to it, as an uncommitted jax.Array comes to a sharded one)
+            spread = [d for d in dists if d[0].mesh is not local]
+            target = committed[0] if committed else (spread or dists)[0]
+        mesh = target[0].mesh
+        for a, name in committed:
+            if device_set(a.mesh) != device_set(mesh):
+                raise mesh_error(fname, target[1], mesh, name, a.mesh)
+    return tuple(move_to(a, mesh) if _is_placed_anywhere(a) or _is_small_scalar(a, local)
+                 else a for a, _ in named)
+
+
+def _is_small_scalar(a, local) -> bool:
+    """A 0-d DistArray on the one device of small arrays (an eager 0-d result): it carries no
+    distribution, and comes to the mesh of the arrays it meets (a replicated copy there)."""
+    return isinstance(a, DistArray) and a._layout.mesh is local and not a._layout.shape
 
 
 def move_to(a: DistArray, mesh) -> DistArray:
