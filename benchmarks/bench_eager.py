@@ -1,10 +1,21 @@
-"""Eager (un-jitted) latency of common ops: darray vs jax.numpy on an equally sharded jax.Array.
+"""Eager (un-jitted) latency of common ops: darray vs jax.numpy, small operations and large.
 
-Runs on 8 virtual CPU devices (set before jax starts). Each op is called once to compile, then
-timed call by call (dispatch + execution, `block_until_ready` after each call); the table gives
-the median of many repeats (darray and jax.numpy calls alternate, so machine load hits both)
-and the ratio darray / jax.numpy. Small arrays make the numbers measure dispatch overhead,
-which is what an eager user pays on every call.
+Runs on 8 virtual CPU devices (set before jax starts). Each op is called twice to compile and
+warm up, then timed call by call (dispatch + execution, `block_until_ready` after each call), all
+rows interleaved round-robin in one run (so machine load hits every row alike); the table gives
+the median and the ratio darray / jax.numpy.
+
+Two groups of rows:
+
+* small operations, against single-device jax.numpy (what a scalar loop costs in plain JAX):
+  ``t[i]`` on a (16,) array, 0-d ``a - b``, ``bool(a <= x)``, ``t + 1`` and ``sum(t)`` on (16,),
+  and a scipy-style loop step (``t[i]``, 0-d arithmetic, ``bool``), with darray arrays created
+  with no placement given (darray's defaults); plus a real iterative solver from scipy
+  (``scipy.integrate.tanhsinh`` through the Array API, SCIPY_ARRAY_API=1) on darray inputs.
+  scipy's elementwise solvers write into their work arrays, which jax.numpy refuses
+  (immutable), so that row's reference is the same call on numpy inputs.
+* large-array ops, against jax.numpy on a jax.Array with the DistArray's own sharding (so the
+  ratio is darray's dispatch on top of the same XLA program).
 
 The jax.numpy side uses a jax.Array with the same NamedSharding as the DistArray's data (for
 creation functions: the jax.numpy call followed by placing the result in that sharding with
@@ -24,12 +35,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("SCIPY_ARRAY_API", "1")  # scipy's Array API dispatch (the solver row)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _bench_common beside us
 
@@ -40,21 +50,57 @@ import numpy as np  # noqa: E402
 import darray  # noqa: E402
 from darray._src import compat  # noqa: E402
 from _bench_common import (  # noqa: E402
-    default_json_path, make_row, mesh_label, progress, write_table)
+    default_json_path, make_row, mesh_label, time_interleaved, write_table)
 
 
-def median_pair(dfn, jfn, repeats: int) -> tuple[float, float]:
-    """Median seconds of dfn and jfn, called alternately so that load from other processes on
-    the machine hits both sides alike."""
-    for fn in (dfn, jfn, dfn, jfn):  # compile and warm up
-        jax.block_until_ready(fn())
-    times = ([], [])
-    for _ in range(repeats):
-        for fn, out in zip((dfn, jfn), times):
-            start = time.perf_counter()
-            jax.block_until_ready(fn())
-            out.append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1])
+SMALL_N = 16  # the tiny 1-D array of the small rows
+
+
+def small_cases(dtype):
+    """(name, darray call, jax.numpy call) for small operations: darray arrays made with no
+    placement given, jax.numpy arrays on the default device (single-device jax.numpy)."""
+    host = np.linspace(0.5, 2.0, SMALL_N, dtype=dtype)
+    t_d, t_j = darray.asarray(host), jnp.asarray(host)
+    a_d, a_j = darray.sum(t_d), jnp.sum(t_j)          # 0-d results, as a loop meets them
+    b_d, b_j = t_d[3], t_j[3]
+    x_d, x_j = b_d * 2, b_j * 2
+    i = 5
+
+    def loop_step(t, a, x):
+        # one step of scipy's elementwise loops: read a cell, 0-d arithmetic, a Python branch
+        v = t[i]
+        d = (v - a) * 0.5 + x
+        return bool(d <= x)
+
+    return [
+        ("t[i] (16,)", lambda: t_d[i], lambda: t_j[i]),
+        ("0-d a - b", lambda: a_d - b_d, lambda: a_j - b_j),
+        ("bool(a <= x)", lambda: bool(a_d <= x_d), lambda: bool(a_j <= x_j)),
+        ("t + 1 (16,)", lambda: t_d + 1, lambda: t_j + 1),
+        ("sum(t) (16,)", lambda: darray.sum(t_d), lambda: jnp.sum(t_j)),
+        ("loop step", lambda: loop_step(t_d, a_d, x_d), lambda: loop_step(t_j, a_j, x_j)),
+    ]
+
+
+def scipy_case(dtype):
+    """scipy.integrate.tanhsinh of exp(-x**2) over [0, 1] (67 evaluations, ~10 iterations of
+    scipy's elementwise loop): darray inputs against numpy inputs (jax.numpy is refused: the
+    loop writes into its work arrays). None when scipy lacks the Array API switch."""
+    if os.environ.get("SCIPY_ARRAY_API") != "1":
+        return None
+    from scipy.integrate import tanhsinh
+    lo, hi = np.zeros((), dtype), np.ones((), dtype)
+
+    def run(xp):
+        def call():
+            value = float(tanhsinh(lambda x: xp.exp(-x * x), xp.asarray(lo),
+                                   xp.asarray(hi)).integral)
+            # the solver leaves results it never reads queued on the device: wait for them
+            # here, so they count in this row and not in the next row's time
+            jax.block_until_ready(jnp.zeros(()) + 1)
+            return value
+        return call
+    return ("scipy tanhsinh", run(darray), run(np))
 
 
 def cases(x, y, a, b, sharding, n):
@@ -94,6 +140,10 @@ def cases(x, y, a, b, sharding, n):
     ]
 
 
+def size_label(shape) -> str:
+    return "x".join(map(str, shape))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="64,16", help="array shape (default 64,16)")
@@ -124,19 +174,39 @@ def main(argv=None):
     print(f"jax {jax.__version__}, {jax.device_count()} {jax.default_backend()} devices, "
           f"shape {shape} float32 on mesh {dict(mesh.shape)}, spec {spec}, "
           f"median of {args.repeats}")
-    print(f"{'op':<14}{'darray (us)':>13}{'jax.numpy (us)':>16}{'ratio':>8}")
-    ratios, rows = [], []
-    size, mesh_name = "x".join(map(str, shape)), mesh_label(mesh_shape)
-    ops = cases(x, y, a, b, sharding, shape[0])
-    for name, dfn, jfn in progress(ops, "bench_eager"):
-        td, tj = median_pair(dfn, jfn, args.repeats)
-        ratios.append(td / tj)
-        rows.append(make_row(name, size, mesh_name, td, td / tj, jax_numpy_time_ms=tj * 1e3))
-        print(f"{name:<14}{td * 1e6:>13.1f}{tj * 1e6:>16.1f}{td / tj:>8.2f}")
-    geomean = float(np.exp(np.mean(np.log(ratios))))
-    print(f"{'geomean':<14}{'':>13}{'':>16}{geomean:>8.2f}")
-    write_table(rows, args.json, "bench_eager", "jax.numpy on the same sharding",
-                f"eager {size} on {mesh_name}: darray ms, ratio to jax.numpy")
+    small_dtype = np.float64 if args.x64 else np.float32
+    groups = [("small", "small ops vs jax.numpy on one device", "jax.numpy, one device",
+               small_cases(small_dtype)),
+              (size_label(shape), f"{size_label(shape)} vs jax.numpy on the same sharding",
+               "jax.numpy, same sharding", cases(x, y, a, b, sharding, shape[0]))]
+    solver = scipy_case(small_dtype)
+    if solver is not None:
+        groups.append(("small", "scipy's elementwise loop vs the same call on numpy inputs",
+                       "numpy", [solver]))
+    # Each group starts with an untimed call of its first reference: the first 8-device
+    # program after a run of one-device ones waits for XLA:CPU's idle device threads to wake
+    # (measured: 3-170 ms, whichever library runs it), which no row should be charged for.
+    programs = [(f"{name}|{side}", lambda _, call=call: call(), None)
+                for *_, ops in groups
+                for name, dfn, jfn in [("wake", None, ops[0][2])] + ops
+                for side, call in (("darray", dfn), ("ref", jfn)) if call is not None]
+    timed = time_interleaved(programs, args.repeats, "bench_eager")
+    rows, mesh_name = [], mesh_label(mesh_shape)
+    for size, title, reference, ops in groups:
+        print(f"\n{title}")
+        print(f"{'op':<16}{'darray (us)':>13}{'reference (us)':>16}{'ratio':>8}")
+        ratios = []
+        for name, _, _ in ops:
+            td, tr = timed[f"{name}|darray"][0], timed[f"{name}|ref"][0]
+            ratios.append(td / tr)
+            rows.append(make_row(name, size, mesh_name, td, td / tr,
+                                 reference_time_ms=tr * 1e3, reference=reference))
+            print(f"{name:<16}{td * 1e6:>13.1f}{tr * 1e6:>16.1f}{td / tr:>8.2f}")
+        if len(ratios) > 1:
+            geomean = float(np.exp(np.mean(np.log(ratios))))
+            print(f"{'geomean':<16}{'':>13}{'':>16}{geomean:>8.2f}")
+    write_table(rows, args.json, "bench_eager", "each row's reference column",
+                f"eager ops on {mesh_name}: darray ms, ratio to the reference")
     return rows
 
 

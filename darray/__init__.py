@@ -172,6 +172,7 @@ from darray._src.api.manipulation import squeeze as squeeze
 from darray._src.api.manipulation import stack as stack
 from darray._src.api.manipulation import tile as tile
 from darray._src.api.manipulation import unstack as unstack
+from darray._src.api.indexing import dynamic_slice as dynamic_slice
 from darray._src.api.indexing import take as take
 from darray._src.api.indexing import take_along_axis as take_along_axis
 from darray._src.api.sorting import argsort as argsort

@@ -22,7 +22,8 @@ import jax.numpy as jnp
 
 from darray._src import compat, physical, rebuilt
 from darray._src.layout import Layout
-from darray._src.placement import default_mesh, user_mesh
+from darray._src.placement import (default_mesh, local_layout, local_mesh, small_cells,
+                                    user_mesh)
 from darray._src.rebuilt import reconcile_rank
 
 if TYPE_CHECKING:
@@ -54,6 +55,27 @@ def settle(data):
     return compat.bound_in_flight(data)
 
 
+def _uncommitted(data):
+    """Data of a small array: uncommitted (see compat.uncommitted), so that jit and jax.numpy
+    move it next to distributed operands; tracers and uncommitted arrays pass as they are."""
+    if compat.is_tracer(data) or not getattr(data, "_committed", False):
+        return data
+    return compat.uncommitted(data)
+
+
+def _localized(data):
+    """(data, layout) of an eager 0-d result where small arrays live: a 0-d value carries no
+    distribution, so one device serves it (the copy the default device already holds when the
+    value is replicated there: no transfer), uncommitted, so it moves to any mesh it meets."""
+    device = local_mesh().devices.flat[0]
+    shards = data.addressable_shards
+    if len(shards) > 1 or shards[0].device != device:
+        shard = shards[0] if shards[0].device == device else next(
+            (s for s in shards if s.device == device), None)
+        data = shard.data if shard is not None else jax.device_put(data, device)
+    return _uncommitted(data), local_layout(())
+
+
 @jax.tree_util.register_pytree_node_class
 class DistArray(_AttachedMethods):
     """A distributed n-d array: logical global shape, physical sharded storage.
@@ -65,8 +87,11 @@ class DistArray(_AttachedMethods):
     # _stored: the physical jax.Array (read it as `_data`, which brings a view up to date);
     # _version: bumped by every mutation; _view: None, or the link of a view to its base
     # (api/views.py); _lock: made on first mutation (see `_mutate`); _rebuilt: JAX rebuilt
-    # this array around a leaf its Layout does not describe (see `_resolve_rebuilt`).
-    __slots__ = ("_stored", "_layout", "_version", "_view", "_lock", "_rebuilt", "__weakref__")
+    # this array around a leaf its Layout does not describe (see `_resolve_rebuilt`);
+    # _checked: the data object whose rank was last found to match _layout (the `layout`
+    # property skips reading the shape of a jax.Array again, which costs microseconds per op).
+    __slots__ = ("_stored", "_layout", "_version", "_view", "_lock", "_rebuilt", "_checked",
+                 "__weakref__")
     __array_priority__ = 100  # numpy defers binary operators to DistArray
     __hash__ = None  # arrays are unhashable, as in numpy (methods.py attaches __eq__)
 
@@ -77,6 +102,7 @@ class DistArray(_AttachedMethods):
         self._view = None
         self._lock = None
         self._rebuilt = False
+        self._checked = None
 
     @property
     def _data(self):
@@ -103,15 +129,27 @@ class DistArray(_AttachedMethods):
         if tuple(data.shape) != layout.physical_shape:
             raise ValueError(f"physical data of shape {tuple(data.shape)} does not match "
                              f"{layout!r}, whose physical shape is {layout.physical_shape}")
-        return cls(settle(data), layout)
+        if layout.mesh is local_mesh():
+            out = cls(_uncommitted(data), layout)
+        elif not layout.shape and not compat.is_tracer(data) and small_cells():
+            out = cls(*_localized(data))
+        else:
+            out = cls(settle(data), layout)
+        out._checked = out._stored  # its shape was checked above
+        return out
 
     @classmethod
     def _wrap_scalar(cls, value, mesh=None) -> "DistArray":
-        """A 0-d DistArray (internal: lets functions treat a jax scalar like any operand)."""
+        """A 0-d DistArray (internal: lets functions treat a jax scalar like any operand): on
+        `mesh` where given, else where small arrays live (see `_localized`), else on the
+        scalar's own mesh (e.g. a sum over a (2, 4) mesh) or the default mesh."""
         data = value if isinstance(value, jax.Array) else jnp.asarray(value)
+        if mesh is None and small_cells():
+            if compat.is_tracer(data):
+                return cls(data, local_layout(()))
+            return cls(*_localized(data))
         if mesh is None and not isinstance(data, jax.core.Tracer) and isinstance(
                 getattr(data, "sharding", None), jax.sharding.NamedSharding):
-            # keep the scalar on its own mesh (e.g. a sum over a (2, 4) mesh), not the default
             mesh = compat.auto_twin(data.sharding.mesh)
         return cls(data, Layout.create((), mesh if mesh is not None else default_mesh(), ()))
 
@@ -209,7 +247,12 @@ class DistArray(_AttachedMethods):
         """The Layout of the data as seen here; under `jax.vmap` the traced data has lost the
         batch axis, and the layout is reconciled to the data's rank (see `reconcile_rank`)."""
         data = self._data  # first: settling a rebuilt array replaces its Layout
-        return reconcile_rank(self._layout, data)
+        if data is self._checked:
+            return self._layout
+        layout = reconcile_rank(self._layout, data)
+        if layout is self._layout:
+            self._checked = data
+        return layout
 
     @property
     def shape(self) -> tuple[int, ...]:

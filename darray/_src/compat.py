@@ -101,6 +101,18 @@ def _spec_jax_accepts(shape, mesh, spec: PartitionSpec) -> PartitionSpec:
     return PartitionSpec(*out) if changed else spec
 
 
+def uncommitted(x):
+    """The one-device jax.Array `x` (same buffer, no copy) as an *uncommitted* array: jit and
+    jax.numpy move it next to the other operands, as they move `jnp.asarray(1.0)`. jax has no
+    public call that uncommits an array; its ArrayImpl constructor takes the flag on both
+    supported lines (0.10 and 0.12)."""
+    if not x._committed:
+        return x
+    from jax._src.array import ArrayImpl
+    # _skip_checks: the buffer is x's own, already checked against this aval and sharding
+    return ArrayImpl(x.aval, x.sharding, [x], committed=False, _skip_checks=True)
+
+
 def is_tracer(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 

@@ -116,6 +116,15 @@ OPTIONS = {opt.name: opt for opt in (
            "CUDECOMP_HALO_COMM_ and jaxDecomp's HALO_COMM_ prefixes are accepted).",
            lambda v: v in CUDECOMP_HALO_COMMS, _one_of(CUDECOMP_HALO_COMMS, any_case=True),
            traced=True, canonical=_comm_name("CUDECOMP_HALO_COMM_", "HALO_COMM_")),
+    Option("small_array_cells", int, 65536,
+           "Arrays with fewer cells than this, created without a placement (no mesh=, "
+           "device= or spec=), and every eager 0-d result live on one device (the default "
+           "device), uncommitted: an op on them is a one-device program, and combined with a "
+           "distributed array they move to its mesh (docs/performance.md, 'Small arrays'). "
+           "0 keeps every array on the default mesh. Runs of more than one process keep "
+           "0-d results replicated over their mesh, so that every process holds them.",
+           lambda v: not isinstance(v, bool) and v >= 0, "an int >= 0",
+           traced=True),
 )}
 
 
@@ -208,7 +217,7 @@ def _given(local_vars: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any
 def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
-               **unknown: Never) -> None:
+               small_array_cells: int = _UNSET, **unknown: Never) -> None:
     """Set options, e.g. ``darray.set_config(mismatch="raise")``; all are checked first.
 
     Options read while tracing (``OPTIONS[name].traced``) reach the next call, jitted or not:
@@ -220,7 +229,7 @@ def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
 def config_context(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                    fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                    cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
-                   **unknown: Never):
+                   small_array_cells: int = _UNSET, **unknown: Never):
     """Set options inside a ``with`` block and restore the previous values on exit (for the
     whole process, as `set_config` does)."""
     checked = _given(locals(), unknown)

@@ -20,7 +20,11 @@ def sharding_of(layout: Layout) -> NamedSharding:
 
 
 def constrain(data, layout: Layout):
-    """Pin a physical array to its layout's sharding (see compat.constrain for why two ways)."""
+    """Pin a physical array to its layout's sharding (see compat.constrain for why two ways).
+    A one-device layout is not pinned: a constraint would commit its data to the device, and
+    small arrays stay uncommitted (placement.local_mesh), free to move where they are used."""
+    if layout.mesh.size == 1:
+        return data
     return compat.constrain(data, layout.mesh, layout.spec)
 
 

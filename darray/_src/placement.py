@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import numpy as np
@@ -22,6 +23,37 @@ def default_mesh() -> Mesh:
     users should not have to set.
     """
     return compat.make_auto_mesh((jax.device_count(),), (DEFAULT_AXIS,))
+
+
+@functools.lru_cache(maxsize=None)
+def local_mesh() -> Mesh:
+    """The one-device mesh of small arrays and eager 0-d results: JAX's default device (where
+    an uncommitted jax.Array lives), as a ('d',) mesh of size 1. With one device in all it is
+    the default mesh itself."""
+    if jax.device_count() == 1:
+        return default_mesh()
+    return compat.make_auto_mesh((1,), (DEFAULT_AXIS,), devices=jax.devices()[:1])
+
+
+def small_cells() -> int:
+    """Arrays with fewer cells than this, placed by darray's defaults, live on `local_mesh`
+    (config option small_array_cells); 0 where small placement is off: a run of several
+    processes keeps every array on a mesh all its processes share."""
+    if jax.process_count() > 1:
+        return 0
+    from darray._src.config import get_config
+    return get_config("small_array_cells")
+
+
+def is_local(layout: Layout) -> bool:
+    """Whether `layout` lives on the one-device mesh of small arrays (uncommitted)."""
+    return layout.mesh is local_mesh()
+
+
+@functools.lru_cache(maxsize=256)
+def local_layout(shape: tuple) -> Layout:
+    """The Layout of a small array of `shape` on `local_mesh` (nothing split)."""
+    return Layout.create(shape, local_mesh(), ())
 
 
 def user_mesh(mesh):
@@ -141,6 +173,9 @@ def make_layout(shape, mesh=None, spec=None, device=None, *, like=None, dtype=No
 
 
 def _new_layout(shape, mesh, spec, device, like) -> Layout:
+    if mesh is None and device is None and spec is None and (
+            like is None or is_local(like.layout)) and math.prod(shape) < small_cells():
+        return local_layout(tuple(int(n) for n in shape))
     mesh = resolve_mesh(mesh, device, like=like)
     if spec is None:
         if like is not None and like.mesh == mesh and like.ndim == len(shape):

@@ -58,13 +58,19 @@ def program_cache(weight: int = SMALL):
         def cached(*args, **kwargs):
             # The options read while tracing are part of the key: a program built or traced
             # under other values (another backend, another comm setting) is another program.
-            key = (tag, args, tuple(sorted(kwargs.items())), config.program_key())
-            with _lock:
-                hit = _entries.get(key)
-                if hit is not None:
+            key = (tag, args, tuple(sorted(kwargs.items())) if kwargs else (),
+                   config.program_key())
+            # The hit path takes no lock: it runs on every eager op, and OrderedDict's get and
+            # move_to_end are each atomic under the GIL. An entry evicted between the two is
+            # still a valid program to return.
+            hit = _entries.get(key)
+            if hit is not None:
+                try:
                     _entries.move_to_end(key)
-                    stats[0] += 1
-                    return hit[0]
+                except KeyError:
+                    pass
+                stats[0] += 1
+                return hit[0]
             # Built outside the lock: building may call other cached functions (tracing
             # happens later, at the first call of the returned jit function).
             value = fn(*args, **kwargs)

@@ -43,4 +43,19 @@ np.testing.assert_allclose(gather(lap), ref, atol=1e-12)
 
 g = darray.grad(lambda a: darray.sum(darray.fft.fftn(a).real))(x)
 assert g.layout == x.layout and g.data.sharding.spec == x.layout.spec
+
+# Small placement (docs/performance.md, "Small arrays") is for one process: across processes
+# a 0-d result stays replicated over the whole mesh (every process holds it; never one
+# process's device only), and small arrays stay on the default mesh over every process.
+with darray.config_context(small_array_cells=4096):
+    s = darray.sum(x)
+    assert s.mesh == x.mesh and s.data.sharding.is_fully_replicated, s.data.sharding
+    assert s.data.sharding.device_set == set(mesh.devices.flat)
+    np.testing.assert_allclose(float(s), host.sum(), rtol=1e-12)  # each process reads its copy
+    z = (x - darray.mean(x)) / s
+    assert z.layout == x.layout
+    np.testing.assert_allclose(gather(z), (host - host.mean()) / host.sum(), rtol=1e-10)
+    t = darray.asarray(np.arange(16.0))
+    assert t.mesh == darray.default_mesh() and not t.data.is_fully_addressable
+    np.testing.assert_allclose(float(darray.sum(t * 2.0)), 240.0)
 print("RESULT ok", flush=True)

@@ -11,6 +11,7 @@ Both compile once per (function, layouts, dtypes) thanks to the caches below.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Sequence
 
 import jax
@@ -20,6 +21,7 @@ import numpy as np
 from darray._src import physical
 from darray._src.array import DistArray
 from darray._src.layout import Layout
+from darray._src.placement import local_layout, local_mesh
 from darray._src.program_cache import SMALL, program_cache
 
 
@@ -50,6 +52,69 @@ def _static_key(a):
         return ("scalar", type(a))
     return ("array", tuple(np.shape(a)), str(np.asarray(a).dtype) if not hasattr(a, "dtype")
             else str(a.dtype))
+
+
+# -- small arrays (placement.local_mesh): one-device programs, no layout arithmetic ----------
+_HOST_OPERANDS = (bool, int, float, complex, np.ndarray, np.generic)
+
+
+def all_local(args) -> bool:
+    """Whether every DistArray in `args` is a small array on the one device of small arrays
+    and every other operand a Python scalar or a numpy value (which jit places beside them),
+    with at least one DistArray."""
+    mesh = local_mesh()
+    seen = False
+    for a in args:
+        if isinstance(a, DistArray):
+            if a._layout.mesh is not mesh:
+                return False
+            seen = True
+        elif not isinstance(a, _HOST_OPERANDS):
+            return False
+    return seen
+
+
+def apply_local(fn: Callable, args: Sequence) -> DistArray:
+    """fn(*args) for `all_local` args: one jit of `fn` on one device, as jax.numpy runs it; the
+    result is a small array too (arrays computed from uncommitted arrays stay uncommitted)."""
+    datas = [a._data if isinstance(a, DistArray) else a for a in args]
+    signature = tuple((d.shape, d.dtype) if isinstance(a, DistArray) else _static_key(a)
+                      for a, d in zip(args, datas))
+    out = _local_fn(_token(fn), signature)(*datas)
+    result = DistArray(out, local_layout(tuple(out.shape)))
+    result._checked = out  # the layout was made from its shape
+    return result
+
+
+# fn -> a small int for program-cache keys: jax.numpy's ufuncs hash in Python (microseconds
+# per op, twice per lookup); a dict keyed by id() and holding fn (so the id stays its) is not
+_TOKENS: dict = {}
+
+
+def _token(fn) -> int:
+    entry = _TOKENS.get(id(fn))
+    if entry is None:
+        with _TOKEN_LOCK:  # two threads must not hand out one number twice
+            entry = _TOKENS.setdefault(id(fn), (len(_TOKENS), fn))
+    return entry[0]
+
+
+_TOKEN_LOCK = threading.Lock()
+
+
+@program_cache(SMALL)
+def _local_fn(token, signature):
+    del signature  # one entry (one compiled program) per operand signature, in the budget
+    return jax.jit(next(fn for t, fn in _TOKENS.values() if t == token))
+
+
+def local_scalar_data(args) -> list:
+    """`args` with 0-d small DistArrays replaced by their (uncommitted) data: combined with
+    distributed arrays they are operands that jit moves to the arrays' mesh, like a 0-d
+    jax.Array, so the call keeps the physical path of the distributed operands."""
+    mesh = local_mesh()
+    return [a._data if isinstance(a, DistArray) and a._layout.mesh is mesh and not a._layout.shape
+            else a for a in args]
 
 
 def apply_physical(fn: Callable, args: Sequence, layout: Layout) -> DistArray:

@@ -13,10 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import physical
+from darray._src import compat, physical
 from darray._src.array import DistArray
 from darray._src.layout import Layout
-from darray._src.placement import make_layout
+from darray._src.placement import local_mesh, make_layout
 from darray._src.program_cache import SMALL, program_cache
 
 _SCALARS = (bool, int, float, complex, np.generic)
@@ -24,7 +24,7 @@ _SCALARS = (bool, int, float, complex, np.generic)
 
 def _created(data, layout: Layout) -> DistArray:
     """A new array from a creation function (a 0-d one stays a DistArray, like op results)."""
-    if layout.ndim == 0:
+    if layout.ndim == 0 and layout.mesh is not local_mesh():
         if tuple(data.shape) != ():
             raise ValueError(f"physical data of shape {tuple(data.shape)} is not 0-d")
         return DistArray(data, layout)
@@ -76,6 +76,8 @@ def _redistribute(x: DistArray, layout: Layout, dtype) -> DistArray:
             src = Layout(x.layout.shape, layout.mesh, x.layout.split, x.layout.halo,
                          x.layout.order)
             return _created(_redistribute_fn(src, layout, dtype)(data), layout)
+        if x.mesh is local_mesh():  # a small array: uncommitted, jit moves it (no padding)
+            return _created(_from_jax(layout, dtype)(x.data), layout)
         logical = jax.device_put(x.to_jax(), jax.sharding.NamedSharding(
             layout.mesh, jax.sharding.PartitionSpec()))
         return _created(_from_jax(layout, dtype)(logical), layout)
@@ -131,11 +133,47 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
         raise ValueError(f"asarray(copy=False) needs a DistArray input; converting "
                          f"{type(obj).__name__} to a DistArray always copies")
     if isinstance(obj, jax.Array):
-        layout = make_layout(obj.shape, mesh, spec, device)
-        return _created(_from_jax(layout, dtype)(obj), layout)
+        return _from_jax_array(obj, dtype, mesh, spec, device)
     host = _to_host(obj, dtype)
     layout = make_layout(host.shape, mesh, spec, device)
+    if layout.mesh is local_mesh():  # a small array: one transfer, as jnp.asarray does
+        return _created(jax.device_put(host, local_mesh().devices.flat[0]), layout)
     return _created(physical.host_to_physical(host, layout), layout)
+
+
+def _from_jax_array(obj: jax.Array, dtype, mesh, spec, device) -> DistArray:
+    """asarray of a jax.Array. Without mesh/spec/device, a NamedSharding is kept as it is (the
+    same mesh, axis names and split, as JAX keeps an array's sharding): an evenly split array
+    is wrapped with no data movement, an uneven one is padded on its own devices. Given a
+    placement, the array is resharded there (across device sets too: asked for, not guessed)."""
+    sharding = None if compat.is_tracer(obj) else getattr(obj, "sharding", None)
+    if mesh is None and spec is None and device is None and isinstance(
+            sharding, jax.sharding.NamedSharding) and sharding.mesh.size > 1:
+        layout = Layout.create(obj.shape, compat.auto_twin(sharding.mesh),
+                               _spec_entries(sharding.spec, obj.ndim))
+        if layout.physical_shape == tuple(obj.shape) and dtype in (None, obj.dtype):
+            data = obj
+            if compat.is_explicit(sharding.mesh):  # the Auto twin: same devices, same blocks
+                data = jax.device_put(obj, physical.sharding_of(layout))
+            return _created(data, layout)
+    else:
+        layout = make_layout(obj.shape, mesh, spec, device)
+    if sharding is not None and getattr(obj, "_committed", False) and not (
+            isinstance(sharding, jax.sharding.NamedSharding)
+            and compat.auto_twin(sharding.mesh) == layout.mesh):
+        # jit refuses operands committed to other devices or another mesh: reshard them
+        # first, as asked (straight into the layout's blocks when it needs no padding)
+        even = layout.physical_shape == tuple(obj.shape) and not layout.has_halo
+        obj = jax.device_put(obj, physical.sharding_of(layout) if even else
+                             jax.sharding.NamedSharding(layout.mesh, jax.sharding.PartitionSpec()))
+    return _created(_from_jax(layout, dtype)(obj), layout)
+
+
+def _spec_entries(spec, ndim: int) -> tuple:
+    """A PartitionSpec as darray's spec tuple (one entry per axis; UNCONSTRAINED unsplit)."""
+    entries = tuple(spec) + (None,) * (ndim - len(tuple(spec)))
+    return tuple(None if e is jax.sharding.PartitionSpec.UNCONSTRAINED else e
+                 for e in entries[:ndim])
 
 
 @program_cache(SMALL)

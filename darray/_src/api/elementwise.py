@@ -28,7 +28,8 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from darray._src.api import complex_special as _cs
 from darray._src.api import dtypes as _dt
-from darray._src.api.common import apply_logical, apply_physical, first_dist, is_dist
+from darray._src.api.common import (all_local, apply_local, apply_logical, apply_physical,
+                                    first_dist, is_dist, local_scalar_data)
 from darray._src.api.operands import check_operand_meshes
 from darray._src.array import DistArray
 from darray._src.config import get_config
@@ -240,11 +241,18 @@ def _shared_layout(ops) -> Layout | None:
                 shared = lay
             elif lay is not shared and lay != shared:
                 return None
-        elif not isinstance(a, _PY_SCALARS):
+        elif not isinstance(a, _PY_SCALARS) and not _movable_scalar(a):
             return None
     if shared is None or shared.has_halo:
         return None
     return shared
+
+
+def _movable_scalar(a) -> bool:
+    """A 0-d jax array that jit moves to the other operands' devices itself: uncommitted (a
+    small darray scalar's data, `jnp.asarray(1.0)`) or traced."""
+    return isinstance(a, jax.Array) and a.ndim == 0 and (
+        isinstance(a, jax.core.Tracer) or not a._committed)
 
 
 def _describe(ops, argnames) -> str:
@@ -261,6 +269,12 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
       argnames: their parameter names, for error messages.
       category: dtype category (a key of dtypes.CATEGORIES) every array operand must be in.
     """
+    if all_local(args):  # small arrays only: a one-device program (common.apply_local)
+        for a, n in zip(args, argnames):
+            if not is_dist(a):
+                _operand(a, n, fname)
+        _check_category(fname, category, args, argnames)
+        return apply_local(fn, args)
     ops = [_operand(a, n, fname) for a, n in zip(args, argnames)]
     if first_dist(ops) is None and any(isinstance(a, jax.Array) and a.ndim == 0 for a in ops):
         # bare 0-d jax arrays combine among themselves as 0-d DistArrays
@@ -269,6 +283,9 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
         raise TypeError(f"{fname}: at least one of {tuple(argnames)} must be a DistArray "
                         "(convert with darray.asarray)")
     _check_category(fname, category, ops, argnames)
+    if all_local(ops):  # bare jax scalars, wrapped as small 0-d arrays above
+        return apply_local(fn, ops)
+    ops = local_scalar_data(ops)
     shared = _shared_layout(ops)
     if shared is not None:  # the common eager case, with no shape or layout arithmetic
         return apply_physical(fn, ops, shared)
@@ -295,7 +312,7 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
 
 def _placed(a, out: Layout):
     """jax arrays committed elsewhere are replicated onto the output mesh (small operands)."""
-    if isinstance(a, jax.Array) and not isinstance(a, DistArray):
+    if isinstance(a, jax.Array) and not isinstance(a, DistArray) and not _movable_scalar(a):
         return jax.device_put(a, NamedSharding(out.mesh, PartitionSpec()))
     return a
 

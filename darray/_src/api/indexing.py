@@ -14,12 +14,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src import compat
 from darray._src.api import common, compaction, slicing, views
 from darray._src.api._helpers import (default_layout, is_plain, make_out_layout, normalize_axis,
                                       settle)
 from darray._src.api.operands import check_operand_meshes, placed
 from darray._src.array import DistArray
 from darray._src.layout import Layout
+from darray._src.placement import local_mesh
 
 _INT = "int"
 _NEW = "new"
@@ -30,8 +32,16 @@ def _is_int(k) -> bool:
     return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
 
 
+def _is_traced_int(k) -> bool:
+    """A traced 0-d integer (``x[i]`` with `i` an argument of a jitted function): a basic index
+    whose value is known only when the program runs."""
+    if isinstance(k, DistArray):
+        k = k.data
+    return compat.is_tracer(k) and k.ndim == 0 and np.dtype(k.dtype).kind in "iu"
+
+
 def _is_array_like(k) -> bool:
-    return isinstance(k, (DistArray, np.ndarray, jax.Array, list))
+    return isinstance(k, (DistArray, np.ndarray, jax.Array, list)) and not _is_traced_int(k)
 
 
 def _as_tuple(key) -> tuple:
@@ -40,7 +50,7 @@ def _as_tuple(key) -> tuple:
 
 def _check_item(k, position):
     if k is None or k is Ellipsis or isinstance(k, slice) or _is_int(k) or _is_array_like(k) \
-            or isinstance(k, (bool, np.bool_)):
+            or isinstance(k, (bool, np.bool_)) or _is_traced_int(k):
         return
     raise IndexError(f"index item {position} ({k!r}, of type {type(k).__name__}) is not "
                      "accepted; use ints, slices, ..., None, or integer/boolean arrays")
@@ -53,7 +63,7 @@ def _expand_ellipsis(key: tuple, ndim: int) -> tuple:
     consumed = sum(_consumes(k) for k in key if k is not Ellipsis)
     if consumed > ndim:
         raise IndexError(f"too many indices: {consumed} given for an array of rank {ndim}")
-    if Ellipsis in [k for k in key if not _is_array_like(k)]:
+    if any(k is Ellipsis for k in key):
         i = next(i for i, k in enumerate(key) if k is Ellipsis)
         return key[:i] + (slice(None),) * (ndim - consumed) + key[i + 1:]
     return key + (slice(None),) * (ndim - consumed)
@@ -76,7 +86,22 @@ def _norm_int(i, n, axis) -> int:
     return i % n
 
 
+def _traced_int(i, n):
+    """JAX's reading of a traced index: negative counts from the end, then clamped into
+    [0, n - 1] (as lax.dynamic_index_in_dim does; jnp indexing answers out-of-range reads so)."""
+    if isinstance(i, DistArray):
+        i = i.data
+    i = jnp.where(i < 0, i + n, i)
+    return jnp.clip(i, 0, max(n - 1, 0))
+
+
 def _norm_slice(s: slice, n: int) -> tuple[int, int | None, int]:
+    if any(compat.is_tracer(b) or (isinstance(b, DistArray) and compat.is_tracer(b.data))
+           for b in (s.start, s.stop, s.step)):
+        raise IndexError(f"slice bounds must be static (Python ints) to index with x[start:stop], "
+                         f"got {s!r}: the result's length would depend on traced values. As in "
+                         "JAX, take a window of static size at a traced start with "
+                         "darray.dynamic_slice(x, (start,), (size,))")
     start, stop, step = s.indices(n)
     if not len(range(start, stop, step)):
         # empty: a negative step can leave start = -1 ("before index 0"), which a physical
@@ -111,10 +136,19 @@ def _basic_plan(x: DistArray, key: tuple):
             shape.append(_slice_len(start, stop, step, n))
             split.append(lay.split[axis])
         else:
-            ints.append(_norm_int(k, n, axis))
+            ints.append(_traced_int(k, n) if _is_traced_int(k) else _norm_int(k, n, axis))
             plan.append((_INT,))
         axis += 1
     return tuple(plan), ints, tuple(shape), tuple(split)
+
+
+def _int_values(ints):
+    """The runtime int arguments of a plan: a host array, or a traced one when an index is
+    traced (then the read compiles into the caller's program)."""
+    if any(compat.is_tracer(i) for i in ints):
+        return jnp.stack([jnp.asarray(i, jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
+                          for i in ints])
+    return np.asarray(ints, np.int64).reshape(-1)
 
 
 def _explicit_plan(plan, lay: Layout):
@@ -149,12 +183,22 @@ def _index_tuple(plan, values):
 
 def _key_on_mesh(x: DistArray, key: tuple, fname: str, value=None) -> tuple:
     """The mesh rule for index arrays (and a written value), with x as the target: they are
-    brought to x's mesh (operands.py), or LayoutError."""
+    brought to x's mesh (operands.py), or LayoutError. Returns (x, key)."""
     named = [(x, "x")] + [(k, f"key[{i}]") for i, k in enumerate(key)]
     if value is not None:
         named.append((value, "value"))
     check_operand_meshes(fname, *named, anchor=0)  # x stays; placed() moves the others
-    return tuple(placed(k, x.mesh) for k in key)
+    return x, tuple(placed(k, x.mesh) for k in key)
+
+
+def _read_key_on_mesh(x: DistArray, key: tuple) -> tuple:
+    """`_key_on_mesh` for a read: a small x (one device, uncommitted) indexed by distributed
+    index arrays goes to them, as an uncommitted jax.Array does; any other x stays."""
+    if x._layout.mesh is not local_mesh():
+        return _key_on_mesh(x, key, "x[key]")
+    named = [(x, "x")] + [(k, f"key[{i}]") for i, k in enumerate(key)]
+    x = check_operand_meshes("x[key]", *named)[0]
+    return x, tuple(placed(k, x.mesh) for k in key)
 
 
 def getitem(x: DistArray, key) -> DistArray:
@@ -169,14 +213,16 @@ def getitem(x: DistArray, key) -> DistArray:
       ghosts or a transposed order take the logical path. Integer-array and boolean-mask keys
       use the logical path into the default layout for the output shape; a boolean mask needs
       a concrete mask (its count sets the shape). A basic key gives a view of x
-      (api/views.py): writing it writes x, as in numpy.
+      (api/views.py): writing it writes x, as in numpy. Under jit, an int may be a traced
+      integer: read as JAX reads it (negative from the end, out-of-range clamped); slice
+      bounds must stay static (see `dynamic_slice`).
     """
     x = common.check_array(x)
     key = _as_tuple(key)
     for pos, k in enumerate(key):
         _check_item(k, pos)
     if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
-        return _advanced_get(x, _key_on_mesh(x, key, "x[key]"))
+        return _advanced_get(*_read_key_on_mesh(x, key))
     result = _basic_get(x, key)
     if result.ndim == 0 and not any(k is Ellipsis for k in key):
         return result  # numpy answers a key of ints with a scalar, not a view
@@ -190,13 +236,13 @@ def _basic_get(x: DistArray, key: tuple) -> DistArray:
     out = make_out_layout(x.mesh, shape, split)
     if not is_plain(x.layout):
         return _logical_read(x, plan, ints, out)
-    values = np.asarray(ints, np.int64).reshape(-1)
+    values = _int_values(ints)
     # on the blocks, no gather of x (slicing.py: left to XLA, x[2:5, 1] gathers all of x)
     return DistArray._new(settle(slicing.read_fn(x.layout, plan, out)(x.data, values)), out)
 
 
 def _logical_read(x, plan, ints, out):
-    values = np.asarray(ints, np.int64).reshape(-1)
+    values = _int_values(ints)
     return common.apply_logical(_logical_read_fn, [x, values], out, static=(plan,))
 
 
@@ -374,7 +420,7 @@ def setitem(x: DistArray, key, value) -> DistArray:
     key = _as_tuple(key)
     for pos, k in enumerate(key):
         _check_item(k, pos)
-    key = _key_on_mesh(x, key, "x[key] = value", value)
+    _, key = _key_on_mesh(x, key, "x[key] = value", value)
     val = placed(_value_operand(value, x.dtype), x.mesh)
     if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
         mask = _leading_mask(x, key)
@@ -388,6 +434,11 @@ def setitem(x: DistArray, key, value) -> DistArray:
         return common.apply_logical(_advanced_write, [x, val, *operands],
                                     x.layout.without_halo(), static=(template,))
     key = _expand_ellipsis(key, x.ndim)
+    if any(_is_traced_int(k) for k in key):
+        raise IndexError("x[i] = value with a traced index i is not supported: JAX drops an "
+                         "out-of-range write where a clamped index would write another cell. "
+                         "Write darray.where(darray.arange(n) == i, value, x) (a select), or "
+                         "index with a Python int")
     plan, ints, shape, _ = _basic_plan(x, key)
     plan = _explicit_plan(plan, x.layout)
     if np.ndim(val) and not _broadcasts_to(np.shape(val), shape):
@@ -471,3 +522,47 @@ def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
     like = x if tuple(shape) == x.shape or not isinstance(idx, DistArray) else idx
     out = make_out_layout(x.mesh, shape, like.layout.split)
     return common.apply_logical(_take_along, [x, idx], out, static=(axis,))
+
+
+# -- a window at a traced start ------------------------------------------------------------------
+def dynamic_slice(x: DistArray, start_indices, slice_sizes) -> DistArray:
+    """`jax.lax.dynamic_slice` for a DistArray: the window of static shape `slice_sizes` at
+    `start_indices`, which may be traced (``x[i:i + k]`` inside `jax.jit`, where slice bounds
+    must be static).
+
+    Args:
+      x: DistArray.
+      start_indices: one integer per axis (Python ints, 0-d integer arrays or tracers).
+        As in JAX, a negative start counts from the end, and a start is clamped so that the
+        window fits in the array.
+      slice_sizes: one static int per axis, 0 <= size <= x.shape[axis].
+
+    Layout:
+      x's split on every axis (at the window's length). Logical path: XLA's partitioner
+      reads the window at its runtime offset, which gathers each split axis whose window it
+      cannot place statically (a window of a split axis is read from all of its blocks).
+    """
+    x = common.check_array(x)
+    starts, sizes = tuple(start_indices), tuple(slice_sizes)
+    if len(starts) != x.ndim or len(sizes) != x.ndim:
+        raise ValueError(f"dynamic_slice: start_indices ({len(starts)} given) and slice_sizes "
+                         f"({len(sizes)} given) need one entry per axis of x (x has shape "
+                         f"{x.shape})")
+    try:
+        sizes = tuple(operator.index(n) for n in sizes)
+    except TypeError:
+        raise TypeError(f"dynamic_slice: slice_sizes={slice_sizes!r} must be static ints (the "
+                        "result's shape)") from None
+    for axis, (n, m) in enumerate(zip(sizes, x.shape)):
+        if not 0 <= n <= m:
+            raise ValueError(f"dynamic_slice: slice_sizes[{axis}]={n} must be in 0..{m} "
+                             f"(x.shape[{axis}])")
+    dtype = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+    start = jnp.stack([jnp.asarray(s.data if isinstance(s, DistArray) else s, dtype)
+                       for s in starts]) if starts else jnp.zeros((0,), dtype)
+    out = make_out_layout(x.mesh, sizes, x.layout.split)
+    return common.apply_logical(_dynamic_slice_fn, [x, start], out, static=(sizes,))
+
+
+def _dynamic_slice_fn(a, start, sizes):
+    return jax.lax.dynamic_slice(a, [start[i] for i in range(len(sizes))], sizes)

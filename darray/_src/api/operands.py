@@ -3,12 +3,15 @@
 JAX's placement rule, committed versus uncommitted, read for meshes:
 
 * An array created without an explicit placement (a creation function or `asarray` of host
-  data without ``mesh=``/``device=``) lands on darray's default mesh and is *uncommitted*:
-  darray's default mesh plays the part of JAX's default device. Arrays computed from
-  uncommitted arrays only stay there, and stay uncommitted, as in JAX.
+  data without ``mesh=``/``device=``) lands on darray's default mesh, or, when small, on the
+  one device of small arrays (placement.local_mesh), and is *uncommitted*: darray's default
+  mesh plays the part of JAX's default device. Arrays computed from uncommitted arrays only
+  stay there, and stay uncommitted, as in JAX.
 * An array on any other mesh is *committed* to it.
 * When the DistArrays of rank >= 1 given to one call live on different meshes, the call runs on
-  the mesh of the first committed one (the *target*; in indexing, the indexed array's).
+  the mesh of the first committed one, else of the first one that is not a small array (the
+  *target*; in indexing, the indexed array's, unless it is small and its index arrays are
+  distributed).
   Uncommitted arrays move there. Committed arrays on the same set of devices are resharded
   onto it, as `jit` reshards operands with other shardings. Committed arrays on another set of
   devices raise LayoutError (a ValueError) naming the function, both arguments, both meshes
@@ -65,9 +68,11 @@ def _is_placed_anywhere(a) -> bool:
 
 
 def is_committed(a: DistArray) -> bool:
-    """Whether `a` is committed to its mesh (see the module doc): it is not on the default mesh."""
-    from darray._src.placement import default_mesh
-    return not same_mesh(a.mesh, default_mesh())
+    """Whether `a` is committed to its mesh (see the module doc): it is neither on the default
+    mesh nor on the one device of small arrays."""
+    from darray._src.placement import default_mesh, local_mesh
+    mesh = a.mesh
+    return mesh is not local_mesh() and not same_mesh(mesh, default_mesh())
 
 
 def device_set(mesh) -> frozenset:
@@ -82,19 +87,35 @@ def check_operand_meshes(fname: str, *named, anchor: int | None = None) -> tuple
     anchor: index into `named` of an operand that must not move (the array written by
     ``x[key] = value``, or indexed by ``x[key]``): the call runs on its mesh.
     """
+    from darray._src.placement import local_mesh
+    local = local_mesh()
     dists = [(a, name) for a, name in named if _is_placed_anywhere(a)]
     if all(same_mesh(a.mesh, dists[0][0].mesh) for a, _ in dists[1:]):
-        return tuple(a for a, _ in named)  # the common case: one mesh
-    committed = [(a, name) for a, name in dists if is_committed(a)]
-    if anchor is not None and _is_placed_anywhere(named[anchor][0]):
-        target = named[anchor]
+        if not dists or dists[0][0].mesh is local or not any(
+                _is_small_scalar(a, local) for a, _ in named):
+            return tuple(a for a, _ in named)  # the common case: one mesh
+        mesh = dists[0][0].mesh  # 0-d small arrays come to it (below)
     else:
-        target = committed[0] if committed else dists[0]
-    mesh = target[0].mesh
-    for a, name in committed:
-        if device_set(a.mesh) != device_set(mesh):
-            raise mesh_error(fname, target[1], mesh, name, a.mesh)
-    return tuple(move_to(a, mesh) if _is_placed_anywhere(a) else a for a, _ in named)
+        committed = [(a, name) for a, name in dists if is_committed(a)]
+        if anchor is not None and _is_placed_anywhere(named[anchor][0]):
+            target = named[anchor]
+        else:
+            # a committed array decides; else a distributed one (small arrays, on one device,
+            # come to it, as an uncommitted jax.Array comes to a sharded one)
+            spread = [d for d in dists if d[0].mesh is not local]
+            target = committed[0] if committed else (spread or dists)[0]
+        mesh = target[0].mesh
+        for a, name in committed:
+            if device_set(a.mesh) != device_set(mesh):
+                raise mesh_error(fname, target[1], mesh, name, a.mesh)
+    return tuple(move_to(a, mesh) if _is_placed_anywhere(a) or _is_small_scalar(a, local)
+                 else a for a, _ in named)
+
+
+def _is_small_scalar(a, local) -> bool:
+    """A 0-d DistArray on the one device of small arrays (an eager 0-d result): it carries no
+    distribution, and comes to the mesh of the arrays it meets (a replicated copy there)."""
+    return isinstance(a, DistArray) and a._layout.mesh is local and not a._layout.shape
 
 
 def move_to(a: DistArray, mesh) -> DistArray:

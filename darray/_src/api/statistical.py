@@ -8,6 +8,7 @@ with the reduced axes removed (their mesh axes freed): the result is pinned ther
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -20,6 +21,8 @@ from darray._src.api._helpers import is_plain, normalize_axes, normalize_axis, r
 from darray._src.api.common import apply_logical, check_array, masked_physical, valid_mask
 from darray._src.array import DistArray
 from darray._src.layout import Layout
+from darray._src.placement import local_layout, local_mesh
+from darray._src.program_cache import SMALL, program_cache
 
 
 # -- the shared reduction driver (also used by utility and searching) ---------------------------
@@ -33,6 +36,7 @@ def plain(x: DistArray) -> DistArray:
     return _redistribute(x, target, None)
 
 
+@functools.lru_cache(maxsize=1024)  # read on every eager reduction; Layouts are values
 def reduced_layout(layout: Layout, axes, keepdims: bool) -> Layout:
     """The input layout with `axes` removed (or kept with length 1, unsplit)."""
     if keepdims:
@@ -61,8 +65,17 @@ def reduce(x, kernel, axis, keepdims: bool, *extra, fname: str, category: str = 
         raise ValueError(f"{fname} of an empty axis has no identity (x has shape {x.shape}, "
                          f"axis={axis!r})")
     x = plain(x)
-    out = reduced_layout(x.layout, axes, keepdims)
-    return run_physical(kernel, [x], out, static=(x.layout, axes, bool(keepdims)) + extra)
+    static = (x.layout, axes, bool(keepdims)) + extra
+    if x._layout.mesh is local_mesh():  # a small array: one jit on its one device
+        data = _local_reduction(kernel, static)(x.data)
+        return DistArray._new(data, local_layout(tuple(data.shape)))
+    # a 0-d result leaves the mesh for one device in DistArray._new (placement.local_mesh)
+    return run_physical(kernel, [x], reduced_layout(x.layout, axes, keepdims), static=static)
+
+
+@program_cache(SMALL)
+def _local_reduction(kernel, static):
+    return jax.jit(lambda data: kernel(data, *static))
 
 
 def _count(layout: Layout, axes) -> int:
