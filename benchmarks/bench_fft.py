@@ -294,7 +294,7 @@ def report(rows):
               f"{'x1 min':>6s} {'xJD med':>7s} {'xJD min':>7s} {'a2a':>3s} {'gather':>6s} "
               f"{'MiB/dev':>7s} {'+arrays':>7s}")
         for r in rs:
-            def ratio(base, key, width):
+            def ratio(base, key, width, r=r):
                 return f"{r[key] / base[key]:{width}.2f}" if base else f"{'-':>{width}s}"
             mem = f"{r['mem_bytes'] / 2**20:7.1f}" if r["mem_bytes"] else f"{'?':>7s}"
             extra = f"{r['extra_arrays']:7.2f}" if r["extra_arrays"] else f"{'?':>7s}"

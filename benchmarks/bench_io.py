@@ -71,10 +71,13 @@ def main(argv=None):
         engines = ["numpy"] + (["tensorstore"] if io._tensorstore() is not None else [])
         for engine in progress(engines, "bench_io engines"):
             path = os.path.join(root, f"{engine}.zarr")
-            t_save_d = median_seconds(lambda: darray.save(path, x, engine=engine), args.repeats)
+            t_save_d = median_seconds(
+                lambda path=path, engine=engine: darray.save(path, x, engine=engine),
+                args.repeats)
             t_load_d = median_seconds(
-                lambda: darray.load(path, mesh=mesh, spec=(None, "x", "y"),
-                                    engine=engine).data.block_until_ready(), args.repeats)
+                lambda path=path, engine=engine: darray.load(
+                    path, mesh=mesh, spec=(None, "x", "y"),
+                    engine=engine).data.block_until_ready(), args.repeats)
             np.testing.assert_array_equal(np.asarray(darray.load(path, engine=engine)), host)
             rows.append((f"darray {engine} (8 blocks; load onto another spec)", t_save_d,
                          t_load_d))

@@ -169,10 +169,11 @@ def _io_job(n, repeats, root, comm):
     for engine in engines:
         paths = [os.path.join(root, f"{engine}-{i}.zarr") for i in range(repeats)]
         it = iter(paths)
-        save_times = _timed(lambda: darray.save(next(it), x, engine=engine), comm, repeats)
+        save_times = _timed(lambda it=it, engine=engine: darray.save(next(it), x, engine=engine),
+                            comm, repeats)
         loaded = {}
 
-        def load(path=paths[-1], engine=engine):
+        def load(path=paths[-1], engine=engine, loaded=loaded):
             y = darray.load(path, mesh=mesh, spec=(None, "x"), engine=engine)
             y.data.block_until_ready()
             loaded["y"] = y

@@ -7,7 +7,8 @@ padded by the 3/2 rule (``padding=1.5``: the same band-limited fields on a 96^2 
 the advection u.grad(w) there and returns with one padded ``rfftn`` (the 64^2 spectrum of the
 product, free of aliasing), and adds viscosity -nu k^2 w_k. The wavenumbers come from
 ``darray.fft.wavenumbers``, laid out like the spectrum (no communication in k-space). Time
-stepping: classical 4-stage Runge-Kutta inside ``jax.lax.scan``. The initial vorticity is band-limited noise from ``darray.random.normal``.
+stepping: classical 4-stage Runge-Kutta inside ``jax.lax.scan``. The initial vorticity is
+band-limited noise from ``darray.random.normal``.
 
 Checks: the vorticity equals the same scheme in float64 numpy; the mean vorticity is conserved;
 energy and enstrophy never increase (the dealiased advection conserves both; viscosity only
@@ -33,6 +34,7 @@ DT = 0.02
 STEPS_PER_FRAME = 25
 FRAMES = 8
 BOX = 2 * np.pi
+INITIAL_KEY = jax.random.key(11)   # the seed of the initial noise
 
 
 PAD = 1.5               # the 3/2 rule: products on a 96^2 grid, no aliasing below N/2
@@ -95,7 +97,7 @@ def diagnostics(w):
 
 
 @functools.partial(jax.jit, static_argnames="mesh")   # one compile, not one per eager op
-def initial_vorticity(mesh, key=jax.random.key(11)):
+def initial_vorticity(mesh, key=INITIAL_KEY):
     """Noise band-passed to wavenumbers 4..10, scaled to rms vorticity 4: it rolls up into
     vortices that merge (the inverse cascade of 2-D turbulence)."""
     noise = darray.random.normal(key, (N, N), dtype=darray.float64, mesh=mesh, spec=("x", "y"))

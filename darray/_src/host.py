@@ -2,12 +2,13 @@
 once when they cannot, and one explicit collective (`gather`) for the whole array.
 
 A multi-process array's values live on every process. A read that needs other processes'
-blocks is a collective: if one process makes it alone (``if rank == 0: np.save(..., np.asarray(x))``)
-it waits forever, or aborts every process with a "collective mismatch". So host conversions
-(`np.asarray`, `tolist`, `print`, `float`, `item`) never start a collective: they read this
-process's own data when that holds the answer (a replicated 0-d result, a cell one of this
-process's devices owns) and otherwise raise `NonLocalDataError` on this process, naming the
-collective to call on every process instead: ``darray.distributed.gather(x)``.
+blocks is a collective: if one process makes it alone
+(``if rank == 0: np.save(..., np.asarray(x))``) it waits forever, or aborts every process with
+a "collective mismatch". So host conversions (`np.asarray`, `tolist`, `print`, `float`, `item`)
+never start a collective: they read this process's own data when that holds the answer (a
+replicated 0-d result, a cell one of this process's devices owns) and otherwise raise
+`NonLocalDataError` on this process, naming the collective to call on every process instead:
+``darray.distributed.gather(x)``.
 """
 from __future__ import annotations
 

@@ -182,7 +182,8 @@ class Layout:
 
     def blocks(self, axis: int) -> tuple[tuple[int, int], ...]:
         """(start, stop) of every block along `axis`, in block order."""
-        return tuple((self.block_start(axis, b), self.block_start(axis, b) + self.block_extent(axis, b))
+        return tuple((self.block_start(axis, b),
+                      self.block_start(axis, b) + self.block_extent(axis, b))
                      for b in range(self.parts(axis)))
 
     def block_index(self, axis: int, mesh_coords: Mapping[str, int]) -> int:

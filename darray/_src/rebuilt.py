@@ -227,10 +227,8 @@ def _mapped_axes(layout: Layout, data):
     """[(layout axis, spmd_axis_name)] for the axes of `layout` that enclosing `jax.vmap`s
     map away from traced `data`, outermost first; None when `data` is not such a view."""
     levels = compat.vmap_levels(data)
-    for top, (_, _, ndim) in enumerate(levels):
-        if ndim == layout.ndim:
-            break
-    else:
+    top = next((i for i, (_, _, ndim) in enumerate(levels) if ndim == layout.ndim), None)
+    if top is None:
         return None  # not a vmap of this array's axes (e.g. scan's slices)
     axes = list(range(layout.ndim))
     mapped = []

@@ -2,7 +2,8 @@
 run in the default test run (the full data-apis/array-api-tests suite is run separately, with
 the command and the xfails in tests/array_api/xfails.txt).
 
-Each check follows a rule of the Array API standard (2025.12; 2024.12 where a result changed) and compares with numpy.
+Each check follows a rule of the Array API standard (2025.12; 2024.12 where a result changed)
+and compares with numpy.
 """
 import inspect
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import darray
 
-F, C, I, R, N, A = ds.FLOATS, ds.COMPLEX, ds.INTS, ds.REAL, ds.NUMERIC, ds.ALL
+F, C, INT, R, N, A = ds.FLOATS, ds.COMPLEX, ds.INTS, ds.REAL, ds.NUMERIC, ds.ALL
 BOOL = ("bool",)
 
 # name: (dtypes, value kind, exact?)  exact: the result is exactly representable
@@ -16,7 +16,7 @@ UNARY = {
     "abs": (N, "real", False), "acos": (F + C, "unit", False), "acosh": (F + C, "ge1", False),
     "asin": (F + C, "unit", False), "asinh": (F + C, "real", False),
     "atan": (F + C, "unit", False), "atanh": (F + C, "unit", False),
-    "bitwise_invert": (I + BOOL, "int", True), "ceil": (R, "real", True),
+    "bitwise_invert": (INT + BOOL, "int", True), "ceil": (R, "real", True),
     "conj": (N, "real", True), "cos": (F + C, "real", False), "cosh": (F + C, "real", False),
     "exp": (F + C, "real", False), "expm1": (F + C, "real", False), "floor": (R, "real", True),
     "imag": (C, "real", True), "isfinite": (N, "real", True), "isinf": (N, "real", True),
@@ -48,9 +48,10 @@ BINARY = {
     "less": (R, "int", "int", True), "less_equal": (R, "int", "int", True),
     "logical_and": (BOOL, "real", "real", True), "logical_or": (BOOL, "real", "real", True),
     "logical_xor": (BOOL, "real", "real", True),
-    "bitwise_and": (I + BOOL, "int", "int", True), "bitwise_or": (I + BOOL, "int", "int", True),
-    "bitwise_xor": (I + BOOL, "int", "int", True),
-    "bitwise_left_shift": (I, "int", "pos", True), "bitwise_right_shift": (I, "int", "pos", True),
+    "bitwise_and": (INT + BOOL, "int", "int", True), "bitwise_or": (INT + BOOL, "int", "int", True),
+    "bitwise_xor": (INT + BOOL, "int", "int", True),
+    "bitwise_left_shift": (INT, "int", "pos", True),
+    "bitwise_right_shift": (INT, "int", "pos", True),
 }
 
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import darray
 
-F, C, I, R, N = ds.FLOATS, ds.COMPLEX, ds.INTS, ds.REAL, ds.NUMERIC
+F, C, R, N = ds.FLOATS, ds.COMPLEX, ds.REAL, ds.NUMERIC
 SMALL = (1, 2, 3, 5, 7)
 
 

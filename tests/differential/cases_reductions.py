@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import darray
 
-F, C, I, R, N, A = ds.FLOATS, ds.COMPLEX, ds.INTS, ds.REAL, ds.NUMERIC, ds.ALL
+F, C, R, N, A = ds.FLOATS, ds.COMPLEX, ds.REAL, ds.NUMERIC, ds.ALL
 
 
 def _reduce_params(allow_tuple=True, correction=False):

@@ -75,10 +75,10 @@ with darray.config_context(**MPI_ON):
 for mesh, spec in MESHES:
     x = darray.asarray(host, mesh=mesh, spec=spec)
     xc = darray.asarray(host_c, mesh=mesh, spec=spec)
-    cases = [("fftn", lambda: darray.fft.fftn(xc), np.fft.fftn(host_c)),
-             ("ifftn", lambda: darray.fft.ifftn(xc), np.fft.ifftn(host_c)),
-             ("rfftn", lambda: darray.fft.rfftn(x), np.fft.rfftn(host))]
-    for name, op, want in cases:
+    cases = [("fftn", lambda xc=xc: darray.fft.fftn(xc), np.fft.fftn(host_c)),
+             ("ifftn", lambda xc=xc: darray.fft.ifftn(xc), np.fft.ifftn(host_c)),
+             ("rfftn", lambda x=x: darray.fft.rfftn(x), np.fft.rfftn(host))]
+    for _name, op, want in cases:
         with darray.config_context(**MPI_ON):
             got = op()
         with darray.config_context(**JAX_ON):
@@ -107,7 +107,8 @@ for mesh, spec in MESHES[:2]:
         for width in (1, 2):
             with darray.config_context(**MPI_ON):
                 h = x.halo(width, boundary=boundary)
-                text = jax.jit(lambda a: a.halo(width, boundary=boundary)).lower(x).as_text()
+                text = jax.jit(lambda a, width=width, boundary=boundary:
+                               a.halo(width, boundary=boundary)).lower(x).as_text()
             with darray.config_context(**JAX_ON):
                 h_ref = x.halo(width, boundary=boundary)
             assert "darray_mpi_sendrecv_cpu" in text and "collective_permute" not in text

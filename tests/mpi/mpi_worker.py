@@ -44,8 +44,9 @@ for dtype in (np.float32, np.float64, np.complex128):
         got, order = mt.all_to_all(x, mt.new_order(), comm, split_axis=split_axis,
                                    concat_axis=concat_axis)
         assert got.dtype == dtype and np.array_equal(gather(got), want), (dtype, split_axis)
-        jitted = jax.jit(lambda a, o: mt.all_to_all(a, o, comm, split_axis=split_axis,
-                                                    concat_axis=concat_axis))
+        jitted = jax.jit(lambda a, o, split_axis=split_axis, concat_axis=concat_axis:
+                         mt.all_to_all(a, o, comm, split_axis=split_axis,
+                                       concat_axis=concat_axis))
         got, _ = jitted(x, mt.new_order())
         assert np.array_equal(gather(got), want)
 sys.stdout.write(f"{rank} ok exchange\n")

@@ -1,11 +1,12 @@
 """The "mpi" FFT and halo backend (darray/_src/backends/mpi_exec.py).
 
 Slow tier: under `mpiexec -n 2` and `-n 4` (one CPU device per process, the installed build,
-whose MPI handlers resolve MPI at run time: the `mpi_native` fixture), mpi_backend_worker.py checks on every
-rank fftn/ifftn/rfftn/irfftn and halo fills / halo_reduce against numpy and the "jax" backend with
-layouts asserted, two independent FFTs in one jit, grad and jvp through fftn, error paths, and two
-jitted fftn called in a different order per rank failing on every rank (then right in order);
-and a process without MPI initialised gets a Python exception naming the handler.
+whose MPI handlers resolve MPI at run time: the `mpi_native` fixture), mpi_backend_worker.py
+checks on every rank fftn/ifftn/rfftn/irfftn and halo fills / halo_reduce against numpy and the
+"jax" backend with layouts asserted, two independent FFTs in one jit, grad and jvp through fftn,
+error paths, and two jitted fftn called in a different order per rank failing on every rank
+(then right in order); and a process without MPI initialised gets a Python exception naming the
+handler.
 Default tier: without mpi4py, selecting "mpi" raises BackendUnavailableError with the fix.
 """
 from __future__ import annotations

@@ -94,7 +94,7 @@ def test_iteration_over_axis_zero():
     cells = list(X[:, 3])
     assert [float(c) for c in cells] == A[:, 3].tolist()
     assert_replicated_scalar(cells[5], MESH, A[5, 3])
-    for (i, j), ref in zip(enumerate(X[0]), A[0]):
+    for (_i, j), ref in zip(enumerate(X[0]), A[0]):
         assert float(j) == ref
 
 

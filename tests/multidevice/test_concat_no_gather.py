@@ -5,9 +5,9 @@ device then holds the whole result). darray assembles each output block from the
 input blocks it overlaps, moved in a few ppermute rounds planned on the host (api/joining.py).
 Each case compiles the join once, runs it (values against numpy in float64, output layout and
 sharding) and reads the compiled HLO: no all-gather, all-reduce, reduce-scatter or all-to-all.
-The host plan itself is checked up to 1024 blocks (every cell moved once, bounded traffic). Uneven extents (padding), empty inputs, splits whose mesh
-axes are not in the mesh's order, several mesh axes on one array axis, ghost cells and inputs in
-other layouts are covered.
+The host plan itself is checked up to 1024 blocks (every cell moved once, bounded traffic).
+Uneven extents (padding), empty inputs, splits whose mesh axes are not in the mesh's order,
+several mesh axes on one array axis, ghost cells and inputs in other layouts are covered.
 """
 import jax
 import numpy as np

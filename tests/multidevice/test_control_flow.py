@@ -54,7 +54,8 @@ def test_scan_carry_in_another_layout_names_the_fix(mesh, host, jit):
         new = _turn(c, mesh)
         return darray.asarray(new, device=c.device, spec=c.layout.spec), None
 
-    run = lambda body: jax.lax.scan(body, x, None, length=3)[0]
+    def run(body):
+        return jax.lax.scan(body, x, None, length=3)[0]
     if jit:
         run = jax.jit(run, static_argnums=0)
     with pytest.raises(TypeError, match=r"(?s)pytree structure.*darray: the carry enters the "

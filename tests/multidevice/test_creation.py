@@ -153,7 +153,8 @@ def test_filled_creation(mesh_shape):
     np.testing.assert_array_equal(np.asarray(y), np.full((13, 7), 7))
 
 
-@given(start=st.integers(-20, 20), stop=st.integers(-20, 40), step=st.sampled_from([1, 2, 3, -1, -3]))
+@given(start=st.integers(-20, 20), stop=st.integers(-20, 40),
+       step=st.sampled_from([1, 2, 3, -1, -3]))
 @settings(max_examples=15, deadline=None)
 def test_arange(start, stop, step):
     x = darray.arange(start, stop, step)
@@ -224,7 +225,8 @@ def test_bad_object_and_mesh_errors():
         darray.asarray(object())
     with pytest.raises(TypeError, match="obj of type str"):
         darray.asarray("abc")
-    with pytest.raises(ValueError, match=r"mesh=\{'x': 3, 'y': 4\} needs 12 devices but 8 are available"):
+    with pytest.raises(ValueError,
+                       match=r"mesh=\{'x': 3, 'y': 4\} needs 12 devices but 8 are available"):
         darray.zeros((4, 4), mesh=(3, 4))
     with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh"):
         darray.zeros((4, 4), mesh="2x4")

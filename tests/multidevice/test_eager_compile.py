@@ -34,7 +34,8 @@ def _creation_cases():
     return {
         "arange": (lambda: darray.arange(10), lambda: darray.arange(3, 13),
                    lambda: np.arange(3, 13)),
-        "arange_step": (lambda: darray.arange(1.0, 6.0, 0.5), lambda: darray.arange(-2.0, 0.5, 0.25),
+        "arange_step": (lambda: darray.arange(1.0, 6.0, 0.5),
+                        lambda: darray.arange(-2.0, 0.5, 0.25),
                         lambda: np.arange(-2.0, 0.5, 0.25)),
         "linspace": (lambda: darray.linspace(0, 1, 9), lambda: darray.linspace(-3.5, 2, 9),
                      lambda: np.linspace(-3.5, 2, 9)),

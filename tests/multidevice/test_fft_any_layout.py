@@ -39,7 +39,7 @@ def ulps_per_log(got, ref, dtype):
 
 
 def count(hlo, op):
-    return len(re.findall(r"[\])}] %s(-start)?\(" % op, hlo))
+    return len(re.findall(rf"[\])}}] {op}(-start)?\(", hlo))
 
 
 def hlo_of(fn, x):

@@ -80,7 +80,7 @@ def check(name, typ, norm, n_arg, placement, length, seed=0, orthogonalize=None,
     return x, y, fn
 
 
-# -- default tier: one compile per case, each type once (families, norms, placements cycled) --------
+# -- default tier: one compile per case, each type once (families, norms, placements cycled) -----
 @pytest.mark.parametrize("name, typ, norm, placement, length", [
     ("dct", 1, None, "d8", 13), ("dst", 2, "forward", "xy_of_2x4", 7),
     ("idct", 3, "ortho", "y_of_2x4", 16), ("idst", 4, "backward", "d8", 17)])
@@ -206,7 +206,7 @@ def test_integer_input_and_hlo_of_every_type():
     a = np.arange(13)
     x = place(a, "d8")
     for typ in (1, 2, 3, 4):
-        compiled = jax.jit(lambda v: dfft.idct(dfft.dst(v, type=typ, n=20), type=typ)) \
+        compiled = jax.jit(lambda v, typ=typ: dfft.idct(dfft.dst(v, type=typ, n=20), type=typ)) \
             .lower(x).compile()
         assert "all-gather" not in compiled.as_text(), f"type {typ}"
         y = compiled(x)

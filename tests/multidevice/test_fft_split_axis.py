@@ -46,7 +46,7 @@ def _close(got, want, dtype):
 
 def _count(hlo, op):
     """Instructions `op(` or `op-start(` in compiled HLO text (tuple-typed results too)."""
-    return len(re.findall(r"[\])}] %s(-start)?\(" % op, hlo))
+    return len(re.findall(rf"[\])}}] {op}(-start)?\(", hlo))
 
 
 def _hlo(fn, x):

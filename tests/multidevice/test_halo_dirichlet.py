@@ -154,7 +154,8 @@ def test_gradient_through_an_odd_stencil():
                                           ("antireflect", 1, 1)])
 def test_width_beyond_the_mirror_is_refused(rule, n, width):
     _, x = make((n, 4), (8,), ("d",))
-    with pytest.raises(darray.LayoutError, match=rf"boundary='{rule}'.*only {n - (rule == 'antireflect')} cell"):
+    cells = n - (rule == 'antireflect')
+    with pytest.raises(darray.LayoutError, match=rf"boundary='{rule}'.*only {cells} cell"):
         x.halo(width, boundary=rule)
 
 

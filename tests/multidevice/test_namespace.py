@@ -122,7 +122,7 @@ def test_transposes():
     b = darray.asarray(RNG.standard_normal((3, 13, 10)), mesh=mesh, spec=(None, "x", "y"))
     np.testing.assert_array_equal(np.asarray(b.mT), np.swapaxes(np.asarray(b), -1, -2))
     with pytest.raises(ValueError, match="x.T needs a 2-D array, got 3-D"):
-        b.T
+        _ = b.T
 
 
 # -- creation from arrays ----------------------------------------------------------------------

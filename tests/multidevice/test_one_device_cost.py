@@ -54,7 +54,7 @@ def exchanges(plan):
 
 def compiled_ops(fn, x, op):
     text = jax.jit(fn).lower(x).compile().as_text()
-    return len(re.findall(r"= \S+ %s\(" % re.escape(op), text))
+    return len(re.findall(rf"= \S+ {re.escape(op)}\(", text))
 
 
 # -- FFT --------------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def test_setitem_values_layout_and_no_gather(mesh_shape, shape, spec, key):
     value = np.random.default_rng(0).standard_normal(indexed)
     read_size = int(np.prod(x[key].layout.physical_shape))
     for v, limit in [(-0.0, 0), (value, read_size)]:
-        compiled = jax.jit(lambda t: indexing.setitem(t, key, v)).lower(x).compile()
+        compiled = jax.jit(lambda t, v=v: indexing.setitem(t, key, v)).lower(x).compile()
         out = compiled(x)
         expected = a.copy()
         expected[key] = v

@@ -84,8 +84,11 @@ def test_can_cast():
     assert darray.can_cast(darray.int8, darray.int64)
     assert darray.can_cast(darray.bool, darray.float32)
     assert darray.can_cast(darray.uint8, darray.int16)
-    # mixed kinds follow numpy/jax.numpy safe casting (differential seed 29652 found uint64->float32)
-    for a, b in ((darray.uint64, darray.float32), (darray.int64, darray.float32), (darray.int32, darray.float64), (darray.int8, darray.float16 if hasattr(darray, "float16") else darray.float32)):
+    # mixed kinds follow numpy/jax.numpy safe casting (differential seed 29652 found
+    # uint64->float32)
+    for a, b in ((darray.uint64, darray.float32), (darray.int64, darray.float32),
+                 (darray.int32, darray.float64),
+                 (darray.int8, darray.float16 if hasattr(darray, "float16") else darray.float32)):
         assert darray.can_cast(a, b) == np.can_cast(a, b, casting="safe")
     assert not darray.can_cast(darray.int64, darray.int32)
     assert not darray.can_cast(darray.float64, darray.float32)

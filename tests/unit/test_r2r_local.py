@@ -154,11 +154,13 @@ def test_vjp_and_jvp_are_the_analytic_transpose_and_map(case):
         x = rng.standard_normal((length, 3))
         tangent = rng.standard_normal((length, 3))
         cotangent = rng.standard_normal((mat.shape[0], 3))
-        y, tan_out = jax.jvp(lambda a: apply_kernel(a, 0, kernel), (jnp.asarray(x),),
+        y, tan_out = jax.jvp(lambda a, kernel=kernel: apply_kernel(a, 0, kernel),
+                             (jnp.asarray(x),),
                              (jnp.asarray(tangent),))
         np.testing.assert_allclose(np.asarray(y), mat @ x, rtol=0, atol=1e-12)
         np.testing.assert_allclose(np.asarray(tan_out), mat @ tangent, rtol=0, atol=1e-12)
-        _, pullback = jax.vjp(lambda a: apply_kernel(a, 0, kernel), jnp.asarray(x))
+        _, pullback = jax.vjp(lambda a, kernel=kernel: apply_kernel(a, 0, kernel),
+                              jnp.asarray(x))
         (cot_in,) = pullback(jnp.asarray(cotangent))
         np.testing.assert_allclose(np.asarray(cot_in), mat.T @ cotangent, rtol=0, atol=1e-12)
 

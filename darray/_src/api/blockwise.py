@@ -108,7 +108,8 @@ def block_coordinates(layout: Layout, dtype):
     coords = []
     for axis in range(layout.ndim):
         chunk = layout.chunk(axis)
-        local = jax.lax.broadcasted_iota(np.int64 if jax.config.read("jax_enable_x64") else np.int32,
+        index_dtype = np.int64 if jax.config.read("jax_enable_x64") else np.int32
+        local = jax.lax.broadcasted_iota(index_dtype,
                                          tuple(chunk if a == axis else 1
                                                for a in range(layout.ndim)), axis)
         if layout.parts(axis) > 1:

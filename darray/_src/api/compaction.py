@@ -216,14 +216,14 @@ def _compact_fn(mask_lay: Layout, payload_lays: tuple, count: int, with_indices:
     out_lays += [_out_layout(mask_lay.mesh, count, names, lay.shape[k:], lay.split[k:])
                  for lay in payload_lays]
     fn = compat.shard_map(body, mesh=mask_lay.mesh,
-                          in_specs=(mask_lay.spec,) + tuple(l.spec for l in payload_lays),
-                          out_specs=tuple(l.spec for l in out_lays), check_vma=False)
+                          in_specs=(mask_lay.spec,) + tuple(lay.spec for lay in payload_lays),
+                          out_specs=tuple(lay.spec for lay in out_lays), check_vma=False)
 
     def run(mask_data, *payload_datas):
         mask_data = physical.constrain(mask_data, mask_lay)
-        payload_datas = [physical.constrain(d, l) for d, l in zip(payload_datas, payload_lays)]
-        return tuple(physical.constrain(o, l) for o, l in zip(fn(mask_data, *payload_datas),
-                                                                 out_lays))
+        payload_datas = [physical.constrain(d, lay) for d, lay in zip(payload_datas, payload_lays)]
+        return tuple(physical.constrain(o, lay) for o, lay in zip(fn(mask_data, *payload_datas),
+                                                                   out_lays))
     return jax.jit(run), tuple(out_lays)
 
 

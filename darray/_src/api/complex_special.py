@@ -242,7 +242,8 @@ def jax_complex(re, im, dtype):
 
 
 def _sign(z):
-    """Complex sign(z) = z / |z|, with 0 + 0j for both signed zeros and NaN + NaN j for a NaN part."""
+    """Complex sign(z) = z / |z|, with 0 + 0j for both signed zeros and NaN + NaN j for a NaN
+    part."""
     out = jnp.sign(z)
     if np.dtype(out.dtype).kind != "c":
         return out

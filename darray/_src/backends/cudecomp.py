@@ -183,7 +183,8 @@ def usable():
     if not info.get("cudecomp"):
         return "this darray build has no cuDecomp (build_info()['cudecomp'] is False)"
     if jax.default_backend() != "gpu":
-        return f"cuDecomp runs on NVIDIA GPUs; JAX's default backend here is {jax.default_backend()!r}"
+        return ("cuDecomp runs on NVIDIA GPUs; JAX's default backend here is "
+                f"{jax.default_backend()!r}")
     if jax.local_device_count() != 1:
         return (f"the cuDecomp backend needs one GPU per process; this process has "
                 f"{jax.local_device_count()} (set CUDA_VISIBLE_DEVICES per rank)")

@@ -203,7 +203,6 @@ def natural_to_columns(a, *, name, parts, cs, valid, m1, m2):
 def columns_to_natural(c, *, name, parts, m1, m2, out_len, cd):
     """Columns (..., w, m1) -> y[..., t] = Y[r cd + t] for t < cd; positions >= out_len are
     left for the caller to zero (its output chirp is zero there)."""
-    w = m2 // parts
     if cd % m2 == 0 and parts * (cd // m2) <= m1:
         rows = cd // m2
         piece = c[..., :parts * rows].reshape(c.shape[:-1] + (parts, rows))
@@ -242,7 +241,7 @@ def columns_to_spectrum(c, *, name, parts, m1, m2, r):
 
 def spectrum_to_columns(s, *, name, parts, m1, m2, r):
     """The inverse of `columns_to_spectrum` (the inverse DFT, normalised by 1/M)."""
-    w, h1 = m2 // parts, m1 // parts
+    w = m2 // parts
     s = jnp.fft.ifft(s, axis=-1)
     piece = jnp.moveaxis(s.reshape(s.shape[:-1] + (parts, w)), -2, 0)   # (P_d, ..., h1, w)
     recv = lax.all_to_all(piece, name, 0, 0, tiled=True)               # (P_s, ..., h1, w)

@@ -36,7 +36,6 @@ adds merged and folded plans, the cost model that picks among them, the retrace 
 from __future__ import annotations
 
 import dataclasses
-from typing import Union
 
 from darray._src.layout import Layout
 
@@ -112,7 +111,7 @@ class Merge:
         return Merge(tuple(m.reversed() for m in self.moves))
 
 
-Stage = Union[LocalFFT, Transpose, Merge]
+Stage = LocalFFT | Transpose | Merge
 
 
 def apply_stage(split: list, stage) -> None:

@@ -124,7 +124,8 @@ def _deferred_stage(stages, order: list, norm: str):
         return None
     for i, stage in enumerate(stages):
         if (isinstance(stage, LocalFFT) and stage.kind == "c2c" and stage.inverse
-                and not stage.kernels and any(isinstance(t, (Transpose, Merge)) for t in stages[i + 1:])):
+                and not stage.kernels
+                and any(isinstance(t, (Transpose, Merge)) for t in stages[i + 1:])):
             return i
     return None
 
