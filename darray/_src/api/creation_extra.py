@@ -98,8 +98,9 @@ def _meshgrid_physical(axis_of, layout):
     def run(*vectors):
         outs = []
         for v, axis in zip(vectors, axis_of):
-            v = physical.constrain(v, Layout.create(v.shape, layout.mesh,
-                                                    (layout.spec[axis],)))
+            names = layout.split[axis]  # (not layout.spec: it drops trailing unsplit axes)
+            entry = None if not names else (names[0] if len(names) == 1 else names)
+            v = physical.constrain(v, Layout.create(v.shape, layout.mesh, (entry,)))
             shape = [1] * layout.ndim
             shape[axis] = v.shape[0]
             outs.append(physical.constrain(jnp.broadcast_to(v.reshape(shape), target), layout))
