@@ -72,7 +72,7 @@ def _bincount_fn(layout: Layout, w_layout, length: int, dtype):
 
 
 def _index_dtype(length: int):
-    return np.int64 if length >= 2**31 - 1 and jax.config.jax_enable_x64 else np.int32
+    return np.int64 if length >= 2**31 - 1 and jax.config.read("jax_enable_x64") else np.int32
 
 
 @program_cache(SMALL)

@@ -2,9 +2,9 @@
 
 Basic keys (ints, slices, Ellipsis, None) are normalised on the host into a static *plan* (one
 entry per key item) plus the integer values, which are passed as runtime arguments so that
-reading ``x[i, j]`` in a loop compiles once; slicing.py runs the plan on the blocks. Because padding sits at the end of each split axis,
-physical index i is logical index i on a plain layout, which lets reads and writes address the
-physical blocks directly.
+reading ``x[i, j]`` in a loop compiles once; slicing.py runs the plan on the blocks. Because
+padding sits at the end of each split axis, physical index i is logical index i on a plain
+layout, which lets reads and writes address the physical blocks directly.
 """
 from __future__ import annotations
 
@@ -16,8 +16,13 @@ import numpy as np
 
 from darray._src import compat
 from darray._src.api import common, compaction, slicing, views
-from darray._src.api._helpers import (default_layout, is_plain, make_out_layout, normalize_axis,
-                                      settle)
+from darray._src.api._helpers import (
+    default_layout,
+    is_plain,
+    make_out_layout,
+    normalize_axis,
+    settle,
+)
 from darray._src.api.operands import check_operand_meshes, placed
 from darray._src.array import DistArray
 from darray._src.layout import Layout
@@ -75,7 +80,7 @@ def _consumes(k) -> int:
         return 0
     if _is_array_like(k):
         dtype = k.dtype if hasattr(k, "dtype") else np.asarray(k).dtype
-        return (k.ndim if hasattr(k, "ndim") else np.ndim(k)) if dtype == bool else 1
+        return (k.ndim if hasattr(k, "ndim") else np.ndim(k)) if dtype == np.bool_ else 1
     return 1
 
 
@@ -102,6 +107,7 @@ def _norm_slice(s: slice, n: int) -> tuple[int, int | None, int]:
                          f"got {s!r}: the result's length would depend on traced values. As in "
                          "JAX, take a window of static size at a traced start with "
                          "darray.dynamic_slice(x, (start,), (size,))")
+    stop: int | None
     start, stop, step = s.indices(n)
     if not len(range(start, stop, step)):
         # empty: a negative step can leave start = -1 ("before index 0"), which a physical
@@ -119,7 +125,10 @@ def _slice_len(start, stop, step, n) -> int:
 def _basic_plan(x: DistArray, key: tuple):
     """Static plan, runtime int values, output shape and split for a basic key."""
     lay = x.layout
-    plan, ints, shape, split = [], [], [], []
+    plan: list[tuple] = []
+    ints: list = []
+    shape: list[int] = []
+    split: list[tuple[str, ...]] = []
     axis = 0
     for k in key:
         if k is None:
@@ -271,7 +280,8 @@ def _concrete_bool(flag) -> bool:
 
 def _advanced_parts(x: DistArray, key: tuple):
     """Split a key into a static template and its array operands (DistArrays or numpy)."""
-    template, operands = [], []
+    template: list[tuple] = []
+    operands: list = []
     for k in key:
         if _is_array_like(k):
             arr = k if isinstance(k, DistArray) else np.asarray(k)
@@ -557,7 +567,7 @@ def dynamic_slice(x: DistArray, start_indices, slice_sizes) -> DistArray:
         if not 0 <= n <= m:
             raise ValueError(f"dynamic_slice: slice_sizes[{axis}]={n} must be in 0..{m} "
                              f"(x.shape[{axis}])")
-    dtype = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+    dtype = jnp.int64 if jax.config.read("jax_enable_x64") else jnp.int32
     start = jnp.stack([jnp.asarray(s.data if isinstance(s, DistArray) else s, dtype)
                        for s in starts]) if starts else jnp.zeros((0,), dtype)
     out = make_out_layout(x.mesh, sizes, x.layout.split)

@@ -24,6 +24,7 @@ copies, as in numpy.
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
 from darray._src import compat
 from darray._src.array import DistArray, mutation_lock
@@ -83,5 +84,7 @@ def make_view(result: DistArray, parent: DistArray, step: Step) -> DistArray:
         base, steps = link.base(), link.steps + (step,)
     else:
         base, steps = parent, (step,)
-    result._view = ViewLink(base, steps, base._version)
+    # Any: DistArray's __init__ declares `_view` by its first assignment, None
+    link_to_base: Any = ViewLink(base, steps, base._version)
+    result._view = link_to_base
     return result

@@ -176,7 +176,7 @@ def wavenumbers(k, s=None, *, d=1.0) -> tuple[DistArray, ...]:
     for axis, ((n, kind), step) in enumerate(zip(_real_lengths(k, s), spacings)):
         shape = [1] * k.ndim
         shape[axis] = k.shape[axis]
-        spec = [None] * k.ndim
+        spec: list[str | tuple[str, ...] | None] = [None] * k.ndim
         split = layout.split[axis]
         spec[axis] = None if not split else (split[0] if len(split) == 1 else tuple(split))
         lay = Layout.create(tuple(shape), layout.mesh, tuple(spec))

@@ -295,7 +295,7 @@ def _reverse(plan: Plan, kind: str, sizes=None, kernels=None) -> Plan:
     """The inverse of a forward plan: stages in reverse order, each undone. For r2r the local
     stages run the inverse call's own kernels and output lengths (`kernels`, `sizes` keyed
     by axis)."""
-    stages = []
+    stages: list[Stage] = []
     for s in reversed(plan.stages):
         if isinstance(s, (Transpose, Merge)):
             stages.append(s.reversed())

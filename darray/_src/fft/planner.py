@@ -190,7 +190,7 @@ def _folded(layout: Layout, axes, kind, inverse, sizes, kernels) -> list[Plan]:
 def _hand_back(layout: Layout, target_split) -> tuple | None:
     """Whole-group transposes from `layout` back to `target_split`, or None if stuck."""
     split = [tuple(s) for s in layout.split]
-    stages = []
+    stages: list[Transpose] = []
     for _ in range(layout.ndim + 1):
         if split == list(target_split):
             return tuple(stages)

@@ -72,7 +72,7 @@ class Round:
     recv: np.ndarray
 
     @property
-    def static_send(self):
+    def static_send(self) -> tuple[int, int] | None:
         """(start, stop) if every sender sends the same contiguous run, else None."""
         senders = sorted({s for s, _ in self.perm})
         rows = self.send[senders]
@@ -125,7 +125,7 @@ class AxisPlan:
 
 
 def _side(n, parts, chunk, extent, width, rule, side) -> SidePlan:
-    windows = []
+    windows: list[tuple[int, int] | None] = []
     for b in range(parts):
         e = int(extent[b])
         if e == 0 or width == 0:
@@ -199,9 +199,9 @@ def regrid_plan(n: int, parts: int, chunk: int, lo: int, hi: int, rule: str) -> 
     cached."""
     total = n + lo + hi
     out_chunk = -(-total // parts)
-    windows = [(q * out_chunk - lo, max(0, min(out_chunk, total - q * out_chunk)))
-               for q in range(parts)]
-    windows = [w if w[1] else None for w in windows]
+    spans = [(q * out_chunk - lo, max(0, min(out_chunk, total - q * out_chunk)))
+             for q in range(parts)]
+    windows = [w if w[1] else None for w in spans]
     return _cells(n, parts, chunk, out_chunk, rule, windows)
 
 

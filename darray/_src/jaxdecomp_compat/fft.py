@@ -149,6 +149,9 @@ def _run(x, candidates, target: Layout, norm, cast, backend):
         else:
             continue
         break
+    if chosen is None:  # every order and strategy raised PlanError (was: unpacking None)
+        raise PlanError(f"cannot plan a 3-D FFT of an array with layout {x.layout!r} in any "
+                        f"axis order by local FFTs and all-to-alls")
     pre, axes, sizes, kind, inverse, post, strategy = chosen
     if pre != tuple(range(x.ndim)):
         x = permute_dims(x, pre)

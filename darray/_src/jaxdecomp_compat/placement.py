@@ -89,7 +89,8 @@ def locate(a, fname: str, contract):
         return None, None
     aval_sharding = getattr(jax.typeof(a), "sharding", None)
     spec = tuple(getattr(aval_sharding, "spec", ()) or ())
-    if any(s is not None for s in spec):  # Explicit axes: the spec is in the type
+    if aval_sharding is not None and any(s is not None for s in spec):
+        # Explicit axes: the spec is in the type
         mesh = _concrete_for(aval_sharding.mesh)
         if mesh is None:
             raise ValueError(f"{fname}: the traced array is sharded {PartitionSpec(*spec)} on "

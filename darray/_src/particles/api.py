@@ -229,16 +229,16 @@ def paint(disp, *, weights=None, scheme: str = "cic", reach: int | None = None,
     """
     where = "darray.particles.paint"
     disp = _check_disp(disp, where)
-    scheme = check_scheme(scheme, where)
+    assignment = check_scheme(scheme, where)
     grid = _grid_layout(disp)
     if weights is not None:
         weights = _check_on_grid(weights, grid, "weights", where, extra_axis=False)
         dtype = jnp.result_type(disp.dtype, weights.dtype)
     else:
         dtype = disp.dtype
-    geom = _geometry(grid, scheme, reach, capacity, where)
+    geom = _geometry(grid, assignment, reach, capacity, where)
     fn, haloed = _paint_fn(disp.layout, None if weights is None else weights.layout, geom,
-                           scheme, jnp.dtype(dtype))
+                           assignment, jnp.dtype(dtype))
     data, most, first_nan = fn(disp.data, None if weights is None else weights.data)
     _report(where, geom, most, first_nan)
     return halo_reduce(DistArray._new(data, haloed))
@@ -326,14 +326,14 @@ def readout(field, disp, *, scheme: str = "cic", reach: int | None = None,
     """
     where = "darray.particles.readout"
     disp = _check_disp(disp, where)
-    scheme = check_scheme(scheme, where)
+    assignment = check_scheme(scheme, where)
     grid = _grid_layout(disp)
     field = _check_on_grid(field, grid, "field", where, extra_axis=True)
-    geom = _geometry(grid, scheme, reach, capacity, where)
+    geom = _geometry(grid, assignment, reach, capacity, where)
     dtype = jnp.dtype(jnp.result_type(field.dtype, disp.dtype))
     if any(geom.ghosts):
         field = halo(field, {a: w for a, w in enumerate(geom.ghosts) if w})
-    fn, out_layout = _readout_fn(field.layout, disp.layout, geom, scheme, dtype)
+    fn, out_layout = _readout_fn(field.layout, disp.layout, geom, assignment, dtype)
     data, most, first_nan = fn(field.data, disp.data)
     _report(where, geom, most, first_nan)
     return DistArray._new(data, out_layout)

@@ -107,6 +107,7 @@ def _corners(geom: Geometry, scheme: Scheme, st: Stencils, valid):
             flat = flat * block[axis] + cell
             w = st.weights[axis][j]
             weight = w if weight is None else weight * w
+        assert weight is not None  # geom.ndim >= 1: _check_disp requires d >= 1
         yield jnp.where(valid, flat, 0), jnp.where(valid, weight, 0)
 
 

@@ -33,7 +33,7 @@ from darray._src.backends.jax.transpose import (
     merge_move,
     scatter_move,
 )
-from darray._src.fft.plan import LocalFFT, Merge, Plan, Transpose
+from darray._src.fft.plan import LocalFFT, Merge, Plan, Stage, Transpose
 
 
 def _working_order(order: list, axes) -> list:
@@ -63,7 +63,7 @@ def _fused(stages) -> list:
     between) run as one rfftn / irfftn: XLA then runs one multi-axis real FFT, as jnp's rfftn,
     instead of a 1-D real FFT, a transposing copy and a complex FFT (1.28x jnp's time for a
     128^3 round trip on one CPU device). ``axes[-1]`` of a fused stage is the halved axis."""
-    out = []
+    out: list[Stage] = []
     for stage in stages:
         prev = out[-1] if out else None
         if getattr(stage, "kernels", ()) or getattr(prev, "kernels", ()):
@@ -219,6 +219,7 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
             continue
         following = stages[i + 1] if i + 1 < len(stages) else None
         if _orders_before_exchange(stage, following, plan.in_layout.mesh.size):
+            assert isinstance(following, LocalFFT)  # _orders_before_exchange checked it
             new = _order_for(order, following)
             block, order = _reorder(block, order, new), new
         if isinstance(stage, Transpose):

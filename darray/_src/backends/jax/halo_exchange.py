@@ -50,8 +50,9 @@ def _select(mask, on_true, on_false, axis: int, ndim: int):
 def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value, mesh, permute):
     """The ghost slab of one side (shape of `blk` with `axis` -> width) on this device."""
     if side.covered_by_one_round(nonempty):
-        start, stop = side.rounds[0].static_send
-        face = lax.slice_in_dim(blk, start, stop, axis=axis)
+        run = side.rounds[0].static_send
+        assert run is not None  # covered_by_one_round checked it
+        face = lax.slice_in_dim(blk, run[0], run[1], axis=axis)
         return permute(face, names, side.rounds[0].perm, mesh)
     shape = list(blk.shape)
     shape[axis] = side.width
@@ -62,7 +63,7 @@ def _side(blk, side: planning.SidePlan, nonempty, axis, names, block, fill_value
             index, np.ndarray) else np.maximum(index, 0), axis), ghosts, axis, blk.ndim)
     for rnd in side.rounds:
         run = rnd.static_send
-        face = (lax.slice_in_dim(blk, *run, axis=axis) if run is not None
+        face = (lax.slice_in_dim(blk, run[0], run[1], axis=axis) if run is not None
                 else _take(blk, _row(rnd.send, block), axis))
         got = permute(face, names, rnd.perm, mesh)
         index = _row(rnd.recv, block)
@@ -108,7 +109,7 @@ def _exchange_axis(out, plan: planning.AxisPlan, axis: int, names, halo, fill_va
 
 def plans_for(layout: Layout, widths, rules) -> tuple:
     """One AxisPlan per axis (None where the axis gets no ghosts)."""
-    out = []
+    out: list[planning.AxisPlan | None] = []
     for axis, ((lo, hi), rule) in enumerate(zip(widths, rules)):
         if not (lo or hi):
             out.append(None)
@@ -160,7 +161,8 @@ def _pad_block(blk, value, plans, rules, layout: Layout, halo, permute):
         if plans[axis] is None:
             axis += 1
         elif plans[axis].parts == 1:
-            blk = _local_pad(blk, axis, *halo[axis], rules[axis], value)
+            lo, hi = halo[axis]
+            blk = _local_pad(blk, axis, lo, hi, rules[axis], value)
             axis += 1
         else:
             end = axis
@@ -195,9 +197,9 @@ def fill(data, fill_value, *, in_layout: Layout, out_layout: Layout, rules,
 
     spec = in_layout.spec
     if fill_value is None:
-        body = compat.shard_map(lambda b: per_device(b, None), mesh=in_layout.mesh,
-                                in_specs=(spec,), out_specs=spec)
-        return body(data)
+        linear = compat.shard_map(lambda b: per_device(b, None), mesh=in_layout.mesh,
+                                  in_specs=(spec,), out_specs=spec)
+        return linear(data)
     body = compat.shard_map(per_device, mesh=in_layout.mesh,
                             in_specs=(spec, jax.sharding.PartitionSpec()), out_specs=spec)
     return body(data, jnp.asarray(fill_value, data.dtype))
