@@ -6,6 +6,8 @@ the standard's own words, as `isdtype` receives them.
 """
 from __future__ import annotations
 
+import builtins
+
 import jax
 import numpy as np
 
@@ -67,6 +69,14 @@ def default_complex() -> np.dtype:
 
 def default_uint() -> np.dtype:
     return uint64 if jax.config.jax_enable_x64 else uint32
+
+
+def is_weak_scalar(value) -> bool:
+    """A Python bool/int/float/complex, which adopts the dtype of the arrays it meets. numpy
+    scalars are strongly typed although np.float64 and np.complex128 subclass Python's float
+    and complex (numpy's and jax.numpy's rule)."""
+    return isinstance(value, (builtins.bool, int, float, complex)) and not isinstance(
+        value, np.generic)
 
 
 def as_dtype(dtype, argname: str = "dtype") -> np.dtype:

@@ -53,9 +53,9 @@ def _arg(x, axis, keepdims, kind):
     x = check_array(x)
     if axis is not None and not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{fname}: axis={axis!r} must be an int or None")
-    if x.size == 0:
-        raise ValueError(f"{fname} of an empty array (shape {x.shape}) has no answer")
-    return reduce(x, _arg_kernel, axis, keepdims, kind, fname=fname, category="real numeric")
+    # numpy's rule: only an empty searched axis has no answer ((0, 3) along axis 1 gives (0,))
+    return reduce(x, _arg_kernel, axis, keepdims, kind, fname=fname, category="real numeric",
+                  nonempty=True)
 
 
 _ARG_DOC = """
@@ -146,7 +146,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
       never moved, each device searches for its own block (inside shard_map).
     """
     x1 = check_array(x1, "x1")
-    if isinstance(x2, (bool, int, float, complex)):  # a scalar x2 (2025.12): x1's dtype
+    if _dt.is_weak_scalar(x2):  # a Python scalar x2 (2025.12): x1's dtype
         from darray._src.api.creation import asarray
         x2 = asarray(x2, dtype=x1.dtype, device=x1.mesh)
     x2 = check_array(x2, "x2")

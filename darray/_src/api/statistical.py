@@ -126,21 +126,33 @@ def _min_kernel(data, layout, axes, keepdims):
     return _extreme(data, layout, axes, keepdims, jnp.min, highest(data.dtype))
 
 
+def divide_by_count(total, n):
+    """``total / n`` rounded once, as numpy divides a sum by its count.
+
+    XLA turns a division by a constant into a product with its reciprocal, and LLVM may then
+    fuse that product with a later subtraction into one FMA: in `var`, ``x - sum * (1/3)``
+    for ``x = [1, 1, 1]`` gave 5.6e-17 instead of 0 (issue #28). A count XLA cannot see as a
+    constant keeps a true, correctly rounded division, so a mean that is exact stays exact.
+    """
+    real = total.real.dtype if jnp.iscomplexobj(total) else total.dtype
+    return total / jax.lax.optimization_barrier(jnp.asarray(n, real))
+
+
 def _mean_kernel(data, layout, axes, keepdims, dtype):
     total = jnp.sum(masked_physical(data.astype(dtype), layout, 0), axis=axes, keepdims=keepdims)
-    return total / jnp.asarray(_count(layout, axes), dtype)
+    return divide_by_count(total, _count(layout, axes))
 
 
 def _var_kernel(data, layout, axes, keepdims, dtype, correction, root):
     data = data.astype(dtype)
     n = _count(layout, axes)
-    mean = jnp.sum(masked_physical(data, layout, 0), axis=axes, keepdims=True) / n
+    mean = divide_by_count(jnp.sum(masked_physical(data, layout, 0), axis=axes, keepdims=True), n)
     dev = data - mean
     mask = valid_mask(layout)
     if mask is not None:
         dev = jnp.where(mask, dev, 0)  # padding would otherwise add (garbage - mean)**2
     sq = (dev * jnp.conj(dev)).real if dtype.kind == "c" else dev * dev
-    var = jnp.sum(sq, axis=axes, keepdims=keepdims) / jnp.asarray(n - correction, sq.dtype)
+    var = divide_by_count(jnp.sum(sq, axis=axes, keepdims=keepdims), n - correction)
     return jnp.sqrt(var) if root else var
 
 
