@@ -46,6 +46,7 @@ from darray._src.api.dtypes import uint8 as uint8
 from darray._src.api.dtypes import uint16 as uint16
 from darray._src.api.dtypes import uint32 as uint32
 from darray._src.api.dtypes import uint64 as uint64
+from darray._src.api.dtypes import float16 as float16
 from darray._src.api.dtypes import float32 as float32
 from darray._src.api.dtypes import float64 as float64
 from darray._src.api.dtypes import complex64 as complex64
@@ -146,6 +147,7 @@ from darray._src.api.searching import nonzero as nonzero
 from darray._src.api.searching import searchsorted as searchsorted
 from darray._src.api.searching import where as where
 from darray._src.api.creation_extra import from_dlpack as from_dlpack
+from darray._src.api.creation_extra import logspace as logspace
 from darray._src.api.creation_extra import meshgrid as meshgrid
 from darray._src.api.creation_extra import tril as tril
 from darray._src.api.creation_extra import triu as triu

@@ -25,7 +25,7 @@ import jax
 import numpy as np
 
 from darray._src import physical
-from darray._src.api import versions
+from darray._src.api import reinterpret, versions
 from darray._src.api.at import AtIndexer
 from darray._src.api.creation import asarray, zeros_like
 from darray._src.api.elementwise import check_inplace
@@ -238,6 +238,12 @@ def _item(fn, x, *args, method):
     return x[tuple(int(i) for i in args)]._scalar("biufc", "item")
 
 
+def _view(fn, x, dtype=None, type=None, *, method):  # noqa: A002 - numpy's name
+    if type is not None:
+        raise TypeError(f"x.{method}(type={type!r}): DistArrays have no subclasses to view as")
+    return reinterpret.view(x, dtype)
+
+
 def _tolist(fn, x, *, method):
     return np.asarray(x).tolist()
 
@@ -265,7 +271,7 @@ METHODS = {
     "sort": ("sort", _sorting), "nonzero": ("nonzero", _plain), "take": ("take", _take),
     "repeat": ("repeat", _repeat), "diagonal": ("linalg.diagonal", _diagonal),
     "trace": ("linalg.trace", _trace), "searchsorted": ("searchsorted", _searchsorted),
-    "item": (None, _item), "tolist": (None, _tolist),
+    "item": (None, _item), "tolist": (None, _tolist), "view": (None, _view),
 }
 
 

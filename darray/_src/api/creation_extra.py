@@ -1,5 +1,8 @@
-"""Creation functions that start from other arrays: from_dlpack, meshgrid, tril, triu."""
+"""Creation functions that start from other arrays (from_dlpack, meshgrid, tril, triu), and
+numpy's logspace."""
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -7,6 +10,7 @@ import numpy as np
 
 from darray._src.api._helpers import check_same_mesh
 from darray._src.api.common import apply_logical, apply_physical, check_array
+from darray._src.api.creation import linspace
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
 from darray._src.placement import make_layout
@@ -31,6 +35,51 @@ def from_dlpack(x, /, *, device=None, copy=None) -> DistArray:
 def _meshgrid_fn(*args):
     *arrays, indexing = args
     return tuple(jnp.meshgrid(*arrays, indexing=indexing))
+
+
+def _base_to_the(exponents, base):
+    return jnp.power(jnp.asarray(base, exponents.dtype), exponents)
+
+
+def logspace(start, stop, /, num=50, *, endpoint=True, base=10.0, dtype=None, device=None,
+             mesh=None, spec=None) -> DistArray:
+    """``base ** linspace(start, stop, num)``: numpy's logspace (scalar start, stop and base).
+
+    Args:
+      start, stop: exponents of the first and last samples (Python or numpy scalars).
+      num: number of samples; endpoint: include ``base ** stop``.
+      base: the base of the power (default 10.0).
+      dtype: result dtype; default the default floating dtype (complex for a complex start,
+        stop or base). An integer dtype truncates the floating values, as numpy's.
+
+    Layout:
+      1-D as linspace places it (device/mesh/spec as there); each device computes its own
+      samples: no communication.
+    """
+    for name, value in (("start", start), ("stop", stop), ("base", base)):
+        if np.ndim(value) != 0 or isinstance(value, DistArray):
+            raise TypeError(f"logspace: {name}={value!r} must be a scalar; darray's logspace "
+                            "takes scalar start, stop and base (numpy's array forms are not "
+                            "supported)")
+    is_complex = any(isinstance(v, (complex, np.complexfloating)) for v in (start, stop, base))
+    wanted = None if dtype is None else np.dtype(dtype)
+    # numpy's order: samples and powers in the widest float, then the cast to `dtype`
+    work = np.dtype(jnp.result_type(complex if is_complex or (wanted is not None
+                                                              and wanted.kind == "c")
+                                    else float))
+    exponents = linspace(start.item() if isinstance(start, np.generic) else start,
+                         stop.item() if isinstance(stop, np.generic) else stop, num,
+                         dtype=work, endpoint=endpoint, device=device, mesh=mesh, spec=spec)
+    base = base.item() if isinstance(base, np.generic) else base
+    out = apply_physical(_base_to_the, (exponents, base), exponents.layout)
+    if wanted is not None and wanted != out.dtype:
+        out = apply_physical(_cast_to(wanted), (out,), out.layout)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _cast_to(dtype):
+    return lambda data: data.astype(dtype)
 
 
 def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
