@@ -211,30 +211,43 @@ def mean(x, /, *, axis=None, keepdims=False) -> DistArray:
                   category="numeric")
 
 
-def _check_correction(correction):
-    if isinstance(correction, bool) or not isinstance(correction, (int, float)) or correction < 0:
-        raise ValueError(f"correction={correction!r} must be a real number >= 0 (0 for the "
-                         "population, 1 for the sample estimate)")
+def _check_correction(correction, ddof=None, fname="var"):
+    """The degrees-of-freedom correction from the standard's `correction` or numpy's `ddof`
+    (numpy 2 accepts both names, one at a time)."""
+    if ddof is not None:
+        if correction != 0.0:
+            raise ValueError(f"{fname}: give ddof= (numpy's name) or correction= (the "
+                             f"standard's), not both (got ddof={ddof!r}, "
+                             f"correction={correction!r})")
+        correction = ddof
+    if isinstance(correction, bool) or not isinstance(correction, (int, float, np.integer,
+                                                                   np.floating)) \
+            or correction < 0:
+        raise ValueError(f"{fname}: correction={correction!r} must be a real number >= 0 (0 "
+                         "for the population, 1 for the sample estimate)")
     return float(correction)
 
 
-def var(x, /, *, axis=None, correction=0.0, keepdims=False) -> DistArray:
+def var(x, /, *, axis=None, correction=0.0, keepdims=False, ddof=None) -> DistArray:
     """Variance over `axis`: ``sum(|x - mean|**2) / (N - correction)``, computed in two passes.
 
     Args:
       x: DistArray of floating dtype (complex gives a real result).
       correction: degrees of freedom subtracted from N (0: population, 1: sample).
+      ddof: numpy's name for `correction` (give one of them).
     """
     x = check_array(x)
     return reduce(x, _var_kernel, axis, keepdims, _float_dtype(x.dtype),
-                  _check_correction(correction), False, fname="var", category="numeric")
+                  _check_correction(correction, ddof, "var"), False, fname="var",
+                  category="numeric")
 
 
-def std(x, /, *, axis=None, correction=0.0, keepdims=False) -> DistArray:
+def std(x, /, *, axis=None, correction=0.0, keepdims=False, ddof=None) -> DistArray:
     """Standard deviation: sqrt of `var` with the same arguments."""
     x = check_array(x)
     return reduce(x, _var_kernel, axis, keepdims, _float_dtype(x.dtype),
-                  _check_correction(correction), True, fname="std", category="numeric")
+                  _check_correction(correction, ddof, "std"), True, fname="std",
+                  category="numeric")
 
 
 for _f in (sum, prod, max, min, mean, var, std):
@@ -305,7 +318,9 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False) -> Dis
 
     Layout:
       x's layout. Each device scans its block; the block totals (one value per block and row)
-      are scanned across devices and added back: no gather of the array. With
+      are scanned across devices and added back: no gather of the array. Only those totals
+      travel (XLA moves them by collective-permute, or all-gathers the p totals of each row
+      when the axis is split in p > 2 parts). With
       include_initial the axis grows by one and XLA shifts the cells between blocks.
     """
     return _cumulative(x, axis, dtype, include_initial, "sum")
