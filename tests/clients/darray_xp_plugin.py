@@ -54,8 +54,34 @@ def _patch_scipy_conftest():
     _scipy_conftest_patched[0] = True
 
 
+class DarrayBackend:
+    """darray as one more member of array-api-extra's `Backend` enum (its tests compare
+    backends with ``==`` and ``like``, and import ``modname``)."""
+    value = modname = name = "darray"
+
+    def like(self, *others) -> bool:
+        return any(getattr(o, "modname", None) == "darray" for o in others)
+
+    def __repr__(self) -> str:
+        return "Backend.DARRAY"
+
+
+def _parametrize_library(metafunc) -> None:
+    """array-api-extra: its `xp` fixture comes from the `library` fixture (a Backend enum);
+    parametrize that over darray and jax.numpy."""
+    from array_api_extra._lib._backends import Backend
+    wanted = os.environ.get("DARRAY_XP_BACKENDS", ",".join(BACKENDS)).split(",")
+    known = {"darray": DarrayBackend(), "jax.numpy": Backend.JAX}
+    _namespaces()  # x64 on, as for scipy's suites
+    params = [pytest.param(known[b], id=b) for b in BACKENDS if b in wanted]
+    metafunc.definition.add_marker(pytest.mark.parametrize("library", params, indirect=True))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_generate_tests(metafunc):
+    if "library" in metafunc.fixturenames and "xp" in metafunc.fixturenames:
+        _parametrize_library(metafunc)
+        return
     if "xp" not in metafunc.fixturenames:
         return
     _patch_scipy_conftest()
@@ -68,7 +94,11 @@ def pytest_generate_tests(metafunc):
 
 def _backend_of(item) -> str | None:
     spec = getattr(item, "callspec", None)
-    if spec is None or "xp" not in spec.params:
+    if spec is None:
+        return None
+    if "library" in spec.params:  # array-api-extra
+        return spec.params["library"].modname
+    if "xp" not in spec.params:
         return None
     return spec.params["xp"].__name__
 
