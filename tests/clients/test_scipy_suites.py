@@ -71,7 +71,7 @@ SUITES = {
     "scipy.interpolate": Suite("scipy", ("interpolate/tests/test_polyint.py",
                                          "interpolate/tests/test_rbfinterp.py"), 1,
                                full=("interpolate/tests",)),
-    "scipy.optimize": Suite("scipy", ("optimize/tests/test_bracket.py",), 1,
+    "scipy.optimize": Suite("scipy", ("optimize/tests/test_optimize.py",), 1,
                             full=("optimize/tests/test_chandrupatla.py",
                                   "optimize/tests/test_bracket.py",
                                   "optimize/tests/test_optimize.py")),
