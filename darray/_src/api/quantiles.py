@@ -13,8 +13,8 @@ unlike darray.sum, these move data when the reduced axes are split:
 """
 from __future__ import annotations
 
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 
 from darray._src.api import common
 from darray._src.api._helpers import is_plain, make_out_layout, normalize_axes, run_physical

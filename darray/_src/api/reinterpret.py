@@ -8,7 +8,6 @@ the length of the last axis, which must then hold a whole number of the new item
 """
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api import common, views
