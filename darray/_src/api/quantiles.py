@@ -17,7 +17,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api import common
-from darray._src.api._helpers import is_plain, make_out_layout, normalize_axes, run_physical
+from darray._src.api._helpers import (
+    is_plain,
+    make_out_layout,
+    normalize_axes,
+    run_physical,
+)
 from darray._src.api.creation import _redistribute
 from darray._src.api.statistical import reduced_layout
 from darray._src.array import DistArray
