@@ -82,7 +82,7 @@ SUITES = {
                            "decomposition/tests/test_pca.py", "utils/tests/test_extmath.py",
                            "linear_model/tests/test_ridge.py")),
     # array-api-extra's suite: darray_xp_plugin parametrizes its `library` fixture
-    "array-api-extra": Suite("array_api_extra", ("tests/main",), 2, args=()),
+    "array-api-extra": Suite("array_api_extra", ("tests/main",), 1, args=()),
 }
 # functions that run more of their parametrizations (id fragment -> count)
 MORE = {
