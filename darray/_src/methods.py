@@ -85,9 +85,7 @@ def _moment(fn, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, c
 
 def _cumulative(fn, x, axis=None, dtype=None, out=None, *, method):
     _no_out(out, method)
-    if axis is None and x.ndim != 1:  # numpy: over the flattened array
-        x = _ns("reshape")(x, (-1,))
-    return fn(x, axis=axis, dtype=dtype)
+    return fn(x, axis=axis, dtype=dtype)  # numpy's cumsum/cumprod: flattened for axis=None
 
 
 def _axis(axis):
@@ -262,7 +260,7 @@ METHODS = {
     "min": ("min", _reduction_nodtype), "max": ("max", _reduction_nodtype),
     "argmin": ("argmin", _reduction_nodtype), "argmax": ("argmax", _reduction_nodtype),
     "any": ("any", _reduction_nodtype), "all": ("all", _reduction_nodtype),
-    "cumsum": ("cumulative_sum", _cumulative), "cumprod": ("cumulative_prod", _cumulative),
+    "cumsum": ("cumsum", _cumulative), "cumprod": ("cumprod", _cumulative),
     "reshape": ("reshape", _reshape), "ravel": ("reshape", _ravel), "flatten": ("reshape", _ravel),
     "transpose": ("permute_dims", _transpose), "swapaxes": ("permute_dims", _swapaxes),
     "squeeze": ("squeeze", _squeeze), "astype": ("astype", _astype), "copy": ("asarray", _copy),
