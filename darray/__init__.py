@@ -161,6 +161,7 @@ from darray._src.api.statistical import count_nonzero as count_nonzero
 from darray._src.api.searching import nonzero as nonzero
 from darray._src.api.searching import searchsorted as searchsorted
 from darray._src.api.searching import where as where
+from darray._src.api.creation_extra import diag as diag
 from darray._src.api.creation_extra import from_dlpack as from_dlpack
 from darray._src.api.creation_extra import logspace as logspace
 from darray._src.api.creation_extra import meshgrid as meshgrid

@@ -344,3 +344,18 @@ def test_boolean_add_and_multiply_are_logical():
         assert got.layout.split == (("d8",),)
     with pytest.raises(TypeError, match="subtract"):
         darray.subtract(x, y)
+
+
+# -- diag (scipy's RBFInterpolator) -----------------------------------------------------------
+@pytest.mark.parametrize("k", [0, 2, -3])
+def test_diag_builds_and_reads_diagonals_as_numpy(k):
+    v = np.arange(13.0)
+    x = darray.asarray(v, mesh=MESH, spec=SX)
+    got = darray.diag(x, k)
+    np.testing.assert_array_equal(np.asarray(got), np.diag(v, k))
+    assert got.layout.split == (SX, ())
+    a = np.arange(35.0).reshape(5, 7)
+    y = darray.asarray(a, mesh=MESH, spec=("x", "y"))
+    np.testing.assert_array_equal(np.asarray(darray.diag(y, k)), np.diag(a, k))
+    with pytest.raises(ValueError, match="1-D .* or 2-D"):
+        darray.diag(darray.zeros((2, 2, 2), device=MESH))

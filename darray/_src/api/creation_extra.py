@@ -1,14 +1,15 @@
 """Creation functions that start from other arrays (from_dlpack, meshgrid, tril, triu), and
-numpy's logspace."""
+numpy's logspace and diag."""
 from __future__ import annotations
 
 import functools
+import operator
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api._helpers import check_same_mesh
+from darray._src.api._helpers import check_same_mesh, make_out_layout
 from darray._src.api.common import apply_logical, apply_physical, check_array
 from darray._src.api.creation import linspace
 from darray._src.api.statistical import plain
@@ -80,6 +81,31 @@ def logspace(start, stop, /, num=50, *, endpoint=True, base=10.0, dtype=None, de
 @functools.lru_cache(maxsize=None)
 def _cast_to(dtype):
     return lambda data: data.astype(dtype)
+
+
+def _diag_matrix(v, k):
+    return jnp.diag(v, k)
+
+
+def diag(v, /, k=0) -> DistArray:
+    """numpy's diag: a 1-D `v` gives the square matrix with `v` on its `k`-th diagonal (zeros
+    elsewhere); a 2-D `v` gives its `k`-th diagonal (darray.linalg.diagonal).
+
+    Layout:
+      1-D v: the matrix's rows are split over the mesh axes that split v (each device writes
+      its rows; XLA brings it the entries of v they hold). 2-D v: as linalg.diagonal.
+    """
+    v = check_array(v, "v")
+    k = operator.index(k)
+    if v.ndim == 2:
+        from darray._src.api.linalg import diagonal
+        return diagonal(v, offset=k)
+    if v.ndim != 1:
+        raise ValueError(f"diag: v must be 1-D (to build a matrix) or 2-D (to read a diagonal), "
+                         f"got shape {v.shape}")
+    n = v.shape[0] + abs(k)
+    out = make_out_layout(v.mesh, (n, n), (plain(v).layout.split[0], ()))
+    return apply_logical(_diag_matrix, [plain(v)], out, static=(k,))
 
 
 def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
