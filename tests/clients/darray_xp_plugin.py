@@ -98,6 +98,8 @@ def _backend_of(item) -> str | None:
         return None
     if "library" in spec.params:  # array-api-extra
         return spec.params["library"].modname
+    if spec.params.get("array_namespace") in BACKENDS:  # scikit-learn (sklearn_xp_plugin)
+        return spec.params["array_namespace"]
     if "xp" not in spec.params:
         return None
     return spec.params["xp"].__name__
