@@ -96,7 +96,7 @@ def _backend_of(item) -> str | None:
     spec = getattr(item, "callspec", None)
     if spec is None:
         return None
-    if "library" in spec.params:  # array-api-extra
+    if hasattr(spec.params.get("library"), "modname"):  # array-api-extra's Backend
         return spec.params["library"].modname
     if spec.params.get("array_namespace") in BACKENDS:  # scikit-learn (sklearn_xp_plugin)
         return spec.params["array_namespace"]
