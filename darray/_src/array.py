@@ -76,6 +76,30 @@ def _localized(data):
     return _uncommitted(data), local_layout(())
 
 
+_PICKLE_FORMAT = 1
+
+
+def _unpickle(version, blocks, shape, split, halo, order, where) -> "DistArray":
+    """Rebuild a pickled DistArray (see `DistArray.__reduce__`) on this process's devices."""
+    if version != _PICKLE_FORMAT:
+        raise ValueError(f"this pickle holds a DistArray of format {version}; this darray "
+                         f"reads format {_PICKLE_FORMAT}")
+    ids, platform, names, sizes = where
+    have = {d.id: d for d in jax.devices() if d.platform == platform}
+    missing = [i for i in ids if i not in have]
+    if missing:
+        raise ValueError(
+            f"cannot unpickle a DistArray: it lived on {platform} devices {list(ids)} (mesh "
+            f"{dict(zip(names, sizes))}), and this process has no {platform} device with id "
+            f"{missing}; its {platform} devices are {sorted(have)}. Unpickle it where those "
+            "devices exist, or pickle np.array(x) and place it with darray.asarray")
+    mesh = compat.auto_twin(jax.sharding.Mesh(
+        np.array([have[i] for i in ids], dtype=object).reshape(sizes), names))
+    layout = Layout(tuple(shape), mesh, tuple(split), tuple(halo), tuple(order))
+    data = jax.device_put(blocks, physical.sharding_of(layout))
+    return DistArray._new(data, layout)
+
+
 @jax.tree_util.register_pytree_node_class
 class DistArray(_AttachedMethods):
     """A distributed n-d array: logical global shape, physical sharded storage.
@@ -179,6 +203,28 @@ class DistArray(_AttachedMethods):
 
     def __deepcopy__(self, memo) -> "DistArray":
         return self.__copy__()
+
+    def __reduce__(self):
+        """pickle: the physical blocks as one host array (padding and ghost cells included, so
+        halos survive) and the Layout with its mesh as device ids, axis names and sizes.
+        Unpickling places the blocks on the devices of those ids in this process (an equal
+        mesh), and raises if they are not all there. One process must hold every block (as
+        for np.asarray(x))."""
+        data = self._data
+        if compat.is_tracer(data):
+            raise TypeError("cannot pickle a DistArray while it is traced (under jit, grad or "
+                            "vmap); pickle the concrete result")
+        if not getattr(data, "is_fully_addressable", True) and not data.is_fully_replicated:
+            from darray._src import host as host_reads
+            raise host_reads.refusal(self.layout, "pickle.dumps(x)")
+        lay = self.layout
+        blocks = np.array(data if getattr(data, "is_fully_addressable", True)
+                          else data.addressable_shards[0].data)
+        mesh = lay.mesh
+        where = (tuple(int(d.id) for d in mesh.devices.flat), mesh.devices.flat[0].platform,
+                 tuple(mesh.axis_names), tuple(int(n) for n in mesh.devices.shape))
+        return _unpickle, (_PICKLE_FORMAT, blocks, lay.shape, lay.split, lay.halo, lay.order,
+                           where)
 
     # -- pytree ------------------------------------------------------------------------------
     def tree_flatten(self):
@@ -295,8 +341,29 @@ class DistArray(_AttachedMethods):
 
     # -- host conversion ---------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
+        """The logical array on the host (numpy's protocol, as `jax.Array.__array__`).
+
+        The host array is always a snapshot, never the DistArray's storage, so a write into it
+        could not reach the DistArray: unless ``copy=True`` asks for a copy of one's own (what
+        ``np.array(x)`` asks), it is read-only, and code that writes into ``np.asarray(x)``
+        (scipy.ndimage's ``output=``) raises instead of losing its results. ``copy=False``
+        (never copy) is refused with ValueError, as numpy's protocol asks of an object that
+        has no host memory to share.
+        """
+        if copy is False:
+            raise ValueError(
+                "np.asarray(x, copy=False): a DistArray lives on its devices and has no host "
+                "memory to share, so a host array is always a copy; use np.asarray(x) "
+                "(read-only snapshot) or np.array(x) (writeable copy)")
         host = physical.physical_to_host(self._data, self.layout)
-        return host if dtype is None else host.astype(dtype, copy=False)
+        if dtype is not None and np.dtype(dtype) != host.dtype:
+            host = host.astype(dtype)
+        if copy:
+            # read-only means shared with jax's buffer: copy it; else it is ours alone
+            return host if host.flags.writeable else np.array(host, copy=True)
+        if host.flags.writeable:
+            host.flags.writeable = False
+        return host
 
     def __repr__(self) -> str:
         """The layout, not the values: a repr must be cheap and safe for any size (print(x)
@@ -365,8 +432,24 @@ class DistArray(_AttachedMethods):
         return repr(self)
 
     def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """DLPack export of the logical array, gathered on the host (one array, one device)."""
-        host = np.asarray(self)
+        """DLPack export of the logical array, gathered on the host (one array, one device).
+
+        Like `__array__`, the export is a snapshot: read-only (DLPack >= 1.0 carries the flag),
+        or writeable only when the consumer asks ``copy=True``. A consumer of DLPack 0.x cannot
+        be told "read-only", so it is refused (BufferError) rather than handed memory whose
+        writes would vanish: ask it for ``copy=True``, or pass ``np.array(x)``.
+        """
+        if copy is False:
+            raise BufferError("x.__dlpack__(copy=False): a DistArray has no host memory to "
+                              "share; the export is always a copy (copy=None or True)")
+        versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        if not copy and not versioned:
+            raise BufferError(
+                "x.__dlpack__: this consumer speaks DLPack 0.x, which cannot mark the "
+                "exported host snapshot read-only, and writes into it would never reach the "
+                "DistArray; ask for copy=True (e.g. np.from_dlpack(x, copy=True)), or convert with "
+                "np.array(x) (numpy) or x.to_jax() (jax)")
+        host = self.__array__(copy=True) if copy else self.__array__()
         kwargs = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
                                     ("copy", copy)) if v is not None}
         return host.__dlpack__(stream=stream, **kwargs)

@@ -25,7 +25,7 @@ import jax
 import numpy as np
 
 from darray._src import physical
-from darray._src.api import versions
+from darray._src.api import reinterpret, versions
 from darray._src.api.at import AtIndexer
 from darray._src.api.creation import asarray, zeros_like
 from darray._src.api.elementwise import check_inplace
@@ -86,9 +86,7 @@ def _moment(fn, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, c
 
 def _cumulative(fn, x, axis=None, dtype=None, out=None, *, method):
     _no_out(out, method)
-    if axis is None and x.ndim != 1:  # numpy: over the flattened array
-        x = _ns("reshape")(x, (-1,))
-    return fn(x, axis=axis, dtype=dtype)
+    return fn(x, axis=axis, dtype=dtype)  # numpy's cumsum/cumprod: flattened for axis=None
 
 
 def _axis(axis):
@@ -239,6 +237,12 @@ def _item(fn, x, *args, method):
     return x[tuple(int(i) for i in args)]._scalar("biufc", "item")
 
 
+def _view(fn, x, dtype=None, type=None, *, method):  # noqa: A002 - numpy's name
+    if type is not None:
+        raise TypeError(f"x.{method}(type={type!r}): DistArrays have no subclasses to view as")
+    return reinterpret.view(x, dtype)
+
+
 def _tolist(fn, x, *, method):
     return np.asarray(x).tolist()
 
@@ -257,7 +261,7 @@ METHODS = {
     "min": ("min", _reduction_nodtype), "max": ("max", _reduction_nodtype),
     "argmin": ("argmin", _reduction_nodtype), "argmax": ("argmax", _reduction_nodtype),
     "any": ("any", _reduction_nodtype), "all": ("all", _reduction_nodtype),
-    "cumsum": ("cumulative_sum", _cumulative), "cumprod": ("cumulative_prod", _cumulative),
+    "cumsum": ("cumsum", _cumulative), "cumprod": ("cumprod", _cumulative),
     "reshape": ("reshape", _reshape), "ravel": ("reshape", _ravel), "flatten": ("reshape", _ravel),
     "transpose": ("permute_dims", _transpose), "swapaxes": ("permute_dims", _swapaxes),
     "squeeze": ("squeeze", _squeeze), "astype": ("astype", _astype), "copy": ("asarray", _copy),
@@ -266,7 +270,7 @@ METHODS = {
     "sort": ("sort", _sorting), "nonzero": ("nonzero", _plain), "take": ("take", _take),
     "repeat": ("repeat", _repeat), "diagonal": ("linalg.diagonal", _diagonal),
     "trace": ("linalg.trace", _trace), "searchsorted": ("searchsorted", _searchsorted),
-    "item": (None, _item), "tolist": (None, _tolist),
+    "item": (None, _item), "tolist": (None, _tolist), "view": (None, _view),
 }
 
 

@@ -118,7 +118,10 @@ sk_case("PolynomialFeatures", ("X",))(
     lambda xp, X: _pp().PolynomialFeatures(degree=2).fit_transform(X[:, :4]))
 sk_case("normalize_l1", ("X",))(lambda xp, X: _pp().normalize(X, norm="l1"))
 sk_case("minmax_scale", ("X",))(lambda xp, X: _pp().minmax_scale(X))
-sk_case("scale", ("X",))(lambda xp, X: _pp().scale(X))
+sk_case("scale", ("X",), marks=[library_bug(
+    "preprocessing.scale is not array-API code: it centres np.asarray(X) in place "
+    "(`Xr -= mean_`), and host exports are read-only, as jax.Array's are (jax.numpy input "
+    "raises the same ValueError)")])(lambda xp, X: _pp().scale(X))
 sk_case("binarize", ("X",))(lambda xp, X: _pp().binarize(X, threshold=0.1))
 sk_case("LabelEncoder", ("vint",))(
     lambda xp, vint: (lambda e: (e.fit_transform(vint), e.classes_))(_pp().LabelEncoder()))

@@ -84,10 +84,10 @@ def _scipy_suites_summary(tr):
     if not rows:
         return
     outcomes = ("passed", "failed", "xfailed", "skipped", "xpassed")
-    tr.section("scipy's own array-API suites: darray vs jax.numpy (tests per outcome)")
-    tr.write_line(f"{'suite':16}{'backend':11}" + "".join(f"{o:>9}" for o in outcomes))
+    tr.section("other projects' own array-API suites: darray vs jax.numpy (tests per outcome)")
+    tr.write_line(f"{'suite':20}{'backend':11}" + "".join(f"{o:>9}" for o in outcomes))
     for suite, counts in sorted(rows):
         for backend in ("darray", "jax.numpy"):
             c = counts.get(backend, {})
-            tr.write_line(f"{suite:16}{backend:11}" + "".join(f"{c.get(o, 0):9d}"
+            tr.write_line(f"{suite:20}{backend:11}" + "".join(f"{c.get(o, 0):9d}"
                                                                for o in outcomes))

@@ -54,8 +54,34 @@ def _patch_scipy_conftest():
     _scipy_conftest_patched[0] = True
 
 
+class DarrayBackend:
+    """darray as one more member of array-api-extra's `Backend` enum (its tests compare
+    backends with ``==`` and ``like``, and import ``modname``)."""
+    value = modname = name = "darray"
+
+    def like(self, *others) -> bool:
+        return any(getattr(o, "modname", None) == "darray" for o in others)
+
+    def __repr__(self) -> str:
+        return "Backend.DARRAY"
+
+
+def _parametrize_library(metafunc) -> None:
+    """array-api-extra: its `xp` fixture comes from the `library` fixture (a Backend enum);
+    parametrize that over darray and jax.numpy."""
+    from array_api_extra._lib._backends import Backend
+    wanted = os.environ.get("DARRAY_XP_BACKENDS", ",".join(BACKENDS)).split(",")
+    known = {"darray": DarrayBackend(), "jax.numpy": Backend.JAX}
+    _namespaces()  # x64 on, as for scipy's suites
+    params = [pytest.param(known[b], id=b) for b in BACKENDS if b in wanted]
+    metafunc.definition.add_marker(pytest.mark.parametrize("library", params, indirect=True))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_generate_tests(metafunc):
+    if "library" in metafunc.fixturenames and "xp" in metafunc.fixturenames:
+        _parametrize_library(metafunc)
+        return
     if "xp" not in metafunc.fixturenames:
         return
     _patch_scipy_conftest()
@@ -68,7 +94,13 @@ def pytest_generate_tests(metafunc):
 
 def _backend_of(item) -> str | None:
     spec = getattr(item, "callspec", None)
-    if spec is None or "xp" not in spec.params:
+    if spec is None:
+        return None
+    if hasattr(spec.params.get("library"), "modname"):  # array-api-extra's Backend
+        return spec.params["library"].modname
+    if spec.params.get("array_namespace") in BACKENDS:  # scikit-learn (sklearn_xp_plugin)
+        return spec.params["array_namespace"]
+    if "xp" not in spec.params:
         return None
     return spec.params["xp"].__name__
 
@@ -94,8 +126,10 @@ def _split_asarray(original):
 
 @pytest.fixture(autouse=True)
 def _darray_inputs_split(request):
-    """In darray's runs, host data given to darray.asarray without a placement is split."""
-    if _backend_of(request.node) != "darray":
+    """In darray's runs, host data given to darray.asarray without a placement is split
+    (scipy's and array-api-extra's; scikit-learn's inputs keep darray's default placement)."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    if _backend_of(request.node) != "darray" or "array_namespace" in params:
         yield
         return
     import darray

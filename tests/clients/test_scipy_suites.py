@@ -1,16 +1,18 @@
-"""scipy's own array-API tests (shipped in the installed wheel) with darray as one more backend,
-side by side with jax.numpy (issue 19).
+"""Other projects' own array-API tests (shipped in their installed wheels: scipy, scikit-learn,
+array-api-extra) with darray as one more backend, side by side with jax.numpy (issues 19, 28).
 
-Each suite runs in a subprocess: pytest on the installed scipy's test files with
-`darray_xp_plugin` (this directory), which parametrizes scipy's `xp` fixture over darray and
-jax.numpy, splits darray's inputs over 8 devices, and reports every outcome. A test that fails
+Each suite runs in a subprocess: pytest on the installed package's test files with
+`darray_xp_plugin` (this directory), which parametrizes scipy's `xp` fixture (array-api-extra's
+`library` fixture) over darray and jax.numpy, splits darray's inputs over 8 devices, and
+reports every outcome; scikit-learn's namespace list is replaced by darray and jax.numpy by
+`sklearn_xp_plugin`. A test that fails
 on darray where it passes on jax.numpy is a darray bug: this test fails, unless the case is in
 XFAILS below with the reason the standard allows the difference (or, for a darray bug being
 fixed elsewhere, the owner). The counts per backend are printed in the terminal summary.
 
-To fit the tier's time, each test function runs at most PER_FUNCTION of its parametrizations
-(evenly spread, the same ones on both backends; `darray_xp_plugin._sample`); every function of
-the suite runs. scipy's test_many_sizes over all 604 lengths in one process is in the slow tier
+To fit the tier's time, each test function runs at most `per_function` of its parametrizations
+(evenly spread, the same ones on both backends; `darray_xp_plugin._sample`), and the larger
+suites run a selection of their files; DARRAY_CLIENTS_FULL=1 runs each suite's `full` list. scipy's test_many_sizes over all 604 lengths in one process is in the slow tier
 (tests/multidevice/test_program_cache.py).
 
 Run one suite by hand (all parametrizations):
@@ -20,6 +22,7 @@ Run one suite by hand (all parametrizations):
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import os
 import subprocess
@@ -35,11 +38,53 @@ pytestmark = pytest.mark.clients
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# suite name -> (test path under the scipy package, parametrizations per test function)
+# suite name -> Suite: the package whose installed tests run, the test paths under it (the
+# tier's selection; `full`, with DARRAY_CLIENTS_FULL=1, the whole suite), parametrizations per
+# test function, and the pytest arguments that select its darray/jax.numpy runs.
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    package: str
+    paths: tuple
+    per_function: int
+    full: tuple = ()
+    args: tuple = ("-m", "array_api_backends")  # scipy's marker for tests taking `xp`
+
+
+SKLEARN_ARGS = ("-p", "sklearn_xp_plugin", "-k", "darray or jax.numpy")
 SUITES = {
-    "scipy.fft": ("fft/tests", 1),
-    "scipy.signal": ("signal/tests/test_signaltools.py", 1),
-    "scipy.special": ("special/tests", 1),
+    "scipy.fft": Suite("scipy", ("fft/tests",), 1),
+    "scipy.signal": Suite("scipy", ("signal/tests/test_signaltools.py",), 1),
+    "scipy.special": Suite("scipy", ("special/tests",), 1),
+    # issue 28: scipy.ndimage writes into np.asarray(output), which must raise, never keep zeros
+    "scipy.ndimage": Suite("scipy", ("ndimage/tests/test_filters.py",
+                                     "ndimage/tests/test_measurements.py"), 1,
+                           full=("ndimage/tests",)),
+    "scipy.stats": Suite("scipy", ("stats/tests/test_variation.py", "stats/tests/test_entropy.py",
+                                   "stats/tests/test_quantile.py"), 1, full=("stats/tests",)),
+    "scipy.cluster": Suite("scipy", ("cluster/tests/test_vq.py",), 1, full=("cluster/tests",)),
+    # spatial.transform's validation is 20-64x slower than on jax.numpy (issue 32): in the
+    # tier, the one spline test; the rotation and rigid-transform files with the full list
+    "scipy.spatial": Suite("scipy", ("spatial/transform/tests/test_rotation_spline.py",), 1,
+                           full=("spatial/transform/tests", "spatial/tests/test_qhull.py")),
+    "scipy.linalg": Suite("scipy", ("linalg/tests/test_special_matrices.py",
+                                    "linalg/tests/test_procrustes.py"), 1),
+    "scipy.integrate": Suite("scipy", ("integrate/tests/test_quadrature.py",), 1,
+                             full=("integrate/tests",)),
+    "scipy.interpolate": Suite("scipy", ("interpolate/tests/test_polyint.py",
+                                         "interpolate/tests/test_rbfinterp.py"), 1,
+                               full=("interpolate/tests",)),
+    "scipy.optimize": Suite("scipy", ("optimize/tests/test_optimize.py",), 1,
+                            full=("optimize/tests/test_chandrupatla.py",
+                                  "optimize/tests/test_bracket.py",
+                                  "optimize/tests/test_optimize.py")),
+    # scikit-learn's array-API tests: sklearn_xp_plugin makes darray and jax.numpy its namespaces
+    "sklearn": Suite("sklearn", ("utils/tests/test_array_api.py",), 0, args=SKLEARN_ARGS,
+                     full=("utils/tests/test_array_api.py", "metrics/tests/test_common.py",
+                           "preprocessing/tests/test_data.py",
+                           "decomposition/tests/test_pca.py", "utils/tests/test_extmath.py",
+                           "linear_model/tests/test_ridge.py")),
+    # array-api-extra's suite: darray_xp_plugin parametrizes its `library` fixture
+    "array-api-extra": Suite("array_api_extra", ("tests/main",), 1, args=()),
 }
 # functions that run more of their parametrizations (id fragment -> count)
 MORE = {
@@ -50,6 +95,19 @@ MORE = {
 # darray runs expected to fail (where jax.numpy passes, or where jax.numpy skips them for
 # lacking what darray offers): node id fragment -> reason.
 XFAILS = {
+    "test_device_dtype.py::": (
+        "scipy's `devices` fixture appends a list to __array_namespace_info__().devices(), "
+        "a tuple in Array API 2025.12 (jax.numpy xfails these for jax-ml/jax#26000)"),
+    "TestVectorizedFilter::test_input_validation": (
+        "scipy matches the wording of jax's and array-api-strict's messages for cval='a duck' "
+        "(\"Value 'a duck'\"); darray raises the same TypeError in its own words"),
+    "test_set.py::TestNUnique::test_delegates[": (
+        "array-api-extra delegates nunique to the libraries it knows and checks that its "
+        "array-agnostic fallback is not used; darray gets the fallback (the test skips "
+        "array-api-strict, dask and sparse for the same reason)"),
+    "test_testing.py::test_lazy_xp_function_cython_ufuncs[": (
+        "darray, like jax.numpy and array-api-strict, has no __array_ufunc__: scipy.special.erf "
+        "returns numpy (the test expects that failure for jax and strict by name)"),
     "::test_device[": (
         "Array API 2025.12 makes __array_namespace_info__().devices() a tuple; scipy's "
         "`devices` fixture appends a list to it (jax.numpy xfails these for jax-ml/jax#26000)"),
@@ -62,24 +120,35 @@ XFAILS = {
 }
 
 
-def _run_suite(path: str, per_function: int) -> tuple[dict, str]:
-    scipy = require("scipy")
-    base = os.path.dirname(scipy.__file__)
+def _xfails_for(suite: Suite) -> dict:
+    """XFAILS that apply to the suite's package (array-api-extra has test_device tests of its
+    own, which pass on darray)."""
+    if suite.package == "scipy":
+        return XFAILS
+    return {k: v for k, v in XFAILS.items() if not k.startswith("::test_device[")}
+
+
+def _run_suite(suite: Suite) -> tuple[dict, str]:
+    package = require(suite.package)
+    base = os.path.dirname(package.__file__)
+    paths = suite.full if suite.full and os.environ.get("DARRAY_CLIENTS_FULL") == "1" \
+        else suite.paths
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "outcomes.json")
         env = dict(os.environ, SCIPY_ARRAY_API="1", DARRAY_XP_REPORT=report,
-                   DARRAY_XP_XFAILS=json.dumps(XFAILS),
-                   DARRAY_XP_PER_FUNCTION=str(per_function),
+                   DARRAY_XP_XFAILS=json.dumps(_xfails_for(suite)),
+                   DARRAY_XP_PER_FUNCTION=str(suite.per_function),
                    DARRAY_XP_PER_FUNCTION_MORE=json.dumps(MORE),
                    PYTHONPATH=os.pathsep.join([ROOT, HERE, os.environ.get("PYTHONPATH", "")]))
+        rootdir = os.path.join(base, "tests") if suite.package == "array_api_extra" else base
         cmd = [sys.executable, "-m", "pytest", "-p", "darray_xp_plugin", "-p", "no:cacheprovider",
-               "-p", "no:warnings", "-o", "addopts=", "-q", "-m", "array_api_backends",
-               f"--rootdir={base}", os.path.join(base, path)]
+               "-p", "no:warnings", "-o", "addopts=", "-q", *suite.args,
+               f"--rootdir={rootdir}", *[os.path.join(base, p) for p in paths]]
         # run outside the repository: its pyproject.toml would be the rootdir's config
         done = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True,
                               timeout=1800)
         if not os.path.exists(report):
-            pytest.fail(f"the scipy suite reported nothing (rc {done.returncode}):\n"
+            pytest.fail(f"the {suite.package} suite reported nothing (rc {done.returncode}):\n"
                         f"{done.stdout[-4000:]}{done.stderr[-4000:]}", pytrace=False)
         with open(report) as f:
             return json.load(f), done.stdout[-2000:]
@@ -89,8 +158,7 @@ def _run_suite(path: str, per_function: int) -> tuple[dict, str]:
 @pytest.mark.timeout(2400)
 @pytest.mark.parametrize("suite", list(SUITES))
 def test_scipy_suite_on_darray_and_jax(suite, record_property):
-    path, per_function = SUITES[suite]
-    outcomes, tail = _run_suite(path, per_function)
+    outcomes, tail = _run_suite(SUITES[suite])
     counts = {b: collections.Counter() for b in ("darray", "jax.numpy")}
     for per_backend in outcomes.values():
         for backend, entry in per_backend.items():

@@ -106,6 +106,9 @@ CASES = {
     "trace": (lambda x: x.trace(), lambda a: a.trace(), None, lambda x: darray.linalg.trace(x)),
     "searchsorted": (lambda x: x[:, 0].sort().searchsorted(A[:3, 1]),
                      lambda a: np.sort(a[:, 0]).searchsorted(A[:3, 1]), None, None),
+    "view": (lambda x: (x * (1 + 2j)).view(float), lambda a: (a * (1 + 2j)).view(float),
+             (SX, SY), None),
+    "view_int": (lambda x: x.view(darray.int64), lambda a: a.view(np.int64), (SX, SY), None),
     "real": (lambda x: (x * (1 + 2j)).real, lambda a: (a * (1 + 2j)).real, (SX, SY), None),
     "imag": (lambda x: (x * (1 + 2j)).imag, lambda a: (a * (1 + 2j)).imag, (SX, SY), None),
 }

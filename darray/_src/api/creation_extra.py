@@ -1,13 +1,18 @@
-"""Creation functions that start from other arrays: from_dlpack, meshgrid, tril, triu."""
+"""Creation functions that start from other arrays (from_dlpack, meshgrid, tril, triu), and
+numpy's logspace and diag."""
 from __future__ import annotations
+
+import functools
+import operator
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
-from darray._src.api._helpers import check_same_mesh
+from darray._src.api._helpers import check_same_mesh, make_out_layout
 from darray._src.api.common import apply_logical, apply_physical, check_array
+from darray._src.api.creation import linspace
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
 from darray._src.layout import Layout
@@ -34,6 +39,76 @@ def from_dlpack(x, /, *, device=None, copy=None) -> DistArray:
 def _meshgrid_fn(*args):
     *arrays, indexing = args
     return tuple(jnp.meshgrid(*arrays, indexing=indexing))
+
+
+def _base_to_the(exponents, base):
+    return jnp.power(jnp.asarray(base, exponents.dtype), exponents)
+
+
+def logspace(start, stop, /, num=50, *, endpoint=True, base=10.0, dtype=None, device=None,
+             mesh=None, spec=None) -> DistArray:
+    """``base ** linspace(start, stop, num)``: numpy's logspace (scalar start, stop and base).
+
+    Args:
+      start, stop: exponents of the first and last samples (Python or numpy scalars).
+      num: number of samples; endpoint: include ``base ** stop``.
+      base: the base of the power (default 10.0).
+      dtype: result dtype; default the default floating dtype (complex for a complex start,
+        stop or base). An integer dtype truncates the floating values, as numpy's.
+
+    Layout:
+      1-D as linspace places it (device/mesh/spec as there); each device computes its own
+      samples: no communication.
+    """
+    for name, value in (("start", start), ("stop", stop), ("base", base)):
+        if np.ndim(value) != 0 or isinstance(value, DistArray):
+            raise TypeError(f"logspace: {name}={value!r} must be a scalar; darray's logspace "
+                            "takes scalar start, stop and base (numpy's array forms are not "
+                            "supported)")
+    is_complex = any(isinstance(v, (complex, np.complexfloating)) for v in (start, stop, base))
+    wanted = None if dtype is None else np.dtype(dtype)
+    # numpy's order: samples and powers in the widest float, then the cast to `dtype`
+    work = np.dtype(jnp.result_type(complex if is_complex or (wanted is not None
+                                                              and wanted.kind == "c")
+                                    else float))
+    exponents = linspace(start.item() if isinstance(start, np.generic) else start,
+                         stop.item() if isinstance(stop, np.generic) else stop, num,
+                         dtype=work, endpoint=endpoint, device=device, mesh=mesh, spec=spec)
+    base = base.item() if isinstance(base, np.generic) else base
+    out = apply_physical(_base_to_the, (exponents, base), exponents.layout)
+    if wanted is not None and wanted != out.dtype:
+        out = apply_physical(_cast_to(wanted), (out,), out.layout)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _cast_to(dtype):
+    return lambda data: data.astype(dtype)
+
+
+def _diag_matrix(v, k):
+    return jnp.diag(v, k)
+
+
+def diag(v, /, k=0) -> DistArray:
+    """numpy's diag: a 1-D `v` gives the square matrix with `v` on its `k`-th diagonal (zeros
+    elsewhere); a 2-D `v` gives its `k`-th diagonal (darray.linalg.diagonal).
+
+    Layout:
+      1-D v: the matrix's rows are split over the mesh axes that split v (each device writes
+      its rows; XLA brings it the entries of v they hold). 2-D v: as linalg.diagonal.
+    """
+    v = check_array(v, "v")
+    k = operator.index(k)
+    if v.ndim == 2:
+        from darray._src.api.linalg import diagonal
+        return diagonal(v, offset=k)
+    if v.ndim != 1:
+        raise ValueError(f"diag: v must be 1-D (to build a matrix) or 2-D (to read a diagonal), "
+                         f"got shape {v.shape}")
+    n = v.shape[0] + abs(k)
+    out = make_out_layout(v.mesh, (n, n), (plain(v).layout.split[0], ()))
+    return apply_logical(_diag_matrix, [plain(v)], out, static=(k,))
 
 
 def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:

@@ -40,8 +40,9 @@ def result_type(*arrays_and_dtypes):
     """The dtype the standard's promotion rules give for the arguments.
 
     Args:
-      arrays_and_dtypes: DistArrays, dtypes, or Python scalars (bool, int, float, complex), which
-        are weak and adopt the dtype of the other arguments.
+      arrays_and_dtypes: DistArrays, dtypes, numpy/jax arrays and scalars (strongly typed:
+        ``np.float64(1.0)`` is float64, as in jax.numpy), or Python scalars (bool, int, float,
+        complex), which are weak and adopt the dtype of the other arguments.
     """
     if not arrays_and_dtypes:
         raise ValueError("result_type needs at least one array or dtype")
@@ -49,13 +50,13 @@ def result_type(*arrays_and_dtypes):
     for i, a in enumerate(arrays_and_dtypes):
         if isinstance(a, DistArray):
             args.append(a.dtype)
-        elif isinstance(a, (bool, int, float, complex)):
+        elif _dt.is_weak_scalar(a):
             args.append(a)
         elif hasattr(a, "dtype") and not isinstance(a, type):
             args.append(_dt.as_dtype(a.dtype, f"arrays_and_dtypes[{i}].dtype"))
         else:
             args.append(_dt.as_dtype(a, f"arrays_and_dtypes[{i}]"))
-    if all(isinstance(a, (bool, int, float, complex)) for a in args):
+    if all(_dt.is_weak_scalar(a) for a in args):
         raise ValueError("result_type needs at least one array or dtype besides Python scalars")
     return np.dtype(jnp.result_type(*args))
 

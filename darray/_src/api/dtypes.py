@@ -6,6 +6,8 @@ the standard's own words, as `isdtype` receives them.
 """
 from __future__ import annotations
 
+import builtins
+
 import jax
 import numpy as np
 
@@ -18,6 +20,7 @@ uint8 = np.dtype("uint8")
 uint16 = np.dtype("uint16")
 uint32 = np.dtype("uint32")
 uint64 = np.dtype("uint64")
+float16 = np.dtype("float16")  # beyond the standard, as in jax.numpy (a real floating dtype)
 float32 = np.dtype("float32")
 float64 = np.dtype("float64")
 complex64 = np.dtype("complex64")
@@ -25,7 +28,7 @@ complex128 = np.dtype("complex128")
 
 SIGNED = (int8, int16, int32, int64)
 UNSIGNED = (uint8, uint16, uint32, uint64)
-REAL_FLOATING = (float32, float64)
+REAL_FLOATING = (float16, float32, float64)
 COMPLEX_FLOATING = (complex64, complex128)
 ALL = (bool,) + SIGNED + UNSIGNED + REAL_FLOATING + COMPLEX_FLOATING
 
@@ -44,6 +47,11 @@ CATEGORIES["real numeric"] = SIGNED + UNSIGNED + REAL_FLOATING
 CATEGORIES["floating-point"] = REAL_FLOATING + COMPLEX_FLOATING
 CATEGORIES["integer or boolean"] = (bool,) + SIGNED + UNSIGNED
 CATEGORIES["any"] = ALL
+# add and multiply of booleans are logical or / and, as in numpy and jax.numpy
+CATEGORIES["numeric or boolean"] = (bool,) + CATEGORIES["numeric"]
+
+
+STANDARD = tuple(d for d in ALL if d != float16)  # what __array_namespace_info__ lists
 
 
 def available() -> tuple[np.dtype, ...]:
@@ -67,6 +75,14 @@ def default_complex() -> np.dtype:
 
 def default_uint() -> np.dtype:
     return uint64 if jax.config.jax_enable_x64 else uint32
+
+
+def is_weak_scalar(value) -> bool:
+    """A Python bool/int/float/complex, which adopts the dtype of the arrays it meets. numpy
+    scalars are strongly typed although np.float64 and np.complex128 subclass Python's float
+    and complex (numpy's and jax.numpy's rule)."""
+    return isinstance(value, (builtins.bool, int, float, complex)) and not isinstance(
+        value, np.generic)
 
 
 def as_dtype(dtype, argname: str = "dtype") -> np.dtype:

@@ -44,8 +44,10 @@ class Info:
                 "integral": _dt.default_int(), "indexing": _dt.default_int()}
 
     def dtypes(self, *, device=None, kind=None) -> dict:
-        """Supported dtypes by name, optionally only those of `kind` (a kind name or tuple)."""
-        have = _dt.available()
+        """Supported dtypes by name, optionally only those of `kind` (a kind name or tuple).
+        The standard's dtypes, as jax.numpy lists them: float16 works everywhere too but is
+        not one of them."""
+        have = tuple(d for d in _dt.available() if d in _dt.STANDARD)
         if kind is None:
             chosen = have
         else:

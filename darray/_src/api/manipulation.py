@@ -17,12 +17,23 @@ import numpy as np
 
 from darray._src import compat
 from darray._src.api import common, joining, views
+from darray._src.api.creation import asarray
 from darray._src.api.operands import placed
 from darray._src.api._helpers import (AxisError, check_same_mesh, is_plain, make_out_layout,
                                       normalize_axes, normalize_axis, run_physical,
                                       settle)
 from darray._src.array import DistArray
 from darray._src.layout import Layout
+
+
+def _array_arg(x, argname: str = "x") -> DistArray:
+    """A DistArray for `argname`. A numpy or jax array is accepted as jax.numpy accepts it,
+    placed as ``darray.asarray(x)`` places it (default mesh, uncommitted: it joins the mesh
+    of any committed operand, see api/operands.py); other objects (lists...) are refused as
+    jax.numpy refuses them."""
+    if isinstance(x, (np.ndarray, jax.Array)) and not isinstance(x, DistArray) and x.ndim:
+        return asarray(x)
+    return common.check_array(x, argname)
 
 
 def _shape_arg(shape, argname="shape") -> tuple[int, ...]:
@@ -114,7 +125,7 @@ def reshape(x: DistArray, /, shape, *, copy=None) -> DistArray:
       collective-permute; for even sizes merging leading split axes moves nothing).
       Unless copy=True, the result is a view of x (api/views.py): writing it writes x.
     """
-    x = common.check_array(x)
+    x = _array_arg(x)
     new = _resolve_shape(shape, x.size)
     result = _reshaped(x, new, copy)
     if copy is True:
@@ -146,7 +157,7 @@ def permute_dims(x: DistArray, /, axes) -> DistArray:
       The split is permuted with the axes (output axis i has input axis ``axes[i]``'s split).
       Local: no communication. The result is a view of x (api/views.py): writing it writes x.
     """
-    x = common.check_array(x)
+    x = _array_arg(x)
     axes = normalize_axes(axes, x.ndim, "axes")
     if len(axes) != x.ndim:
         raise AxisError(f"axes={axes!r} must list each of the {x.ndim} axes exactly once")
@@ -169,7 +180,7 @@ def moveaxis(x: DistArray, source, destination, /) -> DistArray:
 
     Layout: as permute_dims (the split travels with its axis); no communication.
     """
-    x = common.check_array(x)
+    x = _array_arg(x)
     src = normalize_axes(source, x.ndim, "source")
     dst = normalize_axes(destination, x.ndim, "destination")
     if len(src) != len(dst):
@@ -183,7 +194,7 @@ def moveaxis(x: DistArray, source, destination, /) -> DistArray:
 
 def matrix_transpose(x: DistArray, /) -> DistArray:
     """Swap the last two axes. Layout: the split travels with its axis; no communication."""
-    x = common.check_array(x)
+    x = _array_arg(x)
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose needs an array of rank >= 2, got shape {x.shape}")
     axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
@@ -196,7 +207,7 @@ def expand_dims(x: DistArray, /, axis=0) -> DistArray:
 
     Layout: the new axes are unsplit, the others keep their split; no communication.
     """
-    x = common.check_array(x)
+    x = _array_arg(x)
     single = isinstance(axis, (int, np.integer))
     n_out = x.ndim + (1 if single else len(axis))
     new_axes = sorted(normalize_axes(axis, n_out, "axis"))
@@ -216,7 +227,7 @@ def squeeze(x: DistArray, /, axis) -> DistArray:
     Layout: the remaining axes keep their split. Local, unless a removed unit axis was itself
     split (then its one cell is taken from its owner by the logical path).
     """
-    x = common.check_array(x)
+    x = _array_arg(x)
     axes = normalize_axes(axis, x.ndim, "axis")
     for a in axes:
         if x.shape[a] != 1:
@@ -242,7 +253,7 @@ def flip(x: DistArray, /, *, axis=None) -> DistArray:
       reverses: done on the logical array with the output pinned, so XLA moves each block to its
       mirror device (collective-permutes; padding never enters the result).
     """
-    x = common.check_array(x)
+    x = _array_arg(x)
     axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim)
     lay = x.layout
     if is_plain(lay) and not any(lay.split[a] for a in axes):
@@ -317,7 +328,7 @@ def roll(x: DistArray, /, shift, *, axis=None) -> DistArray:
       axis, whose wrap-around point is not a block boundary). No all-gather.
       With axis=None (roll of the flattened array) the logical path is used.
     """
-    x = common.check_array(x)
+    x = _array_arg(x)
     if axis is None:
         if not isinstance(shift, (int, np.integer)):
             raise TypeError(f"shift={shift!r} must be an int when axis is None")
@@ -350,7 +361,7 @@ def _as_list(arrays, argname="arrays") -> list[DistArray]:
     if isinstance(arrays, DistArray) or not isinstance(arrays, (list, tuple)) or not arrays:
         raise TypeError(f"{argname} must be a non-empty tuple or list of DistArrays, got "
                         f"{type(arrays).__name__}")
-    arrays = [common.check_array(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
+    arrays = [_array_arg(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
     return check_same_mesh(arrays, argname)
 
 
@@ -422,7 +433,7 @@ def unstack(x: DistArray, /, *, axis=0) -> tuple[DistArray, ...]:
     Layout: each piece keeps the split of the other axes. Local along an unsplit axis; along a
     split axis each piece is read from its owner by the logical path.
     """
-    x = common.check_array(x)
+    x = _array_arg(x)
     axis = normalize_axis(axis, x.ndim)
     keep = [a for a in range(x.ndim) if a != axis]
     out = make_out_layout(x.mesh, [x.shape[a] for a in keep], [x.layout.split[a] for a in keep])
@@ -454,7 +465,7 @@ def broadcast_to(x: DistArray, /, shape) -> DistArray:
     Layout: existing axes that are not stretched keep their split; new and stretched axes are
     unsplit (replicated). Local unless a stretched unit axis was itself split.
     """
-    x = common.check_array(x)
+    x = _array_arg(x)
     shape = _shape_arg(shape)
     lead = len(shape) - x.ndim
     if lead < 0 or any(n not in (1, m) for n, m in zip(x.shape, shape[lead:])):
@@ -470,7 +481,7 @@ def broadcast_to(x: DistArray, /, shape) -> DistArray:
 
 def broadcast_arrays(*arrays) -> tuple[DistArray, ...]:
     """Broadcast arrays against each other. Layout: as broadcast_to, per array."""
-    arrays = [common.check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
+    arrays = [_array_arg(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
     arrays = check_same_mesh(arrays, fname="broadcast_arrays")  # the mesh rule (api/operands.py)
     shape = broadcast_shapes(*[a.shape for a in arrays])
     # A tuple since Array API 2025.12 (a list before: see api/versions.py).
@@ -488,7 +499,7 @@ def tile(x: DistArray, repetitions, /) -> DistArray:
     Layout: x's split (aligned to the trailing axes; prepended axes unsplit). Local when every
     split axis has repetition 1, otherwise the logical path.
     """
-    x = common.check_array(x)
+    x = _array_arg(x)
     reps = _shape_arg(repetitions, "repetitions")
     if any(r < 0 for r in reps):
         raise ValueError(f"repetitions={reps} must be >= 0")
@@ -526,7 +537,7 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
     """
     from darray._src.api import compaction
     from darray._src.api.operands import check_operand_meshes
-    x = common.check_array(x)
+    x = _array_arg(x)
     if axis is not None:
         axis = normalize_axis(axis, x.ndim)
     n = x.size if axis is None else x.shape[axis]

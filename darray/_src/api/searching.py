@@ -22,12 +22,16 @@ from darray._src.program_cache import MEDIUM, program_cache
 
 
 # -- argmax / argmin ---------------------------------------------------------------------------
-def _arg_kernel(data, layout, axes, keepdims, kind):
+def _arg_kernel(data, layout, axes, keepdims, kind, skip_nan=False):
     if data.dtype == np.bool_:
         data = data.astype(np.int8)
     index_dtype = _dt.default_int()
     worst = lowest(data.dtype) if kind == "max" else highest(data.dtype)
     vals = masked_physical(data, layout, worst)
+    skip_nan = skip_nan and data.dtype.kind == "f"
+    if skip_nan:  # nanargmax/nanargmin: a NaN is no candidate, as padding is none
+        nan = jnp.isnan(vals)
+        vals = jnp.where(nan, jnp.asarray(worst, vals.dtype), vals)
     best = (jnp.max if kind == "max" else jnp.min)(vals, axis=axes, keepdims=True)
     # The winning index is the smallest (logical, C-order) index holding the best value: a
     # second reduction, so both combine across devices with an all-reduce (no gather).
@@ -39,7 +43,13 @@ def _arg_kernel(data, layout, axes, keepdims, kind):
     mask = valid_mask(layout)
     if mask is not None:
         index = jnp.where(mask, index, none)
+    if skip_nan:
+        index = jnp.where(nan, none, index)
     hit = vals == best
+    if skip_nan:
+        # a slice of NaNs only has no answer: -1, as jax.numpy.nanargmax gives
+        found = jnp.min(jnp.where(hit, index, none), axis=axes, keepdims=keepdims)
+        return jnp.where(found == none, jnp.asarray(-1, index_dtype), found)
     if data.dtype.kind == "f":
         # The first NaN wins, as in numpy. Found apart: the cross-device max/min all-reduce
         # may drop NaNs (measured on CPU).
@@ -48,14 +58,14 @@ def _arg_kernel(data, layout, axes, keepdims, kind):
     return jnp.min(jnp.where(hit, index, none), axis=axes, keepdims=keepdims)
 
 
-def _arg(x, axis, keepdims, kind):
-    fname = "arg" + kind
+def _arg(x, axis, keepdims, kind, skip_nan=False):
+    fname = ("nanarg" if skip_nan else "arg") + kind
     x = check_array(x)
     if axis is not None and not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{fname}: axis={axis!r} must be an int or None")
-    if x.size == 0:
-        raise ValueError(f"{fname} of an empty array (shape {x.shape}) has no answer")
-    return reduce(x, _arg_kernel, axis, keepdims, kind, fname=fname, category="real numeric")
+    # numpy's rule: only an empty searched axis has no answer ((0, 3) along axis 1 gives (0,))
+    return reduce(x, _arg_kernel, axis, keepdims, kind, bool(skip_nan), fname=fname,
+                  category="real numeric", nonempty=True)
 
 
 _ARG_DOC = """
@@ -84,8 +94,20 @@ def argmin(x, /, *, axis=None, keepdims=False) -> DistArray:
     return _arg(x, axis, keepdims, "min")
 
 
-argmax.__doc__ += _ARG_DOC
-argmin.__doc__ += _ARG_DOC
+def nanargmax(x, /, *, axis=None, keepdims=False) -> DistArray:
+    """numpy's nanargmax: index of the largest element along `axis`, NaNs ignored. A slice of
+    NaNs only gives -1 (jax.numpy's answer; numpy raises)."""
+    return _arg(x, axis, keepdims, "max", skip_nan=True)
+
+
+def nanargmin(x, /, *, axis=None, keepdims=False) -> DistArray:
+    """numpy's nanargmin: index of the smallest element along `axis`, NaNs ignored. A slice of
+    NaNs only gives -1 (jax.numpy's answer; numpy raises)."""
+    return _arg(x, axis, keepdims, "min", skip_nan=True)
+
+
+for _f in (argmax, argmin, nanargmax, nanargmin):
+    _f.__doc__ += _ARG_DOC
 
 
 # -- data-dependent shapes ---------------------------------------------------------------------
@@ -146,7 +168,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
       never moved, each device searches for its own block (inside shard_map).
     """
     x1 = check_array(x1, "x1")
-    if isinstance(x2, (bool, int, float, complex)):  # a scalar x2 (2025.12): x1's dtype
+    if _dt.is_weak_scalar(x2):  # a Python scalar x2 (2025.12): x1's dtype
         from darray._src.api.creation import asarray
         x2 = asarray(x2, dtype=x1.dtype, device=x1.mesh)
     x2 = check_array(x2, "x2")

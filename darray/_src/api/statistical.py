@@ -140,21 +140,33 @@ def _min_kernel(data, layout, axes, keepdims):
     return _extreme(data, layout, axes, keepdims, jnp.min, highest(data.dtype))
 
 
+def divide_by_count(total, n):
+    """``total / n`` rounded once, as numpy divides a sum by its count.
+
+    XLA turns a division by a constant into a product with its reciprocal, and LLVM may then
+    fuse that product with a later subtraction into one FMA: in `var`, ``x - sum * (1/3)``
+    for ``x = [1, 1, 1]`` gave 5.6e-17 instead of 0 (issue #28). A count XLA cannot see as a
+    constant keeps a true, correctly rounded division, so a mean that is exact stays exact.
+    """
+    real = total.real.dtype if jnp.iscomplexobj(total) else total.dtype
+    return total / jax.lax.optimization_barrier(jnp.asarray(n, real))
+
+
 def _mean_kernel(data, layout, axes, keepdims, dtype):
     total = jnp.sum(masked_physical(data.astype(dtype), layout, 0), axis=axes, keepdims=keepdims)
-    return total / jnp.asarray(_count(layout, axes), dtype)
+    return divide_by_count(total, _count(layout, axes))
 
 
 def _var_kernel(data, layout, axes, keepdims, dtype, correction, root):
     data = data.astype(dtype)
     n = _count(layout, axes)
-    mean = jnp.sum(masked_physical(data, layout, 0), axis=axes, keepdims=True) / n
+    mean = divide_by_count(jnp.sum(masked_physical(data, layout, 0), axis=axes, keepdims=True), n)
     dev = data - mean
     mask = valid_mask(layout)
     if mask is not None:
         dev = jnp.where(mask, dev, 0)  # padding would otherwise add (garbage - mean)**2
     sq = (dev * jnp.conj(dev)).real if dtype.kind == "c" else dev * dev
-    var = jnp.sum(sq, axis=axes, keepdims=keepdims) / jnp.asarray(n - correction, sq.dtype)
+    var = divide_by_count(jnp.sum(sq, axis=axes, keepdims=keepdims), n - correction)
     return jnp.sqrt(var) if root else var
 
 
@@ -225,30 +237,43 @@ def mean(x, /, *, axis=None, keepdims=False) -> DistArray:
                   category="numeric")
 
 
-def _check_correction(correction):
-    if isinstance(correction, bool) or not isinstance(correction, (int, float)) or correction < 0:
-        raise ValueError(f"correction={correction!r} must be a real number >= 0 (0 for the "
-                         "population, 1 for the sample estimate)")
+def _check_correction(correction, ddof=None, fname="var"):
+    """The degrees-of-freedom correction from the standard's `correction` or numpy's `ddof`
+    (numpy 2 accepts both names, one at a time)."""
+    if ddof is not None:
+        if correction != 0.0:
+            raise ValueError(f"{fname}: give ddof= (numpy's name) or correction= (the "
+                             f"standard's), not both (got ddof={ddof!r}, "
+                             f"correction={correction!r})")
+        correction = ddof
+    if isinstance(correction, bool) or not isinstance(correction, (int, float, np.integer,
+                                                                   np.floating)) \
+            or correction < 0:
+        raise ValueError(f"{fname}: correction={correction!r} must be a real number >= 0 (0 "
+                         "for the population, 1 for the sample estimate)")
     return float(correction)
 
 
-def var(x, /, *, axis=None, correction=0.0, keepdims=False) -> DistArray:
+def var(x, /, *, axis=None, correction=0.0, keepdims=False, ddof=None) -> DistArray:
     """Variance over `axis`: ``sum(|x - mean|**2) / (N - correction)``, computed in two passes.
 
     Args:
       x: DistArray of floating dtype (complex gives a real result).
       correction: degrees of freedom subtracted from N (0: population, 1: sample).
+      ddof: numpy's name for `correction` (give one of them).
     """
     x = check_array(x)
     return reduce(x, _var_kernel, axis, keepdims, _float_dtype(x.dtype),
-                  _check_correction(correction), False, fname="var", category="numeric")
+                  _check_correction(correction, ddof, "var"), False, fname="var",
+                  category="numeric")
 
 
-def std(x, /, *, axis=None, correction=0.0, keepdims=False) -> DistArray:
+def std(x, /, *, axis=None, correction=0.0, keepdims=False, ddof=None) -> DistArray:
     """Standard deviation: sqrt of `var` with the same arguments."""
     x = check_array(x)
     return reduce(x, _var_kernel, axis, keepdims, _float_dtype(x.dtype),
-                  _check_correction(correction), True, fname="std", category="numeric")
+                  _check_correction(correction, ddof, "std"), True, fname="std",
+                  category="numeric")
 
 
 for _f in (sum, prod, max, min, mean, var, std):
@@ -319,7 +344,9 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False) -> Dis
 
     Layout:
       x's layout. Each device scans its block; the block totals (one value per block and row)
-      are scanned across devices and added back: no gather of the array. With
+      are scanned across devices and added back: no gather of the array. Only those totals
+      travel (XLA moves them by collective-permute, or all-gathers the p totals of each row
+      when the axis is split in p > 2 parts). With
       include_initial the axis grows by one and XLA shifts the cells between blocks.
     """
     return _cumulative(x, axis, dtype, include_initial, "sum")

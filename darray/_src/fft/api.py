@@ -60,12 +60,15 @@ def _check_dtype(x, fname, *, real_only=False):
     return dt
 
 
+_SINGLE = (np.float16, np.float32, np.complex64)  # transformed in single precision (jax.numpy)
+
+
 def _complex_of(dt) -> np.dtype:
-    return np.dtype(np.complex64) if dt in (np.float32, np.complex64) else np.dtype(np.complex128)
+    return np.dtype(np.complex64) if dt in _SINGLE else np.dtype(np.complex128)
 
 
 def _real_of(dt) -> np.dtype:
-    return np.dtype(np.float32) if dt in (np.float32, np.complex64) else np.dtype(np.float64)
+    return np.dtype(np.float32) if dt in _SINGLE else np.dtype(np.float64)
 
 
 def _axis(axis, ndim, fname, argname="axis") -> int:
@@ -347,11 +350,12 @@ def rfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto",
     x = _as_dist(x, "rfftn")
     _check_norm(norm, "rfftn")
     _check_decomposition(decomposition, "rfftn")
-    _check_dtype(x, "rfftn", real_only=True)
+    dt = _check_dtype(x, "rfftn", real_only=True)
     axes, sizes = _axes_and_sizes(x, s, axes, "rfftn")
     if padding is not None:
-        return _padded(x, s, axes, "r2c", False, norm, padding, None, "rfftn")
-    return _transform(x, axes, sizes, "r2c", False, norm, decomposition=decomposition)
+        return _padded(x, s, axes, "r2c", False, norm, padding, _real_of(dt), "rfftn")
+    return _transform(x, axes, sizes, "r2c", False, norm, _real_of(dt),
+                      decomposition=decomposition)
 
 
 def irfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto",
