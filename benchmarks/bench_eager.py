@@ -46,12 +46,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _bench_common 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from _bench_common import default_json_path, make_row, mesh_label, time_interleaved, write_table  # noqa: E402
 
 import darray  # noqa: E402
 from darray._src import compat  # noqa: E402
-from _bench_common import (  # noqa: E402
-    default_json_path, make_row, mesh_label, time_interleaved, write_table)
-
 
 SMALL_N = 16  # the tiny 1-D array of the small rows
 

@@ -12,9 +12,9 @@ one particle per cell with displacements of up to one cell; darray's ghost reach
 JaxPM's halo_size 6 (it pads by halo_size to paint and halo_size / 2 to read).
 
 JaxPM 0.1.6 calls the pre-0.7 positional ``shard_map``; a small shim replaces its module global
-``jaxpm.distributed.shard_map`` with a wrapper around ``jax.shard_map``. JaxPM rows are skipped with a printed reason when ``jaxpm`` or
-``jaxdecomp`` cannot be imported (install: ``pip install jaxdecomp==0.3.1 jaxpm==0.1.6``, in a
-venv that keeps your jax).
+``jaxpm.distributed.shard_map`` with a wrapper around ``jax.shard_map``. JaxPM rows are
+skipped with a printed reason when ``jaxpm`` or ``jaxdecomp`` cannot be imported (install:
+``pip install jaxdecomp==0.3.1 jaxpm==0.1.6``, in a venv that keeps your jax).
 
     python3 benchmarks/bench_pm.py [--n 64] [--n 128] [--mesh 2,4] [--repeats 5] [--small]
 """

@@ -14,16 +14,15 @@ above the namespace), as `jax/_src/numpy/array_methods.py` does for `jax.Array`.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from darray._src import compat, physical, rebuilt
 from darray._src.layout import Layout
-from darray._src.placement import (default_mesh, local_layout, local_mesh, small_cells,
-                                    user_mesh)
+from darray._src.placement import default_mesh, local_layout, local_mesh, small_cells, user_mesh
 from darray._src.rebuilt import reconcile_rank
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ else:
 _LOCK_GUARD = threading.Lock()
 
 
-def mutation_lock(x: "DistArray") -> threading.RLock:
+def mutation_lock(x: DistArray) -> threading.RLock:
     """x's mutation lock, made on first use (most arrays are never mutated). Re-entrant: a
     view's write-back mutates its base while the view's own lock is held."""
     lock = x._lock
@@ -46,6 +45,7 @@ def mutation_lock(x: "DistArray") -> threading.RLock:
             if x._lock is None:
                 x._lock = threading.RLock()
             lock = x._lock
+    assert lock is not None
     return lock
 
 
@@ -79,7 +79,7 @@ def _localized(data):
 _PICKLE_FORMAT = 1
 
 
-def _unpickle(version, blocks, shape, split, halo, order, where) -> "DistArray":
+def _unpickle(version, blocks, shape, split, halo, order, where) -> DistArray:
     """Rebuild a pickled DistArray (see `DistArray.__reduce__`) on this process's devices."""
     if version != _PICKLE_FORMAT:
         raise ValueError(f"this pickle holds a DistArray of format {version}; this darray "
@@ -117,14 +117,14 @@ class DistArray(_AttachedMethods):
     __slots__ = ("_stored", "_layout", "_version", "_view", "_lock", "_rebuilt", "_checked",
                  "__weakref__")
     __array_priority__ = 100  # numpy defers binary operators to DistArray
-    __hash__ = None  # arrays are unhashable, as in numpy (methods.py attaches __eq__)
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as numpy arrays (methods.py attaches __eq__)
 
     def __init__(self, data, layout: Layout):
         self._stored = data
         self._layout = layout
         self._version = 0
-        self._view = None
-        self._lock = None
+        self._view: Any = None  # api/views.py's ViewLink for a view
+        self._lock: threading.RLock | None = None
         self._rebuilt = False
         self._checked = None
 
@@ -142,7 +142,7 @@ class DistArray(_AttachedMethods):
         self._stored = data
 
     @classmethod
-    def _new(cls, data, layout: Layout) -> "DistArray":
+    def _new(cls, data, layout: Layout) -> DistArray:
         """Checked construction: the physical array must have the layout's physical shape.
 
         A 0-d result is a 0-d DistArray too (not a bare jax scalar), so array-API code can mix
@@ -163,7 +163,7 @@ class DistArray(_AttachedMethods):
         return out
 
     @classmethod
-    def _wrap_scalar(cls, value, mesh=None) -> "DistArray":
+    def _wrap_scalar(cls, value, mesh=None) -> DistArray:
         """A 0-d DistArray (internal: lets functions treat a jax scalar like any operand): on
         `mesh` where given, else where small arrays live (see `_localized`), else on the
         scalar's own mesh (e.g. a sum over a (2, 4) mesh) or the default mesh."""
@@ -174,7 +174,7 @@ class DistArray(_AttachedMethods):
             return cls(*_localized(data))
         if mesh is None and not isinstance(data, jax.core.Tracer) and isinstance(
                 getattr(data, "sharding", None), jax.sharding.NamedSharding):
-            mesh = compat.auto_twin(data.sharding.mesh)
+            mesh = compat.auto_twin(data.sharding.mesh)  # type: ignore[attr-defined]  # checked NamedSharding
         return cls(data, Layout.create((), mesh if mesh is not None else default_mesh(), ()))
 
     def _rebind(self, result) -> None:
@@ -196,12 +196,12 @@ class DistArray(_AttachedMethods):
             if self._view is not None:
                 self._view.write_back(self)
 
-    def __copy__(self) -> "DistArray":
+    def __copy__(self) -> DistArray:
         """An independent array with the same (immutable) data: mutating either rebinds it
         alone. Not a view."""
         return DistArray(self._data, self._layout)
 
-    def __deepcopy__(self, memo) -> "DistArray":
+    def __deepcopy__(self, memo) -> DistArray:
         return self.__copy__()
 
     def __reduce__(self):

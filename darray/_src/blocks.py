@@ -6,7 +6,8 @@ ghosts are in place: ``darray.map_blocks(laplacian, x.halo(1))``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp

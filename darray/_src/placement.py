@@ -6,7 +6,7 @@ import math
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, AbstractMesh, PartitionSpec
+from jax.sharding import AbstractMesh, Mesh, PartitionSpec
 
 from darray._src import compat, memory
 from darray._src.errors import LayoutError
@@ -15,7 +15,7 @@ from darray._src.layout import Layout
 DEFAULT_AXIS = "d"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def default_mesh() -> Mesh:
     """A 1D Auto mesh ('d',) over every device of every process.
 
@@ -25,7 +25,7 @@ def default_mesh() -> Mesh:
     return compat.make_auto_mesh((jax.device_count(),), (DEFAULT_AXIS,))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def local_mesh() -> Mesh:
     """The one-device mesh of small arrays and eager 0-d results: JAX's default device (where
     an uncommitted jax.Array lives), as a ('d',) mesh of size 1. With one device in all it is
@@ -134,7 +134,7 @@ def _one_mesh(mesh, argname):
 MESH_AXIS_NAMES = ("x", "y", "z", "w")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mesh_from_items(items):
     names, sizes = zip(*items)
     need, have = int(np.prod(sizes)), jax.device_count()

@@ -12,6 +12,7 @@ import os
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 from clients_harness import REPORT_ENV  # noqa: E402
+
 _outcomes = {}
 
 

@@ -12,12 +12,14 @@ fixed elsewhere, the owner). The counts per backend are printed in the terminal 
 
 To fit the tier's time, each test function runs at most `per_function` of its parametrizations
 (evenly spread, the same ones on both backends; `darray_xp_plugin._sample`), and the larger
-suites run a selection of their files; DARRAY_CLIENTS_FULL=1 runs each suite's `full` list. scipy's test_many_sizes over all 604 lengths in one process is in the slow tier
+suites run a selection of their files; DARRAY_CLIENTS_FULL=1 runs each suite's `full` list.
+scipy's test_many_sizes over all 604 lengths in one process is in the slow tier
 (tests/multidevice/test_program_cache.py).
 
 Run one suite by hand (all parametrizations):
     cd /tmp && PYTHONPATH=<repo>:<repo>/tests/clients python -m pytest -p darray_xp_plugin \\
-        -o addopts="" -m array_api_backends --rootdir=<scipy> <scipy>/signal/tests/test_signaltools.py
+        -o addopts="" -m array_api_backends --rootdir=<scipy> \\
+        <scipy>/signal/tests/test_signaltools.py
 """
 from __future__ import annotations
 
@@ -30,7 +32,6 @@ import sys
 import tempfile
 
 import pytest
-
 from clients_harness import require
 
 pytestmark = pytest.mark.clients

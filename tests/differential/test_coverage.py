@@ -1,9 +1,10 @@
 """The registry covers darray's public functions: the namespace, darray.linalg and darray.fft."""
 import inspect
 
-import darray
 import diff_cases  # noqa: F401  (fills the registry)
 from diff_registry import REGISTRY
+
+import darray
 
 # Public functions with no numpy counterpart to compare with, each tested elsewhere.
 EXCLUDED = {

@@ -4,7 +4,8 @@ placement given, the array is resharded there, with a clear error where the spec
 import jax
 import numpy as np
 import pytest
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 import darray
 from darray._src import compat

@@ -7,11 +7,11 @@ import jax
 import numpy as np
 import pytest
 from jax.sharding import NamedSharding
+from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src import compat
 from darray._src.methods import METHODS
-from scalar_check import assert_replicated_scalar
 
 RNG = np.random.default_rng(11)
 MESH = compat.make_auto_mesh((2, 4), ("x", "y"))

@@ -240,7 +240,8 @@ def test_manipulation_accepts_numpy_and_jax_arrays(make):
         (lambda t: darray.reshape(t, (6, 4)), lambda t: np.reshape(t, (6, 4))),
         (lambda t: darray.flip(t, axis=1), lambda t: np.flip(t, axis=1)),
         (lambda t: darray.expand_dims(t, axis=0), lambda t: np.expand_dims(t, 0)),
-        (lambda t: darray.broadcast_to(t[0], (5, 3, 4)), lambda t: np.broadcast_to(t[0], (5, 3, 4))),
+        (lambda t: darray.broadcast_to(t[0], (5, 3, 4)),
+         lambda t: np.broadcast_to(t[0], (5, 3, 4))),
         (lambda t: darray.concat([t, t], axis=2), lambda t: np.concatenate([t, t], axis=2)),
         (lambda t: darray.roll(t, 1, axis=2), lambda t: np.roll(t, 1, axis=2)),
     ]
@@ -316,7 +317,8 @@ def test_view_reinterprets_and_writes_through():
         darray.asarray(np.ones((3, 3)), device=MESH).view(np.complex128)
 
 
-@pytest.mark.parametrize("args, kw", [((0, 2, 5), {}), ((0, 2, 7), {"base": 2.0, "endpoint": False}),
+@pytest.mark.parametrize("args, kw", [((0, 2, 5), {}),
+                                      ((0, 2, 7), {"base": 2.0, "endpoint": False}),
                                       ((1.0, 3.0, 13), {"dtype": darray.int64}),
                                       ((0, 1, 4), {"dtype": darray.float32}),
                                       ((0, 1j, 3), {}), ((-1, 1, 16), {"base": np.float64(3)})])

@@ -5,12 +5,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import NamedSharding
+from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src import compat
 from darray._src.api.common import valid_mask
 from darray._src.array import DistArray
-from scalar_check import assert_replicated_scalar
 
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(99)

@@ -139,7 +139,8 @@ def test_no_upward_import():
                              "public darray surface")
             elif floor_of(target) > here:
                 wrong.append(f"darray/_src/{modules[module].relative_to(SRC)}:{line} "
-                             f"({FLOORS[here][0]}) imports {target} ({FLOORS[floor_of(target)][0]})")
+                             f"({FLOORS[here][0]}) imports {target} "
+                             f"({FLOORS[floor_of(target)][0]})")
     assert not wrong, "upward imports:\n" + "\n".join(wrong)
 
 

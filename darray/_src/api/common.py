@@ -12,7 +12,8 @@ Both compile once per (function, layouts, dtypes) thanks to the caches below.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -172,7 +173,8 @@ def valid_mask(layout: Layout):
         i = jax.lax.broadcasted_iota(np.int32, shape, axis)
         local, blk = i % block, i // block
         logical_index = blk * layout.chunk(axis) + (local - lo)
-        ok = (local >= lo) & (local < lo + layout.chunk(axis)) & (logical_index < layout.shape[axis])
+        ok = ((local >= lo) & (local < lo + layout.chunk(axis))
+              & (logical_index < layout.shape[axis]))
         mask = ok if mask is None else (mask & ok)
     return mask
 

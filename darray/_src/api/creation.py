@@ -192,7 +192,8 @@ def _to_host(obj, dtype) -> np.ndarray:
         host = np.asarray(obj)
     except (ValueError, TypeError) as err:
         raise TypeError(f"obj of type {type(obj).__name__} cannot be converted to an array "
-                        f"({err}); pass an array, a scalar or a nested sequence of scalars") from None
+                        f"({err}); pass an array, a scalar or a nested sequence of "
+                        "scalars") from None
     if host.dtype.kind not in "biufc":
         raise TypeError(f"obj of type {type(obj).__name__} gives a numpy array of dtype "
                         f"{host.dtype}, which darray does not hold; pass numbers or arrays "

@@ -81,7 +81,7 @@ def logspace(start, stop, /, num=50, *, endpoint=True, base=10.0, dtype=None, de
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cast_to(dtype):
     return lambda data: data.astype(dtype)
 
@@ -128,10 +128,10 @@ def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing={indexing!r}; use 'xy' or 'ij'")
-    arrays = [check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
+    arrays = tuple(check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays))
     if not arrays:  # a tuple since Array API 2025.12 (a list before: see api/versions.py)
         return ()
-    arrays = check_same_mesh(arrays, fname="meshgrid")  # the mesh rule (api/operands.py)
+    arrays = tuple(check_same_mesh(arrays, fname="meshgrid"))  # the mesh rule (api/operands.py)
     for i, a in enumerate(arrays):
         if a.ndim != 1:
             raise ValueError(f"meshgrid: arrays[{i}] must be 1-D, got shape {a.shape}")
@@ -160,7 +160,7 @@ def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
     if kept and used:  # every vector is split where its axis is: broadcast the blocks
         outs = _meshgrid_physical(tuple(axis_of), layout)(*[a.data for a in arrays])
         return tuple(DistArray._new(o, layout) for o in outs)
-    return tuple(apply_logical(_meshgrid_fn, arrays, (layout,) * len(arrays),
+    return tuple(apply_logical(_meshgrid_fn, list(arrays), (layout,) * len(arrays),
                               static=(indexing,)))
 
 

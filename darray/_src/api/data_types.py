@@ -114,7 +114,7 @@ def iinfo(type, /) -> iinfo_object:
     return iinfo_object(int(info.bits), int(info.max), int(info.min), dt)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _caster(dtype):
     return lambda data: data.astype(dtype)
 

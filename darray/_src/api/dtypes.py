@@ -56,28 +56,28 @@ STANDARD = tuple(d for d in ALL if d != float16)  # what __array_namespace_info_
 
 def available() -> tuple[np.dtype, ...]:
     """Dtypes JAX can hold right now (64-bit ones only with jax_enable_x64)."""
-    if jax.config.jax_enable_x64:
+    if jax.config.read("jax_enable_x64"):
         return ALL
     return tuple(d for d in ALL if d.itemsize < 8 or d == complex64)
 
 
 def default_float() -> np.dtype:
-    return float64 if jax.config.jax_enable_x64 else float32
+    return float64 if jax.config.read("jax_enable_x64") else float32
 
 
 def default_int() -> np.dtype:
-    return int64 if jax.config.jax_enable_x64 else int32
+    return int64 if jax.config.read("jax_enable_x64") else int32
 
 
 def default_complex() -> np.dtype:
-    return complex128 if jax.config.jax_enable_x64 else complex64
+    return complex128 if jax.config.read("jax_enable_x64") else complex64
 
 
 def default_uint() -> np.dtype:
-    return uint64 if jax.config.jax_enable_x64 else uint32
+    return uint64 if jax.config.read("jax_enable_x64") else uint32
 
 
-def is_weak_scalar(value) -> bool:
+def is_weak_scalar(value) -> builtins.bool:
     """A Python bool/int/float/complex, which adopts the dtype of the arrays it meets. numpy
     scalars are strongly typed although np.float64 and np.complex128 subclass Python's float
     and complex (numpy's and jax.numpy's rule)."""
@@ -97,5 +97,5 @@ def as_dtype(dtype, argname: str = "dtype") -> np.dtype:
     return dt
 
 
-def in_category(dtype, category: str) -> bool:
+def in_category(dtype, category: str) -> builtins.bool:
     return np.dtype(dtype) in CATEGORIES[category]

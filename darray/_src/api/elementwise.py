@@ -19,6 +19,7 @@ operands are moved to the output layout inside one compiled function (or LayoutE
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import jax
@@ -28,8 +29,15 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from darray._src.api import complex_special as _cs
 from darray._src.api import dtypes as _dt
-from darray._src.api.common import (all_local, apply_local, apply_logical, apply_physical,
-                                    first_dist, is_dist, local_scalar_data)
+from darray._src.api.common import (
+    all_local,
+    apply_local,
+    apply_logical,
+    apply_physical,
+    first_dist,
+    is_dist,
+    local_scalar_data,
+)
 from darray._src.api.operands import check_operand_meshes
 from darray._src.array import DistArray
 from darray._src.config import get_config
@@ -163,7 +171,7 @@ def _operand(a, argname: str, fname: str):
                     f"array, got {type(a).__name__}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _in_category(dtype, category: str) -> bool:
     # cached: a tuple scan of np.dtype comparisons costs microseconds on every eager op
     return np.dtype(dtype) in _dt.CATEGORIES[category]
@@ -254,7 +262,7 @@ def _movable_scalar(a) -> bool:
     """A 0-d jax array that jit moves to the other operands' devices itself: uncommitted (a
     small darray scalar's data, `jnp.asarray(1.0)`) or traced."""
     return isinstance(a, jax.Array) and a.ndim == 0 and (
-        isinstance(a, jax.core.Tracer) or not a._committed)
+        isinstance(a, jax.core.Tracer) or not a.committed)
 
 
 def _describe(ops, argnames) -> str:
@@ -330,13 +338,15 @@ def _moved(a, out: Layout):
 
 # -- the generated functions -------------------------------------------------------------------
 def _make(name, fn, arity, category, summary):
+    function: Callable[..., DistArray]
     if arity == 1:
-        def function(x, /):
+        def unary(x, /):
             return elementwise(name, fn, (x,), ("x",), category)
-        args = "  x: DistArray"
+        function, args = unary, "  x: DistArray"
     else:
-        def function(x1, x2, /):
+        def binary(x1, x2, /):
             return elementwise(name, fn, (x1, x2), ("x1", "x2"), category)
+        function = binary
         args = ("  x1, x2: DistArrays, Python scalars or numpy/jax arrays (at least one\n"
                 "    DistArray); they broadcast")
     function.__name__ = function.__qualname__ = name
@@ -359,7 +369,7 @@ if TYPE_CHECKING:
 FUNCTIONS = tuple(row[0] for row in TABLE) + ("clip",)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _clip_fn(has_min: bool, has_max: bool):
     def run(x, *bounds):
         it = iter(bounds)
@@ -382,7 +392,7 @@ def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
                        "real numeric")
 
 
-clip.__doc__ += _LAYOUT_DOC
+clip.__doc__ = (clip.__doc__ or "") + _LAYOUT_DOC
 
 
 _SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//",

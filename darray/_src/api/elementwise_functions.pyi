@@ -10,7 +10,7 @@ _Operand = DistArray | bool | int | float | complex | np.ndarray | np.generic | 
 def abs(x: _Operand, /) -> DistArray: ...  # Absolute value (modulus for complex; real result).
 def acos(x: _Operand, /) -> DistArray: ...  # Inverse cosine.
 def acosh(x: _Operand, /) -> DistArray: ...  # Inverse hyperbolic cosine.
-def add(x1: _Operand, x2: _Operand, /) -> DistArray: ...  # Sum x1 + x2.
+def add(x1: _Operand, x2: _Operand, /) -> DistArray: ...  # Sum x1 + x2 (of two booleans: logical or, as in numpy).
 def asin(x: _Operand, /) -> DistArray: ...  # Inverse sine.
 def asinh(x: _Operand, /) -> DistArray: ...  # Inverse hyperbolic sine.
 def atan(x: _Operand, /) -> DistArray: ...  # Inverse tangent.
@@ -53,7 +53,7 @@ def logical_or(x1: _Operand, x2: _Operand, /) -> DistArray: ...  # Logical OR.
 def logical_xor(x1: _Operand, x2: _Operand, /) -> DistArray: ...  # Logical XOR.
 def maximum(x1: _Operand, x2: _Operand, /) -> DistArray: ...  # Larger of x1 and x2 (NaN propagates).
 def minimum(x1: _Operand, x2: _Operand, /) -> DistArray: ...  # Smaller of x1 and x2 (NaN propagates).
-def multiply(x1: _Operand, x2: _Operand, /) -> DistArray: ...  # Product x1 * x2.
+def multiply(x1: _Operand, x2: _Operand, /) -> DistArray: ...  # Product x1 * x2 (of two booleans: logical and, as in numpy).
 def negative(x: _Operand, /) -> DistArray: ...  # -x.
 def nextafter(x1: _Operand, x2: _Operand, /) -> DistArray: ...  # Next representable x1 toward x2.
 def not_equal(x1: _Operand, x2: _Operand, /) -> DistArray: ...  # x1 != x2.

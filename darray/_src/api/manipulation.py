@@ -17,11 +17,18 @@ import numpy as np
 
 from darray._src import compat
 from darray._src.api import common, joining, views
+from darray._src.api._helpers import (
+    AxisError,
+    check_same_mesh,
+    is_plain,
+    make_out_layout,
+    normalize_axes,
+    normalize_axis,
+    run_physical,
+    settle,
+)
 from darray._src.api.creation import asarray
 from darray._src.api.operands import placed
-from darray._src.api._helpers import (AxisError, check_same_mesh, is_plain, make_out_layout,
-                                      normalize_axes, normalize_axis, run_physical,
-                                      settle)
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 
@@ -65,7 +72,7 @@ def _reshape_layout(layout: Layout, new) -> tuple[Layout, bool]:
     """Output layout and whether the reshape is local (every split axis kept)."""
     old = layout.shape
     kept = _kept_axes(old, new) if 0 not in old else {}
-    split = [()] * len(new)
+    split: list[tuple[str, ...]] = [()] * len(new)
     local = True
     for a, names in enumerate(layout.split):
         if not names:
@@ -448,7 +455,7 @@ def unstack(x: DistArray, /, *, axis=0) -> tuple[DistArray, ...]:
 # -- broadcasting -----------------------------------------------------------------------------
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """The shape that broadcasting `shapes` gives (ValueError when they do not broadcast)."""
-    shapes = [_shape_arg(s, "shapes") for s in shapes]
+    shapes = tuple(_shape_arg(s, "shapes") for s in shapes)
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -481,8 +488,8 @@ def broadcast_to(x: DistArray, /, shape) -> DistArray:
 
 def broadcast_arrays(*arrays) -> tuple[DistArray, ...]:
     """Broadcast arrays against each other. Layout: as broadcast_to, per array."""
-    arrays = [_array_arg(a, f"arrays[{i}]") for i, a in enumerate(arrays)]
-    arrays = check_same_mesh(arrays, fname="broadcast_arrays")  # the mesh rule (api/operands.py)
+    arrays = tuple(_array_arg(a, f"arrays[{i}]") for i, a in enumerate(arrays))
+    arrays = tuple(check_same_mesh(arrays, fname="broadcast_arrays"))  # the mesh rule
     shape = broadcast_shapes(*[a.shape for a in arrays])
     # A tuple since Array API 2025.12 (a list before: see api/versions.py).
     return tuple(broadcast_to(a, shape) for a in arrays)
@@ -560,7 +567,7 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
             raise ValueError(f"repeats has {host.size} entries; need 1 or {n}")
         if (host < 0).any():
             raise ValueError("repeats must be >= 0")
-        counts = int(host[0]) if host.size == 1 else None
+        counts = int(host[0]) if host.size == 1 else None  # type: ignore[assignment]  # None: per-element
     total = n * counts if counts is not None else int(host.sum())
     if axis is None:
         names = tuple(nm for s in x.layout.split for nm in s)

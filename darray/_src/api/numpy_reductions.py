@@ -157,7 +157,7 @@ def nanstd(x, /, *, axis=None, dtype=None, keepdims=False, ddof=None, correction
 
 
 for _f in (nansum, nanprod, nanmax, nanmin, nanmean, nanvar, nanstd):
-    _f.__doc__ += _LAYOUT
+    _f.__doc__ = (_f.__doc__ or "") + _LAYOUT
 
 
 # -- numpy's cumulative functions and cross ---------------------------------------------------

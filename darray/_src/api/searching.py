@@ -7,15 +7,14 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
 from darray._src.api import compaction
 from darray._src.api import dtypes as _dt
-from darray._src.api.operands import check_operand_meshes
 from darray._src.api.common import check_array, masked_physical, valid_mask
 from darray._src.api.elementwise import elementwise
+from darray._src.api.operands import check_operand_meshes
 from darray._src.api.statistical import highest, lowest, reduce
 from darray._src.array import DistArray
 from darray._src.program_cache import MEDIUM, program_cache
@@ -107,7 +106,7 @@ def nanargmin(x, /, *, axis=None, keepdims=False) -> DistArray:
 
 
 for _f in (argmax, argmin, nanargmax, nanargmin):
-    _f.__doc__ += _ARG_DOC
+    _f.__doc__ = (_f.__doc__ or "") + _ARG_DOC
 
 
 # -- data-dependent shapes ---------------------------------------------------------------------

@@ -277,7 +277,7 @@ def std(x, /, *, axis=None, correction=0.0, keepdims=False, ddof=None) -> DistAr
 
 
 for _f in (sum, prod, max, min, mean, var, std):
-    _f.__doc__ += _LAYOUT
+    _f.__doc__ = (_f.__doc__ or "") + _LAYOUT
 
 
 # -- cumulative --------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
-from darray._src.axes import normalize_axis, positive_length
 from darray._src.array import DistArray
+from darray._src.axes import normalize_axis, positive_length
 from darray._src.backends import FFT_EXECUTORS
 from darray._src.fft import split_axis
 from darray._src.fft.plan import PlanError
@@ -432,5 +432,5 @@ def ihfft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
     return _transform(x, (a,), (size,), "r2c", False, _SWAP[norm], conj_out=True)
 
 
-__all__ = ["run_r2r", "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
-           "fft_plan"]
+__all__ = ["run_r2r", "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn",
+           "hfft", "ihfft", "fft_plan"]
