@@ -315,3 +315,51 @@ for _name in ("dct", "idct", "dst", "idst"):
 for _name in ("dctn", "idctn", "dstn", "idstn"):
     register(Case(f"fft.{_name}", one_array(F, "real", allow_zero=False, params=_r2rn_params),
                   getattr(darray.fft, _name), _scipy(_name), 64.0, refusal_ok=True))
+
+
+# -- mixed per-axis transforms (darray.fft.transformn / itransformn) ---------------------------
+_KINDS = ("fft", "rfft", "dct1", "dct2", "dct3", "dct4", "dst1", "dst2", "dst3", "dst4")
+
+
+def _transformn_params(draw, shape):
+    count = draw(st.integers(1, len(shape)))
+    kinds, rfft_used = [], False
+    for n in shape[len(shape) - count:]:
+        allowed = [k for k in _KINDS if not (k == "rfft" and rfft_used)
+                   and not (k == "dct1" and n < 2)]
+        kind = draw(st.sampled_from(allowed))
+        rfft_used = rfft_used or kind == "rfft"
+        kinds.append(kind)
+    return {"kinds": tuple(kinds), "norm": draw(st.sampled_from(["backward", "ortho"])),
+            "_scale": 8 * int(np.prod(shape))}
+
+
+def _np_transformn(x, kinds, norm="backward"):
+    """scipy's 1-D transforms along each axis: real-to-real ones, then rfft, then fft."""
+    import scipy.fft as sf
+    axes = range(x.ndim - len(kinds), x.ndim)
+    out = np.asarray(x)
+    for axis, kind in zip(axes, kinds):
+        if kind[:3] in ("dct", "dst"):
+            out = getattr(sf, kind[:3])(out, type=int(kind[3]), axis=axis, norm=norm)
+    for order in ("rfft", "fft"):
+        for axis, kind in zip(axes, kinds):
+            if kind == order:
+                out = getattr(np.fft, order)(out, axis=axis, norm=norm)
+    return out
+
+
+def _round_trip(x, kinds, norm="backward"):
+    s = x.shape[x.ndim - len(kinds):]
+    return darray.fft.itransformn(darray.fft.transformn(x, kinds, norm=norm), kinds, s=s,
+                                  norm=norm)
+
+
+register(
+    Case("fft.transformn", one_array(F, "real", allow_zero=False, params=_transformn_params),
+         darray.fft.transformn, _np_transformn, 64.0, refusal_ok=True),
+    # the inverse against the identity: itransformn undoes transformn for every kind mix
+    Case("fft.itransformn", one_array(F, "real", allow_zero=False, params=_transformn_params),
+         _round_trip, lambda x, kinds, norm="backward": np.asarray(x), 64.0,
+         check_dtype=False, refusal_ok=True, covers=("fft.itransformn", "fft.transformn")),
+)

@@ -199,3 +199,59 @@ register(
     Case("unique_all", one_array(R, "int"), darray.unique_all, _np_unique_all, None),
     Case("isin", _isin_example(), darray.isin, np.isin, None),
 )
+
+
+# -- numpy's names beyond the standard (xarray and others look them up on the namespace) -------
+def _np_moment(fn):
+    def ref(x, axis=None, keepdims=False, correction=0.0):
+        return fn(x, axis=axis, keepdims=keepdims, ddof=correction)
+    return ref
+
+
+def _numpy_cumulative_params(draw, shape):
+    return {"axis": axis_param(draw, len(shape), allow_tuple=False),
+            "_scale": max(int(np.prod(shape)), 1)}
+
+
+def _quantile_params(draw, shape):
+    p = _reduce_params()(draw, shape)
+    p["q"] = draw(st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]))
+    return p
+
+
+def _percentile_params(draw, shape):
+    p = _quantile_params(draw, shape)
+    p["q"] = 100 * p["q"]
+    return p
+
+
+register(
+    Case("nansum", one_array(N, "real", params=_reduce_params()), darray.nansum, np.nansum,
+         16.0),
+    Case("nanprod", one_array(N, "pm1", params=_reduce_params()), darray.nanprod, np.nanprod,
+         16.0),
+    Case("nanmax", one_array(F, "int", allow_zero=False, params=_reduce_params()),
+         darray.nanmax, np.nanmax, None),
+    Case("nanmin", one_array(F, "int", allow_zero=False, params=_reduce_params()),
+         darray.nanmin, np.nanmin, None),
+    Case("nanmean", one_array(F, "real", allow_zero=False, params=_reduce_params()),
+         darray.nanmean, np.nanmean, 16.0),
+    Case("nanvar", one_array(F, "real", allow_zero=False, params=_reduce_params(correction=True)),
+         darray.nanvar, _np_moment(np.nanvar), 64.0),
+    Case("nanstd", one_array(F, "real", allow_zero=False, params=_reduce_params(correction=True)),
+         darray.nanstd, _np_moment(np.nanstd), 64.0),
+    Case("nanargmax", one_array(F, "int", allow_zero=False, params=_arg_params),
+         darray.nanargmax, np.nanargmax, None),
+    Case("nanargmin", one_array(F, "int", allow_zero=False, params=_arg_params),
+         darray.nanargmin, np.nanargmin, None),
+    Case("cumsum", one_array(N, "real", params=_numpy_cumulative_params), darray.cumsum,
+         np.cumsum, 16.0),
+    Case("cumprod", one_array(N, "pm1", params=_numpy_cumulative_params), darray.cumprod,
+         np.cumprod, 16.0),
+    Case("median", one_array(F, "real", allow_zero=False, params=_reduce_params()),
+         darray.median, np.median, 16.0),
+    Case("quantile", one_array(F, "real", allow_zero=False, params=_quantile_params),
+         darray.quantile, np.quantile, 16.0),
+    Case("percentile", one_array(F, "real", allow_zero=False, params=_percentile_params),
+         darray.percentile, np.percentile, 16.0),
+)

@@ -19,6 +19,12 @@ EXCLUDED = {
     "halo_reduce": "ghost cells have no numpy counterpart (test_halo.py)",
     "unhalo": "ghost cells have no numpy counterpart (test_halo.py)",
     "autotune": "times candidate layouts/backends; returns a choice, not an array",
+    "fft.wavenumbers": "takes a spectrum, returns broadcastable vectors: against 2*pi*fftfreq in "
+                       "test_fft_wavenumbers.py",
+    "cross": "numpy's name for linalg.cross (its differential case), checked in "
+             "test_numpy_names.py",
+    "diag": "numpy's diag (1-D to 2-D and back), against numpy in test_numpy_names.py",
+    "logspace": "creation from scalars, against numpy in test_numpy_names.py",
     "dynamic_slice": "jax.lax's, not numpy's: compared with it in test_traced_indices.py",
 }
 EXTRA = ("DistArray.__getitem__", "DistArray.__setitem__")

@@ -31,18 +31,26 @@ def test_bench_eager_tiny_run_writes_json_and_png(tmp_path, capsys):
                        "--json", str(table)])
     assert json.loads(table.read_text())["rows"] == rows      # JSON round trip, nothing lost
     read = load("plot").load_rows(table)
-    assert [r["program"] for r in read][:3] == ["add", "multiply", "exp"]
-    assert len(read) == 14
+    programs = [r["program"] for r in read]
+    # the small-operation rows (against one-device jax.numpy), the large rows (against
+    # jax.numpy on the same sharding), and the scipy solver row (against numpy inputs)
+    assert programs[:6] == ["t[i] (16,)", "0-d a - b", "bool(a <= x)", "t + 1 (16,)",
+                            "sum(t) (16,)", "loop step"]
+    assert programs[6:9] == ["add", "multiply", "exp"] and programs[-1] == "scipy tanhsinh"
+    assert len(read) == 21
     for r in read:
-        assert r["size"] == "16x8" and r["mesh"] == "2x4"
-        assert r["label"] == f"{r['program']} | 16x8 | 2x4"
-        assert r["time_ms"] > 0 and r["jax_numpy_time_ms"] > 0
-        assert math.isclose(r["ratio"], r["time_ms"] / r["jax_numpy_time_ms"], rel_tol=1e-12)
+        small = r["program"] in programs[:6] or r["program"] == "scipy tanhsinh"
+        assert r["size"] == ("small" if small else "16x8") and r["mesh"] == "2x4"
+        assert r["label"] == f"{r['program']} | {r['size']} | 2x4"
+        assert r["reference"] == ("numpy" if r["program"] == "scipy tanhsinh" else
+                                  "jax.numpy, one device" if small else "jax.numpy, same sharding")
+        assert r["time_ms"] > 0 and r["reference_time_ms"] > 0
+        assert math.isclose(r["ratio"], r["time_ms"] / r["reference_time_ms"], rel_tol=1e-12)
     load("plot").plot(read, ["time_ms", "ratio"], "label")   # plot.py accepts the rows
     png = table.with_suffix(".png")
     assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5000
     err = capsys.readouterr().err
-    assert "14/14" in err or "100%" in err                    # progress went to stderr
+    assert "21/21" in err or "100%" in err                    # progress went to stderr
 
 
 def test_write_table_rejects_non_finite_time(tmp_path):

@@ -53,7 +53,7 @@ def _local_lanes(x: DistArray, axes) -> DistArray:
     return _redistribute(x, make_out_layout(lay.mesh, x.shape, split), None)
 
 
-def quantile(x, q, /, axis=None, *, method="linear", keepdims=False, out=None,
+def quantile(x, /, q, axis=None, *, method="linear", keepdims=False, out=None,
              overwrite_input=False, weights=None) -> DistArray:
     """numpy's quantile: the `q`-th quantiles of x over `axis` (q in [0, 1]).
 
@@ -84,6 +84,9 @@ def quantile(x, q, /, axis=None, *, method="linear", keepdims=False, out=None,
         raise ValueError(f"quantile: q={q!r} must lie in [0, 1] (percentile takes [0, 100])")
     del overwrite_input  # darray never overwrites its input
     axes = tuple(range(x.ndim)) if axis is None else tuple(sorted(normalize_axes(axis, x.ndim)))
+    if not axes and x.ndim:  # axis=(): every cell is its own lane (numpy's answer: x itself)
+        from darray._src.api.manipulation import expand_dims
+        return quantile(expand_dims(x, axis=x.ndim), qa, axis=x.ndim, method=method)
     x = _local_lanes(x, axes)
     red = reduced_layout(x.layout, axes, keepdims)
     k = qa.ndim
@@ -94,7 +97,7 @@ def quantile(x, q, /, axis=None, *, method="linear", keepdims=False, out=None,
     return run_physical(_quantile_kernel, [x], out_layout, static=static)
 
 
-def percentile(x, q, /, axis=None, *, method="linear", keepdims=False, out=None,
+def percentile(x, /, q, axis=None, *, method="linear", keepdims=False, out=None,
                overwrite_input=False, weights=None) -> DistArray:
     """numpy's percentile: `quantile` with q in [0, 100] (divided by 100 as numpy does)."""
     qa = np.asarray(q, dtype=np.float64)
