@@ -24,7 +24,7 @@ pytestmark = pytest.mark.clients
 
 jaxdecomp = pytest.importorskip(
     "jaxdecomp", reason="jaxDecomp 0.3.1 is not installed (pip install jaxdecomp==0.3.1, or "
-                        "the jaxdecomp extra); the parity tests compare with it")
+                        "the clients extra); the parity tests compare with it")
 if getattr(jaxdecomp, "__version__", "") != "0.3.1":
     pytest.skip(f"these parity tests record jaxDecomp 0.3.1; found "
                 f"{getattr(jaxdecomp, '__version__', '?')}", allow_module_level=True)
