@@ -286,3 +286,11 @@ def explain_structure_mismatch(explain) -> None:
             wrapped = wrap(check)
             wrapped._darray_wrapped = True
             setattr(module, name, wrapped)
+
+
+def requires_devices_during_lowering(primitive) -> None:
+    """Mark `primitive` as needing the device assignment when it is lowered: a primitive that
+    lowers through `custom_partitioning` does (it asks the partitioner for its shardings).
+    jax has no public call for this; jax._src.dispatch keeps the set on jax 0.10 and 0.12."""
+    from jax._src import dispatch
+    dispatch.prim_requires_devices_during_lowering.add(primitive)

@@ -8,9 +8,9 @@ What it changes around JaxPM, whose code runs unchanged:
 - ``sys.modules["jaxdecomp"] = darray.jaxdecomp`` (unless JAXPM_BACKEND=jaxdecomp);
 - JaxPM 0.1.6's pre-0.7 ``shard_map`` call gets today's ``jax.shard_map`` (jaxpm_runner.py);
 - ``jax.make_mesh`` gives Auto axes, as when JaxPM 0.1.6 was written (jaxDecomp 0.3.1 and
-  JaxPM's eager ``with_sharding_constraint`` refuse today's Explicit default), and sets that
-  mesh as the global mesh: darray.jaxdecomp reads the mesh of a traced array on Auto axes from
-  the context, since it plans at trace time.
+  JaxPM's eager ``with_sharding_constraint`` refuse today's Explicit default). No mesh is put
+  in context: darray.jaxdecomp plans traced arrays on Auto axes when XLA partitions the
+  program, as jaxDecomp does.
 The tests needing pmesh/fastpm fixtures (test_distrubted_pm, test_distrubted_gradients) need
 those packages (MPI builds).
 """
@@ -33,9 +33,7 @@ _make_mesh = jax.make_mesh
 
 def _auto_make_mesh(shape, names, *args, **kwargs):
     kwargs.setdefault("axis_types", (jax.sharding.AxisType.Auto,) * len(names))
-    mesh = _make_mesh(shape, names, *args, **kwargs)
-    jax.set_mesh(mesh)
-    return mesh
+    return _make_mesh(shape, names, *args, **kwargs)
 
 
 jax.make_mesh = _auto_make_mesh

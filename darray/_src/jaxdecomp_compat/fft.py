@@ -12,16 +12,19 @@ A 4-D input is a batch of 3-D transforms over the leading axis, as in jaxDecomp.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import jax.numpy as jnp
 import numpy as np
 from jax.lax import FftType
 
+from darray._src import compat
+from darray._src.backends.jax.fft_exec import run_stages
 from darray._src.fft import api as fft_api
 from darray._src.fft.plan import PlanError
 from darray._src.fft.planner import plan_fft
-from darray._src.jaxdecomp_compat import placement, specs
+from darray._src.jaxdecomp_compat import deferred, placement, specs
 from darray._src.jaxdecomp_compat.config import comm_options, config, darray_backend
 from darray._src.layout import Layout
 
@@ -38,6 +41,7 @@ def _complex_dtype(dt) -> np.dtype:
 
 
 def _order(fft_type) -> tuple[int, int, int]:
+    """How the spatial axes of the output are ordered (read from jaxDecomp's config)."""
     if not config.transpose_axis_contiguous:
         return (0, 1, 2)
     return (1, 2, 0) if fft_type in specs.FORWARD else (2, 0, 1)
@@ -86,7 +90,7 @@ def _local(a, fft_type, norm, order, batch, real_size):
                                        real_size), axes=axes, norm=norm)
 
 
-def _candidates(x, fft_type, order, batch, real_size):
+def _candidates(shape, fft_type, order, batch, real_size):
     """Every way of computing the result: transpose the spatial axes by some permutation,
     transform all of them, transpose into jaxDecomp's order. (The transforms commute with
     transposes; which one is free of extra communication depends on where darray's plan leaves
@@ -95,7 +99,7 @@ def _candidates(x, fft_type, order, batch, real_size):
     Axes are tracked by label, the input's original axis (0, 1, 2 = X, Y, Z): a forward input
     is (X, Y, Z) and its output is ordered by `order`; an inverse input is in the forward
     output's order and its output is (X, Y, Z). Z is the halved axis of real transforms."""
-    nd, lead = x.ndim, tuple(range(batch))
+    nd, lead = len(shape), tuple(range(batch))
     forward_order = _order(FftType.FFT)
     if fft_type in specs.FORWARD:
         in_labels, out_labels = (0, 1, 2), tuple(order)
@@ -108,7 +112,7 @@ def _candidates(x, fft_type, order, batch, real_size):
     for q in itertools.permutations(range(3)):
         labels = tuple(in_labels[i] for i in q)  # the labels of the pre-permuted axes
         pre = lead + tuple(batch + i for i in q)
-        sizes = [x.shape[batch + i] for i in q]
+        sizes = [shape[batch + i] for i in q]
         if kind == "c2c":
             axes = tuple(range(batch, nd))
         else:
@@ -129,30 +133,32 @@ def _permuted_layout(layout: Layout, perm) -> Layout:
                          tuple(layout.split[p] or None for p in perm))
 
 
-def _run(x, candidates, target: Layout, norm, cast, backend):
-    from darray._src.api.manipulation import permute_dims
+def _choose(layout: Layout, candidates, target: Layout):
+    """The first candidate whose plan ends in `target`'s split (else the first that plans):
+    (pre, axes, sizes, kind, inverse, post, strategy, plan)."""
     chosen = None
     for pre, axes, sizes, kind, inverse, post in candidates:
-        start = _permuted_layout(x.layout, pre)
+        start = _permuted_layout(layout, pre)
         for strategy in ("pencil", "auto"):
             try:
                 plan = plan_fft(start, axes, kind, inverse, sizes, strategy=strategy)
             except PlanError:
                 continue
             end = _permuted_layout(plan.out_layout, post)
-            option = (pre, axes, sizes, kind, inverse, post, strategy)
+            option = (pre, axes, sizes, kind, inverse, post, strategy, plan)
             if chosen is None:
                 chosen = option
             if placement.effective_split(end) == placement.effective_split(target):
-                chosen = option
-                break
-        else:
-            continue
-        break
+                return option
     if chosen is None:  # every order and strategy raised PlanError (was: unpacking None)
-        raise PlanError(f"cannot plan a 3-D FFT of an array with layout {x.layout!r} in any "
+        raise PlanError(f"cannot plan a 3-D FFT of an array with layout {layout!r} in any "
                         f"axis order by local FFTs and all-to-alls")
-    pre, axes, sizes, kind, inverse, post, strategy = chosen
+    return chosen
+
+
+def _run(x, candidates, target: Layout, norm, cast, backend):
+    from darray._src.api.manipulation import permute_dims
+    pre, axes, sizes, kind, inverse, post, strategy, _ = _choose(x.layout, candidates, target)
     if pre != tuple(range(x.ndim)):
         x = permute_dims(x, pre)
     y = fft_api._transform(x, axes, sizes, kind, inverse, norm, cast, backend=backend,
@@ -160,6 +166,68 @@ def _run(x, candidates, target: Layout, norm, cast, backend):
     if post != tuple(range(y.ndim)):
         y = permute_dims(y, post)
     return y
+
+
+def _out_spec(fft_type, mesh, spec, batch, backend) -> tuple:
+    """jaxDecomp's output spec for an input sharded `spec` (batch entries kept)."""
+    decomp = specs.decomposition(mesh)
+    if fft_type == FftType.IRFFT:  # back to the layout forward transforms take
+        out_spatial = specs.natural_spec(mesh)
+    else:
+        out_spatial = specs.fft_output_spec(fft_type, decomp, spec[batch:], backend)
+        if fft_type == FftType.RFFT:
+            out_spatial = _half_spec(out_spatial, fft_type)
+    return tuple(spec[:batch]) + placement.padded(out_spatial, 3)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeferredFFT:
+    """pfft3d and its kin as a partition-time op (deferred.py): the settings of the call."""
+    fft_type: FftType
+    norm: str
+    contiguous: bool
+    real_size: int | None
+
+    def local(self, a):
+        with specs.contiguity(self.contiguous):
+            order = _order(self.fft_type)
+        return _local(a, self.fft_type, self.norm, order, a.ndim - 3, self.real_size)
+
+    def partition(self, mesh, shape, spec):
+        batch = len(shape) - 3
+        twin = compat.auto_twin(mesh)
+        with specs.contiguity(self.contiguous):
+            if not any(placement.effective_entries(mesh, spec[batch:])):  # distribute it
+                spec = placement.padded(_contract(self.fft_type, batch)(mesh), len(shape))
+            target_spec = _out_spec(self.fft_type, mesh, spec, batch, "jax")
+            candidates = _candidates(shape, self.fft_type, _order(self.fft_type), batch,
+                                     self.real_size)
+        target = Layout.create(_out_shape(shape, candidates[0]), twin, target_spec)
+        pre, _, _, _, _, post, _, plan = _choose(Layout.create(shape, twin, spec), candidates,
+                                                 target)
+        end = _permuted_layout(plan.out_layout, post)
+        out_spec = placement.full_spec(end)
+        # jaxDecomp's layout where the plan ends elsewhere (prfft3d: its halved axis unsplit)
+        fixup = deferred.moves(mesh, target.shape, out_spec, target_spec)
+        if fixup:
+            out_spec = target_spec
+        norm, ident = self.norm, tuple(range(len(shape)))
+
+        def body(block):
+            if pre != ident:
+                block = block.transpose(pre)
+            block = run_stages(block, plan, norm)
+            if post != ident:
+                block = block.transpose(post)
+            return deferred.run_moves(block, fixup or ())
+        return spec, out_spec, body
+
+    def spec_map(self, mesh, ndim):
+        batch = ndim - 3
+        with specs.contiguity(self.contiguous):
+            natural = placement.padded(_contract(self.fft_type, batch)(mesh), ndim)
+            out = _out_spec(self.fft_type, mesh, natural, batch, "jax")
+        return deferred.natural_map(natural, out)
 
 
 def _pfft(a, fft_type, norm, backend, fname, real_size=None):
@@ -179,22 +247,20 @@ def _pfft(a, fft_type, norm, backend, fname, real_size=None):
         real_size = 2 * (z_len - 1) if real_size is None else int(real_size)
         if real_size < 1:
             raise ValueError(f"{fname}: the half-spectrum axis has length {z_len}; pass s")
-    mesh, spec = placement.locate(a, fname, _contract(fft_type, batch))
-    if mesh is None:
-        return _local(a, fft_type, norm, order, batch, real_size)
-    decomp = specs.decomposition(mesh)
-    if fft_type == FftType.IRFFT:  # back to the layout forward transforms take
-        out_spatial = specs.natural_spec(mesh)
-    else:
-        out_spatial = specs.fft_output_spec(fft_type, decomp, spec[batch:], backend)
-        if fft_type == FftType.RFFT:
-            out_spatial = _half_spec(out_spatial, fft_type)
-    out_spec = tuple(spec[:batch]) + tuple(out_spatial)
     if fft_type == FftType.RFFT and np.dtype(a.dtype).kind != "f":
         a = a.astype(jnp.result_type(float))
     cast = None if fft_type == FftType.RFFT else _complex_dtype(a.dtype)
+    mesh, spec = placement.locate(a, fname, _contract(fft_type, batch), backend)
+    if mesh is placement.DEFERRED:
+        if cast is not None:
+            a = a.astype(cast)
+        return deferred.apply(a, DeferredFFT(fft_type, norm, bool(config.transpose_axis_contiguous),
+                                             real_size))
+    if mesh is None:
+        return _local(a, fft_type, norm, order, batch, real_size)
+    out_spec = _out_spec(fft_type, mesh, spec, batch, backend)
     x = placement.wrap(a, mesh, spec)
-    candidates = _candidates(x, fft_type, order, batch, real_size)
+    candidates = _candidates(x.shape, fft_type, order, batch, real_size)
     out_shape = _out_shape(x.shape, candidates[0])
     target = Layout.create(out_shape, x.layout.mesh, out_spec)
     with comm_options(backend):

@@ -18,12 +18,15 @@ docs/from_jaxdecomp.md).
 """
 from __future__ import annotations
 
+import dataclasses
+
+import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
 from darray._src.halo.api import halo
-from darray._src.jaxdecomp_compat import placement, specs
+from darray._src.jaxdecomp_compat import deferred, placement, specs
 from darray._src.jaxdecomp_compat.config import (
     Decomposition,
     comm_options,
@@ -69,35 +72,13 @@ def halo_exchange(x, halo_extents, halo_periods, backend="jax"):
         raise ValueError(f"halo_exchange: x must be 3-D, or 4-D with a leading batch axis, got "
                          f"shape {tuple(x.shape)}")
     batch = x.ndim - 3
-    mesh, spec = placement.locate(x, "halo_exchange", _contract(batch))
+    mesh, spec = placement.locate(x, "halo_exchange", _contract(batch), backend)
+    if mesh is placement.DEFERRED:
+        return deferred.apply(x, DeferredHalo(extents, periods))
     if mesh is None:
         raise ValueError("halo_exchange: x is not distributed (one device): there is no "
                          "neighbour to exchange with; jaxDecomp refuses this too")
-    decomp = specs.decomposition(mesh)
-    axes = {Decomposition.SLAB_XY: (0,), Decomposition.SLAB_YZ: (1,),
-            Decomposition.PENCILS: (0, 1)}.get(decomp, ())
-    sizes = dict(mesh.shape)
-    widths = [(0, 0)] * x.ndim
-    boundary = ["periodic"] * x.ndim
-    small_blocks = False
-    for axis in axes:
-        h, arr_axis = extents[axis], batch + axis
-        if h == 0:
-            continue
-        names = spec[arr_axis]
-        names = () if names is None else ((names,) if isinstance(names, str) else tuple(names))
-        parts = 1
-        for n in names:
-            parts *= sizes[n]
-        block = x.shape[arr_axis] // parts if x.shape[arr_axis] % parts == 0 else None
-        if block is None or block < 2 * h:
-            raise ValueError(
-                f"halo_exchange: halo_extents[{axis}]={h} needs blocks of at least {2 * h} "
-                f"cells along axis {arr_axis} ({h} ghosts on each side), and an axis that "
-                f"divides evenly; got length {x.shape[arr_axis]} over {parts} devices")
-        small_blocks = small_blocks or block < 3 * h
-        widths[arr_axis] = (h, h)
-        boundary[arr_axis] = "periodic" if periods[axis] else "constant"
+    widths, boundary, small_blocks = _widths(mesh, x.shape, spec, extents, periods)
     if all(w == (0, 0) for w in widths):
         return x
     if small_blocks:  # fewer own cells than the extent: jaxDecomp reads a neighbour's ghosts
@@ -113,6 +94,97 @@ def halo_exchange(x, halo_extents, halo_periods, backend="jax"):
     return out
 
 
+def _widths(mesh, shape, spec, extents, periods):
+    """Ghost widths and boundary rule per array axis (the axes jaxDecomp exchanges on this
+    mesh), and whether some block owns fewer cells than its extent. Raises for blocks too
+    small to hold both ghost layers, or an axis that does not divide evenly."""
+    batch = len(shape) - 3
+    decomp = specs.decomposition(mesh)
+    axes = {Decomposition.SLAB_XY: (0,), Decomposition.SLAB_YZ: (1,),
+            Decomposition.PENCILS: (0, 1)}.get(decomp, ())
+    sizes = dict(mesh.shape)
+    widths = [(0, 0)] * len(shape)
+    boundary = ["periodic"] * len(shape)
+    small_blocks = False
+    for axis in axes:
+        h, arr_axis = extents[axis], batch + axis
+        if h == 0:
+            continue
+        parts = 1
+        for n in _names(spec[arr_axis]):
+            parts *= sizes[n]
+        block = shape[arr_axis] // parts if shape[arr_axis] % parts == 0 else None
+        if block is None or block < 2 * h:
+            raise ValueError(
+                f"halo_exchange: halo_extents[{axis}]={h} needs blocks of at least {2 * h} "
+                f"cells along axis {arr_axis} ({h} ghosts on each side), and an axis that "
+                f"divides evenly; got length {shape[arr_axis]} over {parts} devices")
+        small_blocks = small_blocks or block < 3 * h
+        widths[arr_axis] = (h, h)
+        boundary[arr_axis] = "periodic" if periods[axis] else "constant"
+    return widths, boundary, small_blocks
+
+
+def _names(entry) -> tuple:
+    return () if entry is None else ((entry,) if isinstance(entry, str) else tuple(entry))
+
+
+def exchange_block(block, spec, sizes, widths, boundary):
+    """One device's block after jaxDecomp's exchange: for each exchanged axis in turn, the low
+    ghosts take the previous block's cells [-2h, -h), the high ghosts the next block's [h, 2h)
+    (one ppermute per side; zeros past a non-periodic end; an axis on one device wraps onto
+    itself when periodic). Corners come from the second axis' slabs, which the first exchange
+    already filled, as jaxDecomp's diagonal sends give. Linear: JAX transposes the ppermutes
+    and the overwrites, so its gradient is the exact adjoint."""
+    for axis, (h, _) in enumerate(widths):
+        if h == 0:
+            continue
+        names = _names(spec[axis])
+        n = 1
+        for name in names:
+            n *= sizes[name]
+        periodic = boundary[axis] == "periodic"
+        low_source = lax.slice_in_dim(block, block.shape[axis] - 2 * h, block.shape[axis] - h,
+                                      axis=axis)
+        high_source = lax.slice_in_dim(block, h, 2 * h, axis=axis)
+        if n == 1:
+            low = low_source if periodic else jnp.zeros_like(low_source)
+            high = high_source if periodic else jnp.zeros_like(high_source)
+        else:
+            to_next = [(j, (j + 1) % n) for j in range(n) if periodic or j + 1 < n]
+            to_prev = [((j + 1) % n, j) for j in range(n) if periodic or j + 1 < n]
+            low = lax.ppermute(low_source, names, to_next)    # from the previous block
+            high = lax.ppermute(high_source, names, to_prev)  # from the next block
+        block = lax.dynamic_update_slice_in_dim(block, low, 0, axis)
+        block = lax.dynamic_update_slice_in_dim(block, high, block.shape[axis] - h, axis)
+    return block
+
+
+@dataclasses.dataclass(frozen=True)
+class DeferredHalo:
+    """A halo_exchange call as a partition-time op (deferred.py)."""
+    extents: tuple
+    periods: tuple
+
+    def local(self, x):
+        """One device: no neighbour, nothing exchanged (jaxDecomp's NO_DECOMP)."""
+        return x
+
+    def partition(self, mesh, shape, spec):
+        batch = len(shape) - 3
+        if not any(placement.effective_entries(mesh, spec[batch:])):  # distribute it
+            spec = placement.padded(_contract(batch)(mesh), len(shape))
+        widths, boundary, _ = _widths(mesh, shape, spec, self.extents, self.periods)
+        sizes = dict(mesh.shape)
+
+        def body(block):
+            return exchange_block(block, spec, sizes, widths, boundary)
+        return spec, spec, body
+
+    def spec_map(self, mesh, ndim):
+        return tuple(range(ndim))
+
+
 def _exchange_reading_ghosts(x, mesh, spec, widths, boundary):
     """jaxDecomp's exchange where a block owns fewer cells than the extent h: the ghosts take
     the neighbour's cells [h, 2h) and [-2h, -h) of its block as it stands, its own ghosts
@@ -124,29 +196,8 @@ def _exchange_reading_ghosts(x, mesh, spec, widths, boundary):
     sizes = dict(mesh.shape)
     pspec = PartitionSpec(*spec)
 
-    def names_of(axis):
-        entry = spec[axis]
-        return (entry,) if isinstance(entry, str) else tuple(entry)
-
     def exchange(block):
-        for axis, (h, _) in enumerate(widths):
-            if h == 0:
-                continue
-            names = names_of(axis)
-            n = 1
-            for name in names:
-                n *= sizes[name]
-            periodic = boundary[axis] == "periodic"
-            to_next = [(j, (j + 1) % n) for j in range(n) if periodic or j + 1 < n]
-            to_prev = [((j + 1) % n, j) for j in range(n) if periodic or j + 1 < n]
-            low_source = lax.slice_in_dim(block, block.shape[axis] - 2 * h,
-                                          block.shape[axis] - h, axis=axis)
-            high_source = lax.slice_in_dim(block, h, 2 * h, axis=axis)
-            low = lax.ppermute(low_source, names, to_next)    # from the previous block
-            high = lax.ppermute(high_source, names, to_prev)  # from the next block
-            block = lax.dynamic_update_slice_in_dim(block, low, 0, axis)
-            block = lax.dynamic_update_slice_in_dim(block, high, block.shape[axis] - h, axis)
-        return block
+        return exchange_block(block, spec, sizes, widths, boundary)
 
     twin_x = compat.constrain(x, twin, pspec) if not compat.is_explicit(mesh) else \
         placement.retype(x, (twin, pspec), (mesh, pspec))

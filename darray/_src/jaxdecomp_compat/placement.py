@@ -56,7 +56,8 @@ def _concrete_for(abstract):
     return next(iter(found.values())) if len(found) == 1 else None
 
 
-def _padded(spec, ndim) -> tuple:
+def padded(spec, ndim) -> tuple:
+    """`spec` as a tuple of `ndim` entries (None-filled)."""
     spec = tuple(spec)[:ndim]
     return spec + (None,) * (ndim - len(spec))
 
@@ -74,18 +75,24 @@ def _innermost(a):
     return a
 
 
-def locate(a, fname: str, contract):
-    """(mesh, spec) of `a`, or (None, None) for an array on one device (computed locally).
+DEFERRED = object()  # locate's answer for a traced array planned at partition time
 
-    `contract(mesh)` is the spec jaxDecomp requires of this input; it stands in for the spec of
-    a traced value whose type does not carry one.
+
+def locate(a, fname: str, contract, backend: str = "jax"):
+    """(mesh, spec) of `a`; (None, None) for an array on one device (computed locally); or
+    (DEFERRED, None) for a traced array whose sharding is not known yet, which deferred.py
+    plans when XLA partitions the program (as jaxDecomp does).
+
+    `contract(mesh)` is the spec jaxDecomp requires of this input: for the cuDecomp backend,
+    which runs only on plans made at trace time, it stands in for the spec of a traced value
+    on Auto axes inside a mesh context.
     """
     a = _innermost(a)
     if not compat.is_tracer(a):
         sharding = getattr(a, "sharding", None)
         if isinstance(sharding, NamedSharding) and sharding.mesh.size > 1:
             _SEEN_MESHES[_key(sharding.mesh)] = sharding.mesh
-            return sharding.mesh, _padded(sharding.spec, a.ndim)
+            return sharding.mesh, padded(sharding.spec, a.ndim)
         return None, None
     aval_sharding = getattr(jax.typeof(a), "sharding", None)
     spec = tuple(getattr(aval_sharding, "spec", ()) or ())
@@ -96,19 +103,35 @@ def locate(a, fname: str, contract):
             raise ValueError(f"{fname}: the traced array is sharded {PartitionSpec(*spec)} on "
                              f"{aval_sharding.mesh}, but darray needs that mesh's devices: run "
                              f"inside `with jax.set_mesh(mesh):`")
-        return mesh, _padded(spec, a.ndim)
-    mesh = context_mesh()
-    if mesh is not None and mesh.size > 1:
-        return mesh, _padded(contract(mesh), a.ndim)
+        return mesh, padded(spec, a.ndim)
     if jax.device_count() == 1:
         return None, None
+    if backend != "cudecomp":
+        return DEFERRED, None
+    mesh = context_mesh()
+    if mesh is not None and mesh.size > 1:
+        return mesh, padded(contract(mesh), a.ndim)
     raise ValueError(
-        f"{fname}: under jax.jit (or another transformation) an array on Auto mesh axes does "
-        f"not say how it is sharded, and darray.jaxdecomp plans its communication at trace "
-        f"time (jaxDecomp waits for XLA's partitioner). Run the traced code inside "
-        f"`with jax.set_mesh(mesh):` (the array is then taken to be sharded as jaxDecomp "
-        f"requires, {contract.__doc__ or 'by the mesh axes in order'}), or use a mesh with "
-        f"Explicit axes")
+        f"{fname}: backend='cudecomp' plans at trace time, and under jax.jit (or another "
+        f"transformation) an array on Auto mesh axes does not say how it is sharded. Run the "
+        f"traced code inside `with jax.set_mesh(mesh):` (the array is then taken to be sharded "
+        f"as jaxDecomp requires, {contract.__doc__ or 'by the mesh axes in order'}), use a "
+        f"mesh with Explicit axes, or backend='jax' (planned when XLA partitions the program)")
+
+
+def effective_entries(mesh, spec) -> tuple:
+    """Each entry of `spec` as the tuple of its mesh axes of size > 1."""
+    sizes = dict(mesh.shape)
+    out = []
+    for entry in spec:
+        names = () if entry is None else ((entry,) if isinstance(entry, str) else tuple(entry))
+        out.append(tuple(n for n in names if sizes[n] > 1))
+    return tuple(out)
+
+
+def full_spec(layout: Layout) -> tuple:
+    """`layout`'s PartitionSpec as a tuple with one entry per axis."""
+    return padded(layout.spec, layout.ndim)
 
 
 def as_array(a, fname: str):

@@ -7,6 +7,8 @@ so that a program that constrains its arrays to these shardings runs unchanged o
 """
 from __future__ import annotations
 
+import contextlib
+
 from jax.lax import FftType
 from jax.sharding import NamedSharding, PartitionSpec
 
@@ -138,3 +140,15 @@ def natural_spec(mesh) -> tuple:
     on the first two array axes (a size-1 mesh axis may be left out)."""
     sizes = dict(mesh.shape)
     return tuple(n if n is not None and sizes[n] > 1 else None for n in mesh_axis_names(mesh))
+
+
+@contextlib.contextmanager
+def contiguity(value: bool):
+    """`config.transpose_axis_contiguous` set to `value` while the rules above are read: a
+    partition-time op (deferred.py) applies the value its call was traced with."""
+    old = config.transpose_axis_contiguous
+    config.transpose_axis_contiguous = value
+    try:
+        yield
+    finally:
+        config.transpose_axis_contiguous = old
