@@ -294,3 +294,16 @@ def requires_devices_during_lowering(primitive) -> None:
     jax has no public call for this; jax._src.dispatch keeps the set on jax 0.10 and 0.12."""
     from jax._src import dispatch
     dispatch.prim_requires_devices_during_lowering.add(primitive)
+
+
+def lowering_device_count(ctx) -> int | None:
+    """How many devices the program being lowered runs on (None when JAX does not say): the
+    device assignment of its sharding context (jax._src.sharding_impls on jax 0.10 and 0.12)."""
+    from jax._src import sharding_impls
+    context = ctx.module_context.axis_context
+    if isinstance(context, sharding_impls.ShardingContext):
+        devices = context.device_assignment
+        return None if devices is None else len(devices)
+    if isinstance(context, sharding_impls.SPMDAxisContext):
+        return context.mesh.size
+    return None

@@ -3,8 +3,8 @@
 Functions take and return plain sharded jax.Arrays with jaxDecomp 0.3.1's values, shapes and
 output shardings, so code written against jaxDecomp runs unchanged, including JaxPM with
 ``sys.modules["jaxdecomp"] = darray.jaxdecomp``. See docs/from_jaxdecomp.md for the
-differences (halo_exchange's gradient is the correct one; under jax.jit on Auto mesh axes a
-mesh context is needed).
+differences (halo_exchange's gradient is the correct one). Under jax.jit on Auto mesh axes,
+with no mesh in context, darray plans when XLA partitions the program, as jaxDecomp does.
 """
 from darray._src.jaxdecomp_compat.config import Decomposition as Decomposition
 from darray._src.jaxdecomp_compat.config import HaloCommBackend as HaloCommBackend
@@ -15,7 +15,10 @@ from darray._src.jaxdecomp_compat.config import (
 from darray._src.jaxdecomp_compat.config import TransposeType as TransposeType
 from darray._src.jaxdecomp_compat.config import config as config
 from darray._src.jaxdecomp_compat.config import finalize as finalize
+from darray._src.jaxdecomp_compat.config import get_autotuned_config as get_autotuned_config
+from darray._src.jaxdecomp_compat.config import get_pencil_info as get_pencil_info
 from darray._src.jaxdecomp_compat.config import init as init
+from darray._src.jaxdecomp_compat.config import make_config as make_config
 from darray._src.jaxdecomp_compat.fft import fftfreq3d as fftfreq3d
 from darray._src.jaxdecomp_compat.fft import pfft3d as pfft3d
 from darray._src.jaxdecomp_compat.fft import pifft3d as pifft3d
@@ -25,6 +28,9 @@ from darray._src.jaxdecomp_compat.specs import (
     get_fft_output_sharding as get_fft_output_sharding,
 )
 from darray._src.jaxdecomp_compat.specs import get_output_specs as get_output_specs
+from darray._src.jaxdecomp_compat.specs import (
+    validate_spec_matches_mesh as validate_spec_matches_mesh,
+)
 from darray._src.jaxdecomp_compat.transpose import transposeXtoY as transposeXtoY
 from darray._src.jaxdecomp_compat.transpose import transposeXtoZ as transposeXtoZ
 from darray._src.jaxdecomp_compat.transpose import transposeYtoX as transposeYtoX
@@ -32,6 +38,9 @@ from darray._src.jaxdecomp_compat.transpose import transposeYtoZ as transposeYto
 from darray._src.jaxdecomp_compat.transpose import transposeZtoX as transposeZtoX
 from darray._src.jaxdecomp_compat.transpose import transposeZtoY as transposeZtoY
 from darray.jaxdecomp import fft as fft
+from darray.jaxdecomp import halo as halo
+from darray.jaxdecomp import transpose as transpose
+from darray.jaxdecomp import typing as typing
 
 NO_DECOMP = Decomposition.NO_DECOMP
 SLAB_XY = Decomposition.SLAB_XY

@@ -290,13 +290,6 @@ def test_under_jit_with_a_mesh_context(mesh_shape, spec, all_to_alls):
     assert hlo.count("all-to-all(") == all_to_alls, hlo.count("all-to-all(")
 
 
-def test_under_jit_without_mesh_says_what_to_do():
-    mesh = mesh_of((2, 4))
-    xs = jax.device_put(field(), NamedSharding(mesh, P("x", "y")))
-    with pytest.raises(ValueError, match="jax.set_mesh"):
-        jax.jit(jd.pfft3d)(xs)
-
-
 def test_output_specs_both_signatures_and_config():
     mesh = mesh_of((8, 1))
     assert jd.get_output_specs(FftType.FFT, jd.SLAB_XY, P("x", None)) == (None, "x", None)

@@ -98,3 +98,20 @@ def init():
 
 def finalize():
     """jaxDecomp releases cuDecomp here; darray needs nothing (kept for compatibility)."""
+
+
+def _cudecomp_handle(name: str):
+    def refuse(*args, **kwargs):
+        raise NotImplementedError(
+            f"{name}: jaxDecomp's handle on cuDecomp's grid descriptors; darray plans its "
+            f"decompositions itself (darray.fft.fft_plan shows a plan) and selects cuDecomp "
+            f"with backend='cudecomp' (docs/native.md), so it has no such handle")
+    refuse.__name__ = name
+    refuse.__doc__ = (f"jaxDecomp's `{name}` (a cuDecomp grid-descriptor call): not available "
+                      f"on darray; raises NotImplementedError saying what to use instead.")
+    return refuse
+
+
+make_config = _cudecomp_handle("make_config")
+get_pencil_info = _cudecomp_handle("get_pencil_info")
+get_autotuned_config = _cudecomp_handle("get_autotuned_config")

@@ -168,6 +168,10 @@ def _spec_of(sharding, ndim) -> tuple:
 
 # -- the primitive ---------------------------------------------------------------------------
 def _abstract_eval(x, *, op):
+    if isinstance(op, Transposed):
+        batch = len(x.shape) - 3
+        return jax.core.ShapedArray(tuple(x.shape[:batch]) + tuple(op.in_shape3),
+                                    np.dtype(op.in_dtype))
     out = jax.eval_shape(op.local, jax.ShapeDtypeStruct(x.shape, x.dtype))
     return jax.core.ShapedArray(out.shape, out.dtype)
 
@@ -231,9 +235,26 @@ darray_jaxdecomp_p.def_abstract_eval(_abstract_eval)
 darray_jaxdecomp_p.def_impl(_impl)
 ad.deflinear2(darray_jaxdecomp_p, _transpose_rule)
 batching.primitive_batchers[darray_jaxdecomp_p] = _batch_rule
-mlir.register_lowering(
-    darray_jaxdecomp_p,
-    mlir.lower_fun(lambda x, *, op: _partitioned(x, op), multiple_results=False))
+_lower_partitioned = mlir.lower_fun(lambda x, *, op: _partitioned(x, op),
+                                    multiple_results=False)
+
+
+def _lowering(ctx, x, *, op):
+    base = op.op if isinstance(op, Transposed) else op
+    if getattr(base, "layout_dependent", False) and jax.device_count() > 1 \
+            and compat.lowering_device_count(ctx) == 1:
+        # A halo exchange is defined by where the blocks end; a program compiled for one
+        # device has none, and running it there would be silently wrong.
+        raise ValueError(
+            f"darray.jaxdecomp: {base.name} in a program compiled for one device of "
+            f"{jax.device_count()}: it has no block edges to exchange across. This happens when "
+            f"no input of the jitted function lives on the mesh, e.g. the gradient of a "
+            f"halo_exchange against a constant cotangent once JAX has pruned the unused "
+            f"inputs: pass that constant as an argument placed on the mesh (jax.device_put)")
+    return _lower_partitioned(ctx, x, op=op)
+
+
+mlir.register_lowering(darray_jaxdecomp_p, _lowering)
 
 
 def moves(mesh, shape, have_spec, want_spec):

@@ -165,15 +165,20 @@ class DeferredHalo:
     """A halo_exchange call as a partition-time op (deferred.py)."""
     extents: tuple
     periods: tuple
+    name = "halo_exchange"
+    layout_dependent = True  # the exchange is defined by where the blocks end
 
     def local(self, x):
         """One device: no neighbour, nothing exchanged (jaxDecomp's NO_DECOMP)."""
         return x
 
     def partition(self, mesh, shape, spec):
+        # The exchange depends on where the block edges are, so it always runs on jaxDecomp's
+        # required layout (the mesh axes in order; XLA moves an input sharded otherwise), and
+        # its transpose (deferred.Transposed, which sees only the cotangent) finds the same.
+        # A batch axis keeps its sharding.
         batch = len(shape) - 3
-        if not any(placement.effective_entries(mesh, spec[batch:])):  # distribute it
-            spec = placement.padded(_contract(batch)(mesh), len(shape))
+        spec = tuple(spec[:batch]) + placement.padded(_contract(0)(mesh), 3)
         widths, boundary, _ = _widths(mesh, shape, spec, self.extents, self.periods)
         sizes = dict(mesh.shape)
 

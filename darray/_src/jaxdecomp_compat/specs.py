@@ -8,6 +8,7 @@ so that a program that constrains its arrays to these shardings runs unchanged o
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 
 from jax.lax import FftType
 from jax.sharding import NamedSharding, PartitionSpec
@@ -152,3 +153,36 @@ def contiguity(value: bool):
         yield
     finally:
         config.transpose_axis_contiguous = old
+
+
+def validate_spec_matches_mesh(spec, mesh) -> None:
+    """Raise ValueError unless `spec` shards the first array axes by the mesh's axes in mesh
+    order (jaxDecomp 0.3's check of a forward-transform input). Position by position, an entry
+    must name the mesh axis at that position; None is accepted only for a mesh axis of size 1
+    or a position past the mesh's axes."""
+    entries = tuple(spec) + (None,) * max(0, 3 - len(tuple(spec)))
+    names = tuple(mesh.axis_names)
+    sizes = dict(mesh.shape)
+    for i, entry in enumerate(entries[:3]):
+        expected = names[i] if i < len(names) else None
+        if entry is not None and entry != expected:
+            raise ValueError(
+                f"validate_spec_matches_mesh: spec {entries} does not follow the mesh's axes "
+                f"{names}. At position {i}: spec has {entry!r} but mesh expects "
+                f"{expected if expected is not None else 'nothing (trailing)'!r}; shard the "
+                f"array by the mesh axes in their order")
+        if entry is None and expected is not None and sizes[expected] > 1:
+            raise ValueError(
+                f"validate_spec_matches_mesh: spec {entries} does not follow the mesh's axes "
+                f"{names}. At position {i}: spec has None but mesh axis {expected!r} has size "
+                f"{sizes[expected]} (> 1): an unsharded array axis cannot stand for a "
+                f"distributed mesh axis")
+
+
+# jaxDecomp's `typing` aliases (darray.jaxdecomp.typing re-exports them)
+GdimsType = tuple[int, int, int]
+TransposablePdimsType = tuple[int, int, int]
+PdimsType = tuple[int, int]
+HaloExtentType = tuple[int, int]
+Periodicity = tuple[bool, bool]
+HLOResult = Sequence[type]
