@@ -1,58 +1,22 @@
 """darray: distributed n-d arrays for JAX, an Array API namespace with distributed FFT and halos.
 
-This module only re-exports; the implementation lives in darray._src.
+This module only re-exports; the implementation lives in darray._src. Each section below is its
+own import block (``# isort: split``), so sorting keeps every name under its section's banner.
 """
-# -- core types ---------------------------------------------------------------------------
-# -- creation -----------------------------------------------------------------------------
-from darray._src.api.creation import arange as arange
-from darray._src.api.creation import asarray as asarray
-from darray._src.api.creation import empty as empty
-from darray._src.api.creation import empty_like as empty_like
-from darray._src.api.creation import eye as eye
-from darray._src.api.creation import full as full
-from darray._src.api.creation import full_like as full_like
-from darray._src.api.creation import linspace as linspace
-from darray._src.api.creation import ones as ones
-from darray._src.api.creation import ones_like as ones_like
-from darray._src.api.creation import zeros as zeros
-from darray._src.api.creation import zeros_like as zeros_like
+# -- version and core types ----------------------------------------------------------------
 from darray._src.array import DistArray as DistArray
 from darray._src.errors import LayoutError as LayoutError
 from darray._src.layout import Layout as Layout
 from darray._src.placement import default_mesh as default_mesh
-from darray._src.transforms import grad as grad
-from darray._src.transforms import value_and_grad as value_and_grad
-from darray._src.transforms import vmap as vmap
+from darray._version import __version__ as __version__
 
+# isort: split
 # -- Array API namespace, part A: constants, dtypes, data type functions, info ----------
-__array_api_version__ = "2025.12"
 from math import e as e
 from math import inf as inf
 from math import nan as nan
 from math import pi as pi
 
-from darray._src.api.info import __array_namespace_info__ as __array_namespace_info__
-
-newaxis = None
-from darray import distributed as distributed
-
-# -- fft extension (darray.fft) -----------------------------------------------------------
-from darray import fft as fft
-from darray import linalg as linalg
-from darray import particles as particles
-from darray import random as random
-from darray._src.api.binning import bincount as bincount
-from darray._src.api.binning import histogram as histogram
-
-# -- beyond one process: creation without a host array, random fields, checkpoints -------
-from darray._src.api.blockwise import from_callback as from_callback
-from darray._src.api.blockwise import fromfunction as fromfunction
-from darray._src.api.creation_extra import diag as diag
-from darray._src.api.creation_extra import from_dlpack as from_dlpack
-from darray._src.api.creation_extra import logspace as logspace
-from darray._src.api.creation_extra import meshgrid as meshgrid
-from darray._src.api.creation_extra import tril as tril
-from darray._src.api.creation_extra import triu as triu
 from darray._src.api.data_types import astype as astype
 from darray._src.api.data_types import can_cast as can_cast
 from darray._src.api.data_types import finfo as finfo
@@ -73,7 +37,34 @@ from darray._src.api.dtypes import uint8 as uint8
 from darray._src.api.dtypes import uint16 as uint16
 from darray._src.api.dtypes import uint32 as uint32
 from darray._src.api.dtypes import uint64 as uint64
+from darray._src.api.info import __array_namespace_info__ as __array_namespace_info__
 
+__array_api_version__ = "2025.12"
+newaxis = None
+
+# -- creation (the standard's, then numpy's names and creation without a host array) -------
+from darray._src.api.blockwise import from_callback as from_callback
+from darray._src.api.blockwise import fromfunction as fromfunction
+from darray._src.api.creation import arange as arange
+from darray._src.api.creation import asarray as asarray
+from darray._src.api.creation import empty as empty
+from darray._src.api.creation import empty_like as empty_like
+from darray._src.api.creation import eye as eye
+from darray._src.api.creation import full as full
+from darray._src.api.creation import full_like as full_like
+from darray._src.api.creation import linspace as linspace
+from darray._src.api.creation import ones as ones
+from darray._src.api.creation import ones_like as ones_like
+from darray._src.api.creation import zeros as zeros
+from darray._src.api.creation import zeros_like as zeros_like
+from darray._src.api.creation_extra import diag as diag
+from darray._src.api.creation_extra import from_dlpack as from_dlpack
+from darray._src.api.creation_extra import logspace as logspace
+from darray._src.api.creation_extra import meshgrid as meshgrid
+from darray._src.api.creation_extra import tril as tril
+from darray._src.api.creation_extra import triu as triu
+
+# isort: split
 # -- elementwise (one table: darray._src.api.elementwise.TABLE) ---------------------------
 from darray._src.api.elementwise import abs as abs
 from darray._src.api.elementwise import acos as acos
@@ -142,6 +133,10 @@ from darray._src.api.elementwise import subtract as subtract
 from darray._src.api.elementwise import tan as tan
 from darray._src.api.elementwise import tanh as tanh
 from darray._src.api.elementwise import trunc as trunc
+
+# isort: split
+# -- Array API namespace, part B: manipulation, indexing, searching, sorting, sets,
+# -- statistical, utility, linear algebra ---------------------------------------------------
 from darray._src.api.indexing import dynamic_slice as dynamic_slice
 from darray._src.api.indexing import take as take
 from darray._src.api.indexing import take_along_axis as take_along_axis
@@ -149,8 +144,6 @@ from darray._src.api.linalg import matmul as matmul
 from darray._src.api.linalg import matrix_transpose as matrix_transpose
 from darray._src.api.linalg import tensordot as tensordot
 from darray._src.api.linalg import vecdot as vecdot
-
-# -- Array API namespace, part B: manipulation, indexing, sorting, sets, linear algebra --
 from darray._src.api.manipulation import broadcast_arrays as broadcast_arrays
 from darray._src.api.manipulation import broadcast_shapes as broadcast_shapes
 from darray._src.api.manipulation import broadcast_to as broadcast_to
@@ -166,6 +159,37 @@ from darray._src.api.manipulation import squeeze as squeeze
 from darray._src.api.manipulation import stack as stack
 from darray._src.api.manipulation import tile as tile
 from darray._src.api.manipulation import unstack as unstack
+from darray._src.api.searching import argmax as argmax
+from darray._src.api.searching import argmin as argmin
+from darray._src.api.searching import nonzero as nonzero
+from darray._src.api.searching import searchsorted as searchsorted
+from darray._src.api.searching import where as where
+from darray._src.api.set_functions import isin as isin
+from darray._src.api.set_functions import unique_all as unique_all
+from darray._src.api.set_functions import unique_counts as unique_counts
+from darray._src.api.set_functions import unique_inverse as unique_inverse
+from darray._src.api.set_functions import unique_values as unique_values
+from darray._src.api.sorting import argsort as argsort
+from darray._src.api.sorting import sort as sort
+from darray._src.api.statistical import count_nonzero as count_nonzero
+from darray._src.api.statistical import cumulative_prod as cumulative_prod
+from darray._src.api.statistical import cumulative_sum as cumulative_sum
+from darray._src.api.statistical import max as max
+from darray._src.api.statistical import mean as mean
+from darray._src.api.statistical import min as min
+from darray._src.api.statistical import prod as prod
+from darray._src.api.statistical import std as std
+from darray._src.api.statistical import sum as sum
+from darray._src.api.statistical import var as var
+from darray._src.api.utility import all as all
+from darray._src.api.utility import any as any
+from darray._src.api.utility import diff as diff
+
+# isort: split
+# -- numpy's names beyond the standard: nan-reductions, cumulative, quantiles, numerical
+# -- tools, stencils, binning ---------------------------------------------------------------
+from darray._src.api.binning import bincount as bincount
+from darray._src.api.binning import histogram as histogram
 from darray._src.api.numerical import einsum as einsum
 from darray._src.api.numerical import interp as interp
 from darray._src.api.numpy_reductions import cross as cross
@@ -183,56 +207,43 @@ from darray._src.api.numpy_reductions import nanvar as nanvar
 from darray._src.api.quantiles import median as median
 from darray._src.api.quantiles import percentile as percentile
 from darray._src.api.quantiles import quantile as quantile
-from darray._src.api.searching import argmax as argmax
-from darray._src.api.searching import argmin as argmin
-from darray._src.api.searching import nonzero as nonzero
-from darray._src.api.searching import searchsorted as searchsorted
-from darray._src.api.searching import where as where
-from darray._src.api.set_functions import isin as isin
-from darray._src.api.set_functions import unique_all as unique_all
-from darray._src.api.set_functions import unique_counts as unique_counts
-from darray._src.api.set_functions import unique_inverse as unique_inverse
-from darray._src.api.set_functions import unique_values as unique_values
-from darray._src.api.sorting import argsort as argsort
-from darray._src.api.sorting import sort as sort
-from darray._src.api.statistical import count_nonzero as count_nonzero
-
-# -- statistical, utility, searching, creation from arrays --------------------------------
-from darray._src.api.statistical import cumulative_prod as cumulative_prod
-from darray._src.api.statistical import cumulative_sum as cumulative_sum
-from darray._src.api.statistical import max as max
-from darray._src.api.statistical import mean as mean
-from darray._src.api.statistical import min as min
-from darray._src.api.statistical import prod as prod
-from darray._src.api.statistical import std as std
-from darray._src.api.statistical import sum as sum
-from darray._src.api.statistical import var as var
 from darray._src.api.stencils import gradient as gradient
 from darray._src.api.stencils import pad as pad
-from darray._src.api.utility import all as all
-from darray._src.api.utility import any as any
-from darray._src.api.utility import diff as diff
-from darray._src.autotune import autotune as autotune
 
-# -- halo and blocks (ghost cells, per-device functions) ----------------------------------
+# isort: split
+# -- submodules: the fft and linalg extensions, random fields, particles, multi-process -----
+from darray import distributed as distributed
+from darray import fft as fft
+from darray import linalg as linalg
+from darray import particles as particles
+from darray import random as random
+
+# isort: split
+# -- transforms, halo and blocks (ghost cells, per-device functions) -----------------------
 from darray._src.blocks import BlockInfo as BlockInfo
 from darray._src.blocks import map_blocks as map_blocks
-from darray._src.config import config_context as config_context
-from darray._src.config import get_config as get_config
-from darray._src.config import set_config as set_config
 from darray._src.halo.api import halo as halo
 from darray._src.halo.api import halo_reduce as halo_reduce
 from darray._src.halo.api import unhalo as unhalo
+from darray._src.transforms import grad as grad
+from darray._src.transforms import value_and_grad as value_and_grad
+from darray._src.transforms import vmap as vmap
+
+# isort: split
+# -- configuration, checkpoints, tuning, the native part -----------------------------------
+from darray._src.autotune import autotune as autotune
+from darray._src.config import config_context as config_context
+from darray._src.config import get_config as get_config
+from darray._src.config import set_config as set_config
 from darray._src.io import load as load
 from darray._src.io import save as save
+from darray._src.native import build_info as build_info
 
+# isort: split
 # -- DistArray's operators and methods ----------------------------------------------------
 # Attached once, here, from the namespace above (as jax.numpy attaches jax.Array's): the type
 # in darray._src.array knows nothing of the namespace; darray._src.methods holds the tables.
 from darray._src.methods import register as _register_methods
-
-# -- native part --------------------------------------------------------------------------
-from darray._src.native import build_info as build_info
 
 _register_methods(DistArray, __import__("sys").modules[__name__])
 del _register_methods

@@ -14,7 +14,7 @@ renders both tables as stub-only modules (`.pyi` files with no `.py` beside them
 
 `tests/unit/test_typing_stubs.py` renders both again and fails when the committed files differ,
 so a table entry cannot be added without its stub. Run ``python tools/gen_typing_stubs.py`` to
-rewrite them after changing a table.
+rewrite them after changing a table; ``--check`` only reports (exit status 1) what is stale.
 """
 from __future__ import annotations
 
@@ -153,14 +153,31 @@ TARGETS = {
 }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite the stubs that differ from their tables; with ``--check``, write nothing and
+    return 1 when any differs (the pre-commit hook and CI use that form)."""
+    args = sys.argv[1:] if argv is None else argv
+    unknown = [a for a in args if a != "--check"]
+    if unknown:
+        print(f"usage: python tools/gen_typing_stubs.py [--check] (got {unknown})",
+              file=sys.stderr)
+        return 2
+    check = "--check" in args
     sys.path.insert(0, str(ROOT))
+    stale = []
     for relative, render in TARGETS.items():
         path = ROOT / relative
         text = render()
         if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-            print(f"wrote {relative}")
+            stale.append(relative)
+            if not check:
+                path.write_text(text)
+                print(f"wrote {relative}")
+    if check and stale:
+        for relative in stale:
+            print(f"{relative} is out of date with its table: run "
+                  f"`python tools/gen_typing_stubs.py`", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -104,10 +104,6 @@ def _infer_layout(ref: Layout, block_shape, index: int) -> Layout:
     return ref.without_halo().with_halo(halo)
 
 
-def _spec_of(arg):
-    return arg.layout.spec if isinstance(arg, DistArray) else PartitionSpec()
-
-
 @program_cache(MEDIUM)
 def _mapped(f, kinds, out_layouts, block_info: bool, ref: Layout):
     layouts = [k for k in kinds if isinstance(k, Layout)]

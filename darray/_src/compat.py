@@ -1,4 +1,8 @@
-"""Every JAX-version seam lives here, so the rest of darray reads as if there were one JAX.
+"""The JAX-version seams live here, so the rest of darray reads as if there were one JAX.
+
+Two stay where they are used, and say so there (docs/design.md, principle 6): the jaxDecomp
+layer reads the context mesh from ``jax._src.mesh`` (jaxdecomp_compat/placement.py), and the
+NCCL backend checks for jaxlib >= 0.11.2 (backends/nccl.py).
 
 Supported: jax 0.10.x (Python 3.11) and the newest jax (0.12 on Python 3.12).
 """

@@ -33,14 +33,6 @@ def _nonzero_finite(v):
     return jnp.isfinite(v) & (v != 0)
 
 
-def _is_pos_zero(v):
-    return (v == 0) & ~jnp.signbit(v)
-
-
-def _is_neg_zero(v):
-    return (v == 0) & jnp.signbit(v)
-
-
 def _cis_scaled(r, b):
     """r * cis(b) = r cos(b) + r sin(b) j, for r = 0 or infinity (0 * finite stays 0)."""
     return r * jnp.cos(b), r * jnp.sin(b)

@@ -95,7 +95,3 @@ def as_dtype(dtype, argname: str = "dtype") -> np.dtype:
         names = ", ".join(str(d) for d in ALL)
         raise TypeError(f"{argname}={dtype!r} is not a darray dtype; use one of darray.{{{names}}}")
     return dt
-
-
-def in_category(dtype, category: str) -> builtins.bool:
-    return np.dtype(dtype) in CATEGORIES[category]

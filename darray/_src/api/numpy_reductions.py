@@ -78,8 +78,9 @@ def _floating(x) -> bool:
 
 def _no_out(out, fname):
     if out is not None:
-        raise TypeError(f"{fname}(out=...) is not supported: DistArrays are immutable (got "
-                        f"out={out!r}); use the returned array")
+        raise TypeError(f"{fname}(out=...) is not supported: darray has no output buffers (got "
+                        f"out={out!r}); use the returned array, or write it into an existing "
+                        f"one with out[...] = result")
 
 
 def nansum(x, /, *, axis=None, dtype=None, keepdims=False, out=None) -> DistArray:

@@ -248,12 +248,6 @@ def grid(shape, grid_spec: Grid, dtype, halo=(0, 0, 0), periodic=(False,) * 3) -
     return entry
 
 
-def pencil_info(entry: dict, axis: int, halo=(0, 0, 0)) -> dict:
-    """cuDecomp's pencil `axis` (0 X, 1 Y, 2 Z) for a grid entry, in cuDecomp's order."""
-    return native.require().cudecomp_pencil_info(entry["handle"], entry["grid"], axis,
-                                                 tuple(halo))
-
-
 # -- the FFT executor ------------------------------------------------------------------------
 def _transpose(block, op: int, entry: dict, out_shape):
     work = entry["transpose_work"]

@@ -1,11 +1,22 @@
-"""darray.fft transforms: the Array API fft extension on distributed arrays.
+"""darray.fft transforms: the Array API fft extension on distributed arrays, and `run_r2r`.
 
-Every transform builds a pure-data `Plan` (darray._src.fft.plan) from the input Layout and runs it
-inside one shard_map on the selected backend (darray._src.backends). Transforms along split axes
-move data with all-to-all transposes, never with an all-gather. The output Layout records where
-the data went: k-space may be split on other axes than the input (e.g. a slab split on axis 0
-comes back split on axis 1), while the logical shape and axis order are numpy's. The inverse
-transforms retrace the forward path, so ``ifftn(fftn(x))`` is back in ``x``'s layout.
+Three routes, never an all-gather:
+
+* A transform that can move each split to another axis builds a pure-data `Plan`
+  (darray._src.fft.planner, darray._src.fft.plan) from the input Layout and runs it inside one
+  jitted shard_map (`_compiled`) on the selected FFT backend (darray._src.backends); a native
+  backend that cannot run the plan leaves it to the JAX executor. `run_r2r` (the DCTs and DSTs
+  of darray._src.fft.r2r) takes this route too.
+* Padded transforms (``padding=``, darray._src.fft.padding) run the same kind of plan with
+  per-axis kernels that pad or truncate, always on the JAX executor (as do the mixed transforms
+  of darray._src.fft.mixed, through `_compiled`).
+* When every axis is split there is nowhere to move a split: the transform stays on its split
+  axis (darray._src.fft.split_axis: the four-step FFT, Bluestein's for other lengths).
+
+The output Layout records where the data went: k-space may be split on other axes than the
+input (e.g. a slab split on axis 0 comes back split on axis 1), while the logical shape and
+axis order are numpy's. The inverse transforms retrace the forward path, so ``ifftn(fftn(x))``
+is back in ``x``'s layout.
 
 Inputs and outputs are pinned to their layouts' shardings, so jit, grad, jvp, vjp, jacfwd, jacrev
 and vmap keep the distribution without user annotations.

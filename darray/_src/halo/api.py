@@ -41,9 +41,6 @@ def register_halo_backend(name: str, fill: Callable) -> None:
     _HALO_BACKENDS.register(name, fill)
 
 
-_backend = _HALO_BACKENDS.get
-
-
 def _check_fill_value(fill_value, dtype):
     if isinstance(fill_value, DistArray) or np.ndim(fill_value) != 0:
         raise TypeError(f"fill_value={fill_value!r} must be a scalar (Python number or 0-d "

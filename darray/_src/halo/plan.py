@@ -1,6 +1,7 @@
 """Which cell fills each ghost cell: the static plan of a halo exchange along one axis.
 
-Pure Python and numpy, no devices: unit-testable, cached, and shared by every backend.
+Pure Python and numpy, no devices: unit-testable, cached, and shared by the JAX and NCCL halo
+backends (cuDecomp's halo update computes its own exchange).
 
 Physical block along an axis with ghosts ``(lo, hi)``, for a block owning ``e`` cells of the
 ``chunk`` it could hold (``e < chunk`` only for the last non-empty block of an uneven split)::

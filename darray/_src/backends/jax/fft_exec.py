@@ -33,6 +33,7 @@ from darray._src.backends.jax.transpose import (
     merge_move,
     scatter_move,
 )
+from darray._src.fft import r2r_local, r2r_local_2d  # foundation: jax and numpy only
 from darray._src.fft.plan import LocalFFT, Merge, Plan, Stage, Transpose
 
 
@@ -141,7 +142,6 @@ def apply_r2r(block, axis: int, kernel):
     callable ``kernel(block, axis)`` (test stand-ins, user extensions)."""
     if callable(kernel):
         return kernel(block, axis)
-    from darray._src.fft import r2r_local  # the r2r module imports the fft api: import late
     return r2r_local.apply_kernel(block, axis, kernel)
 
 
@@ -149,7 +149,6 @@ def apply_r2r_stage(block, axes, kernels):
     """Every kernel along its local axis of `block`. A type-2/3 pair on the block's last two
     axes runs as one 2-D transform (r2r_local_2d: one 2-D real FFT instead of two 1-D ones
     and the transposing copy between them), the rest one axis at a time by `apply_r2r`."""
-    from darray._src.fft import r2r_local_2d  # the r2r module imports the fft api: import late
     return r2r_local_2d.apply_kernels(block, axes, list(kernels), apply_one=apply_r2r)
 
 
