@@ -35,6 +35,7 @@ from darray._src.api.info import __array_namespace_info__ as __array_namespace_i
 
 newaxis = None
 from darray import distributed as distributed
+from darray import errors as errors
 
 # -- fft extension (darray.fft) -----------------------------------------------------------
 from darray import fft as fft
