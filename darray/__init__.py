@@ -213,6 +213,7 @@ from darray._src.api.stencils import pad as pad
 # isort: split
 # -- submodules: the fft and linalg extensions, random fields, particles, multi-process -----
 from darray import distributed as distributed
+from darray import errors as errors
 from darray import fft as fft
 from darray import linalg as linalg
 from darray import particles as particles

@@ -10,6 +10,7 @@ The example figures are committed under _static/examples/, so the build never ru
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import pathlib
@@ -63,11 +64,12 @@ PUBLIC_MODULES = {
     "darray.linalg": "The Array API linear algebra extension.",
     "darray.random": "Random fields that are the same on any mesh and process count.",
     "darray.distributed": "Multi-process runs: start-up under any launcher, failure handling.",
+    "darray.errors": "Every exception darray raises on purpose (each also a builtin one).",
     "darray.jaxdecomp": "jaxDecomp 0.3's public array API on darray (see Coming from jaxDecomp).",
     "darray.jaxdecomp.fft": "jaxDecomp's fft submodule: pfft3d, pifft3d, prfft3d, pirfft3d.",
     "darray.particles": "Particle-mesh painting, interpolation and mass-assignment windows.",
 }
-SUBMODULES = {"fft", "linalg", "random", "distributed", "particles"}
+SUBMODULES = {"fft", "linalg", "random", "distributed", "errors", "particles"}
 
 
 def public_names(module):
@@ -96,8 +98,17 @@ def write_api_pages():
     # api/_generated/ (autosummary writes those).
     out = HERE / "api"
     (out / "_generated").mkdir(parents=True, exist_ok=True)
+    errors = set(importlib.import_module("darray.errors").__all__)
     for module, blurb in PUBLIC_MODULES.items():
         callables, constants = public_names(module)
+        if module != "darray.errors":
+            # an exception re-exported here too (darray.LayoutError) is documented once, in
+            # darray.errors (Sphinx refuses two descriptions of one class)
+            shared = [name for name in callables if name in errors]
+            callables = [name for name in callables if name not in errors]
+            if shared:
+                blurb += (" Its exceptions " + ", ".join(f"``{n}``" for n in shared)
+                          + " are described in :doc:`darray.errors`.")
         lines = [module, "=" * len(module), "", blurb, "",
                  f".. currentmodule:: {module}", "",
                  ".. autosummary::", "   :toctree: _generated", "   :nosignatures:", ""]

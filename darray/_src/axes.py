@@ -3,12 +3,8 @@ from __future__ import annotations
 
 import operator
 
-from darray._src.errors import LayoutError
-
-
-class AxisError(LayoutError, IndexError):
-    """An axis out of range: a LayoutError (a ValueError, darray's rule for axes) and an
-    IndexError (what the Array API asks of e.g. expand_dims), as numpy's AxisError is."""
+from darray._src.errors import AxisError as AxisError
+from darray._src.errors import LayoutError as LayoutError
 
 
 def normalize_axis(axis, ndim: int, argname: str = "axis", *, context: str = "") -> int:

@@ -156,8 +156,19 @@ def _initial() -> dict[str, Any]:
     return values
 
 
+# The process-wide values: the environment's, then whatever `set_config` stored.
 _VALUES = _initial()
 _lock = threading.Lock()  # one writer at a time keeps _VALUES and the published key in step
+
+
+class _Local(threading.local):
+    """This thread's `config_context` overrides (innermost block last wins), and the program
+    key they give; a new thread starts with none, as JAX's own config contexts do."""
+    overrides: dict[str, Any] = {}
+    traced: tuple[tuple[str, Any], ...] = ()  # the traced options among `overrides`
+
+
+_LOCAL = _Local()
 
 
 def _traced_values() -> tuple[tuple[str, Any], ...]:
@@ -166,8 +177,12 @@ def _traced_values() -> tuple[tuple[str, Any], ...]:
 
 # The traced options' values, as JAX sees them: a user context is part of the key of every
 # jax.jit cache (tracing, lowering, compilation), so a jitted function traced under other
-# values is traced again. Created once, at import (JAX: creating one is not thread-safe).
+# values is traced again. Two of them: the process-wide values (set_global by set_config, seen
+# by every thread) and this thread's config_context overrides (entered as JAX's thread-local
+# context), so a change of either retraces. Created once, at import (JAX: creating one is not
+# thread-safe).
 _JIT_CONTEXT = jax.make_user_context(_traced_values())
+_JIT_OVERRIDES = jax.make_user_context(())
 _KEY = [_traced_values()]
 
 
@@ -181,16 +196,23 @@ def _store(values: dict[str, Any]) -> None:
 
 
 def program_key() -> tuple[tuple[str, Any], ...]:
-    """The values of the options read while tracing, ``((name, value), ...)``: part of the key
-    of every program darray caches, as they are of every jax.jit cache (see the module doc)."""
-    return _KEY[0]
+    """The values of the options read while tracing, ``((name, value), ...)``, as this thread
+    sees them: part of the key of every program darray caches, as they are of every jax.jit
+    cache (see the module doc)."""
+    traced = _LOCAL.traced
+    if not traced:
+        return _KEY[0]
+    over = dict(traced)
+    return tuple((name, over.get(name, value)) for name, value in _KEY[0])
 
 
 def get_config(name: str):
-    """The current value of option `name` (see `darray._src.config.OPTIONS`)."""
+    """The current value of option `name` (see `darray._src.config.OPTIONS`): this thread's
+    innermost `config_context` value, else the process-wide one."""
     if name not in OPTIONS:
         _validated(name, None)
-    return _VALUES[name]
+    overrides = _LOCAL.overrides
+    return overrides[name] if name in overrides else _VALUES[name]
 
 
 class _Unset:
@@ -230,12 +252,18 @@ def config_context(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                    fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                    cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
                    small_array_cells: int = _UNSET, **unknown: Never):
-    """Set options inside a ``with`` block and restore the previous values on exit (for the
-    whole process, as `set_config` does)."""
+    """Set options inside a ``with`` block, for this thread only, and restore them on exit.
+
+    Other threads keep their own values (as with JAX's config contexts); `set_config` changes
+    the process-wide values that every thread sees outside its own blocks."""
     checked = _given(locals(), unknown)
-    saved = {name: _VALUES[name] for name in checked}
-    _store(checked)
+    saved = (_LOCAL.overrides, _LOCAL.traced)
+    overrides = {**saved[0], **checked}
+    traced = tuple((name, overrides[name]) for name, opt in OPTIONS.items()
+                   if opt.traced and name in overrides)
+    _LOCAL.overrides, _LOCAL.traced = overrides, traced
     try:
-        yield
+        with _JIT_OVERRIDES(traced):
+            yield
     finally:
-        _store(saved)
+        _LOCAL.overrides, _LOCAL.traced = saved

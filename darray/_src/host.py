@@ -15,11 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from darray._src import compat
+from darray._src.errors import NonLocalDataError as NonLocalDataError
 from darray._src.layout import Layout
-
-
-class NonLocalDataError(RuntimeError):
-    """A host read of one process needs blocks that only other processes hold."""
 
 
 def spans_other_processes(data) -> bool:

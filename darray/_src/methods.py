@@ -24,10 +24,9 @@ import operator
 import jax
 import numpy as np
 
-from darray._src import physical
 from darray._src.api import reinterpret, versions
 from darray._src.api.at import AtIndexer
-from darray._src.api.creation import asarray, zeros_like
+from darray._src.api.creation import asarray, redistribute, zeros_like
 from darray._src.api.elementwise import check_inplace
 from darray._src.api.indexing import getitem, setitem
 from darray._src.array import DistArray
@@ -379,9 +378,8 @@ def _to_device(self, device, /, *, stream=None):
     NamedSharding (its mesh and spec). A Mesh keeps the split where the target has the
     mesh axes it uses (same sizes); otherwise the default split for the target is used.
 
-    Layout: as requested. On the same devices, one compiled resharding; onto other devices,
-    the blocks are padded for the target layout and moved by `jax.device_put` (each target
-    device receives its block only).
+    Layout: as requested, moved block-wise by `darray._src.api.creation.redistribute` (the
+    one way darray moves data: no device ever holds the whole array).
     """
     if stream is not None:
         raise ValueError(f"to_device(stream={stream!r}): darray has no streams; pass None")
@@ -399,12 +397,7 @@ def _to_device(self, device, /, *, stream=None):
     if set(mesh.devices.flat) == set(self.mesh.devices.flat) or isinstance(
             self._data, jax.core.Tracer):
         return asarray(self, mesh=mesh, spec=spec)
-    layout = make_layout(self.shape, mesh, spec)
-    # padding sits at the end of each split axis: pad here, then every block moves as is
-    logical = self.to_jax()
-    padded = jax.numpy.pad(logical, [(0, p - n) for p, n in
-                                     zip(layout.physical_shape, self.shape)])
-    return DistArray._new(jax.device_put(padded, physical.sharding_of(layout)), layout)
+    return redistribute(self, make_layout(self.shape, mesh, spec))
 
 
 def _real(self):

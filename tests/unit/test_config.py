@@ -4,8 +4,11 @@ the program key (config.program_key) that darray's program cache and JAX's jit c
 from __future__ import annotations
 
 import inspect
+import threading
 import typing
 
+import jax
+import numpy as np
 import pytest
 
 import darray
@@ -115,3 +118,61 @@ def test_program_cache_key_includes_the_traced_options():
         assert build.cache_info().hits == 3 and build.cache_info().misses == 2
     finally:
         build.cache_clear()
+
+
+def test_config_context_is_thread_local():
+    """Two threads inside config_context blocks at once each see their own values (#36.5):
+    get_config, the program key, darray's placement and a jax.jit function's trace."""
+    traced = jax.jit(lambda x: x + (1 if darray.get_config("mismatch") == "raise" else 2))
+    barrier = threading.Barrier(2, timeout=60)
+    seen: dict = {}
+
+    def run(name, options):
+        try:
+            with darray.config_context(**options):
+                barrier.wait()  # both blocks are open now
+                x = darray.asarray(np.arange(64.0))
+                seen[name] = (darray.get_config("mismatch"),
+                              darray.get_config("small_array_cells"),
+                              dict(config.program_key()), x.mesh.size,
+                              int(traced(np.int32(0))))
+                barrier.wait()  # neither block closes before the other has read
+        except BaseException as err:  # noqa: BLE001 - reported below
+            seen[name] = err
+            barrier.abort()
+
+    before = (darray.get_config("mismatch"), config.program_key())
+    threads = [threading.Thread(target=run, args=("a", dict(mismatch="raise",
+                                                             small_array_cells=10**6))),
+               threading.Thread(target=run, args=("b", dict(mismatch="redistribute",
+                                                             small_array_cells=0)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    a, b = seen["a"], seen["b"]
+    assert not isinstance(a, BaseException), a
+    assert not isinstance(b, BaseException), b
+    assert a[:2] == ("raise", 10**6) and b[:2] == ("redistribute", 0)
+    assert a[2]["mismatch"] == "raise" and b[2]["mismatch"] == "redistribute"
+    assert a[3] == 1 and b[3] == jax.device_count()  # small array on one device, or split
+    assert (a[4], b[4]) == (1, 2)
+    # the main thread never saw either block
+    assert (darray.get_config("mismatch"), config.program_key()) == before
+
+
+def test_set_config_reaches_every_thread_outside_its_blocks():
+    old = darray.get_config("mismatch")
+    seen = []
+    try:
+        darray.set_config(mismatch="raise")
+        t = threading.Thread(target=lambda: seen.append(darray.get_config("mismatch")))
+        t.start()
+        t.join()
+        with darray.config_context(mismatch="redistribute"):
+            darray.set_config(mismatch="raise")  # process-wide; this block still overrides
+            assert darray.get_config("mismatch") == "redistribute"
+        assert darray.get_config("mismatch") == "raise"
+    finally:
+        darray.set_config(mismatch=old)
+    assert seen == ["raise"]

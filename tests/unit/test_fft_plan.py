@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from jax.sharding import AbstractMesh
 
 from darray._src.fft.plan import LocalFFT, Merge, PlanError, Transpose, apply_stage
-from darray._src.fft.planner import cost, plan_fft
+from darray._src.fft.planner import cost, find_plan, plan_fft
 from darray._src.layout import Layout
 
 SLAB = AbstractMesh((8,), ("d",))
@@ -92,8 +92,16 @@ def test_s_resizes_local_axes_and_output_shape():
 
 def test_no_unsplit_axis_is_reported():
     lay = Layout.create((64,), SLAB, ("d",))  # a split 1-D array: the four-step's job
-    with pytest.raises(PlanError, match="no unsplit axis to move a split into"):
+    assert find_plan(lay, (0,), "c2c", False, (64,)) is None  # no plan: not an exception
+    with pytest.raises(PlanError, match="every array axis is split") as err:
         plan_fft(lay, (0,), "c2c", False, (64,))
+    # the message is true: the four-step FFT exists, only it has no Plan
+    assert "four-step FFT along the split axis, which has no Plan" in str(err.value)
+    assert "not implemented" not in str(err.value)
+    haloed = Layout.create((64, 8), SLAB, ("d",), halo=((1, 1), (0, 0)))
+    assert find_plan(haloed, (1,), "c2c", False, (8,)) is None
+    with pytest.raises(PlanError, match=r"without halo in natural axis order.*x\.unhalo"):
+        plan_fft(haloed, (1,), "c2c", False, (8,))
 
 
 def test_merged_slab_one_all_to_all_over_every_device():

@@ -7,6 +7,7 @@ axis). Without them, arrays go on a 1D mesh over all devices, split along one ax
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import jax
@@ -62,30 +63,92 @@ def _shape_tuple(shape, argname="shape") -> tuple[int, ...]:
     return out
 
 
-def _redistribute(x: DistArray, layout: Layout, dtype) -> DistArray:
-    """Move a DistArray to another layout (and dtype) with one compiled resharding."""
+def redistribute(x: DistArray, layout: Layout, dtype=None) -> DistArray:
+    """`x` in `layout` (and `dtype`): the one way darray moves an array's data.
+
+    Block-wise on every path, so no device ever holds much more than its own blocks:
+
+    - on the same device assignment, one compiled resharding;
+    - onto another assignment with as many devices, a compiled resharding within the source
+      assignment into a *proxy* layout (the target's mesh shape and split, laid over the
+      source devices in their order), whose blocks then map 1:1 onto the target devices;
+      `jax.device_put` copies each block to its target device (JAX reorders the shards
+      in place when the device sets are equal);
+    - onto a different number of devices, the target's blocks are cut one at a time on the
+      source devices and copied to their target device.
+
+    Peak extra memory per device: about two blocks (see tests/multidevice/test_moves.py).
+    """
     if x.layout == layout and (dtype is None or dtype == x.dtype):
         return x
-    data = x.data
-    if _device_order(x.mesh) != _device_order(layout.mesh):
-        # jit refuses inputs committed to another device assignment: put the data on the
-        # target mesh first (the physical blocks under the same spec when the mesh axes match,
-        # else the logical array replicated), then reshard there
-        if dict(x.mesh.shape) == dict(layout.mesh.shape):
-            data = jax.device_put(data, jax.sharding.NamedSharding(layout.mesh, x.layout.spec))
-            src = Layout(x.layout.shape, layout.mesh, x.layout.split, x.layout.halo,
-                         x.layout.order)
-            return _created(_redistribute_fn(src, layout, dtype)(data), layout)
-        if x.mesh is local_mesh():  # a small array: uncommitted, jit moves it (no padding)
-            return _created(_from_jax(layout, dtype)(x.data), layout)
-        logical = jax.device_put(x.to_jax(), jax.sharding.NamedSharding(
-            layout.mesh, jax.sharding.PartitionSpec()))
-        return _created(_from_jax(layout, dtype)(logical), layout)
-    return _created(_redistribute_fn(x.layout, layout, dtype)(data), layout)
+    if _device_order(x.mesh) == _device_order(layout.mesh):
+        return _created(_redistribute_fn(x.layout, layout, dtype)(x.data), layout)
+    if x.mesh is local_mesh() or compat.is_tracer(x.data):
+        # a small array is uncommitted (jit moves it); under a trace, XLA places the data
+        return _created(_from_jax(layout, dtype)(x.to_jax()), layout)
+    if x.mesh.size == layout.mesh.size:
+        proxy_mesh = _proxy_mesh(x.mesh, layout.mesh)
+        proxy = Layout(layout.shape, proxy_mesh, layout.split, layout.halo, layout.order)
+        data = x.data
+        if proxy != x.layout or (dtype is not None and dtype != x.dtype):
+            data = _redistribute_fn(x.layout, proxy, dtype)(data)
+        return _created(jax.device_put(data, physical.sharding_of(layout)), layout)
+    return _move_by_blocks(x, layout, dtype)
+
+
+# The old private name, kept for modules that still import it.
+_redistribute = redistribute
 
 
 def _device_order(mesh):
     return tuple(d.id for d in mesh.devices.reshape(-1))
+
+
+def _proxy_mesh(src_mesh, dst_mesh):
+    """`dst_mesh`'s shape, axis names and types over `src_mesh`'s devices in their flat order
+    (the same device assignment as the source, so one jit may write it)."""
+    return jax.sharding.Mesh(src_mesh.devices.reshape(dst_mesh.devices.shape),
+                             dst_mesh.axis_names, axis_types=dst_mesh.axis_types)
+
+
+def _move_by_blocks(x: DistArray, layout: Layout, dtype) -> DistArray:
+    """A move between device assignments of different sizes: the target's halo-free physical
+    array is computed on the source devices (split as the source is), then each target block
+    is cut out on its own (held by every source device for the copy) and put on its device."""
+    plain = layout.without_halo()
+    # padded to the target's blocks, and further until the source's split divides it
+    shape = tuple(-(-p // math.lcm(x.layout.parts(a), plain.parts(a)))
+                  * math.lcm(x.layout.parts(a), plain.parts(a))
+                  for a, p in enumerate(plain.padded_shape))
+    padded = _padded_fn(x.layout, shape, dtype)(x.data)
+    sharding = physical.sharding_of(plain)
+    blocks = []
+    cut = _block_fn(x.layout, tuple(padded.shape), plain.block_shape, padded.dtype)
+    for device, index in sharding.devices_indices_map(plain.physical_shape).items():
+        starts = np.array([s.start or 0 for s in index], dtype=np.int32)
+        blocks.append(jax.device_put(cut(padded, starts), device))
+    del padded
+    data = jax.make_array_from_single_device_arrays(plain.physical_shape, sharding, blocks)
+    out = _created(data, plain)
+    return out if plain == layout else redistribute(out, layout)
+
+
+@program_cache(SMALL)
+def _padded_fn(src: Layout, padded_shape: tuple[int, ...], dtype):
+    def pad(data):
+        logical = physical.physical_to_logical(data, src)
+        if dtype is not None:
+            logical = logical.astype(dtype)
+        return jnp.pad(logical, [(0, p - n) for p, n in zip(padded_shape, src.shape)])
+    return jax.jit(pad, out_shardings=physical.sharding_of(src.without_halo()))
+
+
+@program_cache(SMALL)
+def _block_fn(src: Layout, shape: tuple[int, ...], block: tuple[int, ...], dtype):
+    del shape, dtype  # key only: one program per padded array and block shape
+    replicated = jax.sharding.NamedSharding(src.mesh, jax.sharding.PartitionSpec())
+    return jax.jit(lambda data, starts: jax.lax.dynamic_slice(data, tuple(starts), block),
+                   out_shardings=replicated)
 
 
 @program_cache(SMALL)
@@ -126,7 +189,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
         layout = obj.layout if same_place else make_layout(obj.shape, mesh, spec, device, like=obj)
         if copy is False and (layout != obj.layout or (dtype is not None and dtype != obj.dtype)):
             raise ValueError("asarray(copy=False) cannot move or cast a DistArray without a copy")
-        out = _redistribute(obj, layout, dtype)
+        out = redistribute(obj, layout, dtype)
         # copy=True must give a distinct object: in-place operators rebind their DistArray.
         return DistArray(out.data, out.layout) if copy and out is obj else out
     if copy is False:

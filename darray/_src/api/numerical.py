@@ -140,9 +140,9 @@ def einsum(subscripts, /, *operands) -> DistArray:
         target = tuple(splits.get(lab, ()) for lab in t)
         op = plain(op)
         if op.layout.split != target or op.mesh != mesh:
-            from darray._src.api.creation import _redistribute
+            from darray._src.api.creation import redistribute
             nd = op.ndim
-            op = _redistribute(op, Layout(op.shape, mesh, target, ((0, 0),) * nd,
+            op = redistribute(op, Layout(op.shape, mesh, target, ((0, 0),) * nd,
                                           tuple(range(nd))), None)
         placed.append(op)
     sizes = {lab: n for op, t in zip(placed, terms) for lab, n in zip(t, op.shape) if n != 1}

@@ -23,7 +23,7 @@ from darray._src.api._helpers import (
     normalize_axes,
     run_physical,
 )
-from darray._src.api.creation import _redistribute
+from darray._src.api.creation import redistribute
 from darray._src.api.statistical import reduced_layout
 from darray._src.array import DistArray
 from darray._src.layout import Layout
@@ -50,7 +50,7 @@ def _local_lanes(x: DistArray, axes) -> DistArray:
     if kept and freed:
         longest = max(kept, key=lambda a: x.shape[a])
         split[longest] = tuple(split[longest]) + freed
-    return _redistribute(x, make_out_layout(lay.mesh, x.shape, split), None)
+    return redistribute(x, make_out_layout(lay.mesh, x.shape, split), None)
 
 
 def quantile(x, /, q, axis=None, *, method="linear", keepdims=False, out=None,

@@ -30,10 +30,10 @@ def plain(x: DistArray) -> DistArray:
     """`x` without ghost cells and in natural order, where physical index = logical index."""
     if is_plain(x.layout):
         return x
-    from darray._src.api.creation import _redistribute
+    from darray._src.api.creation import redistribute
     lay = x.layout
     target = Layout(lay.shape, lay.mesh, lay.split, ((0, 0),) * lay.ndim, tuple(range(lay.ndim)))
-    return _redistribute(x, target, None)
+    return redistribute(x, target, None)
 
 
 @functools.lru_cache(maxsize=1024)  # read on every eager reduction; Layouts are values

@@ -5,20 +5,14 @@ without importing the registry that loads it.
 """
 from __future__ import annotations
 
-
-class BackendUnavailableError(ImportError, RuntimeError):
-    """A known backend was asked for that is not compiled in or cannot run on this machine.
-
-    Raised instead of silently running another backend; the message says how to get it. It is
-    both an ImportError (the native part is missing) and a RuntimeError (it cannot run here)."""
-
+from darray._src.errors import BackendUnavailableError as BackendUnavailableError
 
 # How to get each native backend; the only place that knows about the build.
 HOW_TO_GET = {
     "cudecomp": "build cuDecomp, then reinstall darray against it on a machine with CUDA: "
                 "`CUDECOMP_ROOT=/path/to/cudecomp CMAKE_ARGS=\"-DDARRAY_ENABLE_CUDA=ON "
                 "-DDARRAY_ENABLE_CUDECOMP=ON\" python3 -m pip install -e .` (see "
-                "docs/native.md); `darray._src.native.build_info()` shows what was compiled",
+                "docs/native.md); `darray.build_info()` shows what was compiled",
     "nccl": "build darray with its NCCL handlers on a machine with CUDA, against jaxlib >= "
             "0.11.2: `CMAKE_ARGS=\"-DDARRAY_ENABLE_CUDA=ON -DDARRAY_ENABLE_NCCL=ON\" python3 -m "
             "pip install -e .` (nccl.h from `pip install nvidia-nccl-cu13` or NCCL_ROOT; see "

@@ -32,8 +32,7 @@ from darray._src.array import DistArray
 from darray._src.axes import normalize_axis, positive_length
 from darray._src.backends import FFT_EXECUTORS
 from darray._src.fft import split_axis
-from darray._src.fft.plan import PlanError
-from darray._src.fft.planner import plan_fft
+from darray._src.fft.planner import find_plan, no_plan_error
 from darray._src.layout import Layout
 from darray._src.program_cache import FFT, program_cache
 
@@ -156,12 +155,8 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
     backend = FFT_EXECUTORS.requested(backend)
     if backend == "cudecomp" and decomposition == "auto":
         decomposition = "pencil"  # cuDecomp runs pencil transposes, not merged or folded ones
-    try:
-        plan = plan_fft(layout, tuple(axes), kind, inverse, tuple(sizes),
-                        strategy=decomposition)
-    except PlanError:  # a split 1-D array, or chunks that cannot fold: four-step in place
-        plan = None
-    if plan is None:
+    plan = find_plan(layout, tuple(axes), kind, inverse, tuple(sizes), (), decomposition)
+    if plan is None:  # a split 1-D array, or chunks that cannot fold: four-step in place
         return split_axis.transform(x, axes, sizes, kind, inverse, norm, cast, conj_in=conj_in,
                                     conj_out=conj_out, fname="darray.fft")
     out = _compiled(plan, norm, None if cast is None else np.dtype(cast), conj_in, conj_out,
@@ -200,9 +195,8 @@ def _padded(x, s, axes, kind, inverse, norm, padding, cast, fname) -> DistArray:
     sizes = fine if inverse else coarse
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
         cast = None
-    try:
-        plan = plan_fft(x.layout, tuple(axes), kind, inverse, tuple(sizes), kernels)
-    except PlanError:
+    plan = find_plan(x.layout, tuple(axes), kind, inverse, tuple(sizes), kernels)
+    if plan is None:
         raise NotImplementedError(
             f"{fname}: padding on layout {x.layout!r}, where every axis is split and no plan "
             f"of local transforms exists, is not implemented; leave one axis unsplit") from None
@@ -218,8 +212,11 @@ def fft_plan(x: DistArray, *, axes=None, kind="c2c", inverse=False, s=None,
     axes, sizes = _axes_and_sizes(x, s, axes, "fft_plan")
     if kind == "c2r" and s is None:
         sizes = sizes[:-1] + (2 * (sizes[-1] - 1),)
-    return plan_fft(x.layout, axes, kind, inverse, sizes,
-                    strategy=_check_decomposition(decomposition, "fft_plan"))
+    plan = find_plan(x.layout, tuple(axes), kind, bool(inverse), tuple(sizes), (),
+                     _check_decomposition(decomposition, "fft_plan"))
+    if plan is None:
+        raise no_plan_error(x.layout, axes, "fft_plan")
+    return plan
 
 
 # -- real-to-real transforms (the kernels live in darray._src.fft.r2r_local) ----------------
@@ -245,8 +242,19 @@ def run_r2r(x: DistArray, axes: tuple[int, ...], kernels: tuple, inverse_of=None
 
     Raises:
       PlanError (a NotImplementedError) when every array axis is split and no plan of local
-      kernels exists (a split 1-D array): the caller then needs a distributed algorithm.
+      kernels exists (a split 1-D array); darray.fft.dctn and its siblings run such layouts
+      by the distributed complex FFT instead (r2r_split.py).
     """
+    out = _r2r_planned(x, axes, kernels, inverse_of, backend=backend,
+                       decomposition=decomposition)
+    if out is None:
+        raise no_plan_error(x.layout, tuple(int(a) for a in axes), "run_r2r")
+    return out
+
+
+def _r2r_planned(x: DistArray, axes, kernels, inverse_of=None, *, backend=None,
+                 decomposition="auto") -> DistArray | None:
+    """run_r2r, or None where no plan of local kernels exists."""
     x = _as_dist(x, "r2r")
     axes, kernels = tuple(int(a) for a in axes), tuple(kernels)
     if len(axes) != len(kernels):
@@ -256,9 +264,10 @@ def run_r2r(x: DistArray, axes: tuple[int, ...], kernels: tuple, inverse_of=None
     for a, k in zip(axes, kernels):
         n = getattr(k, "n", None)
         sizes.append(x.shape[a] if n is None else _length(n, "r2r", "kernel.n"))
-    plan = plan_fft(x.layout, axes, "r2r", inverse_of is not None and inverse_of is not False,
-                    tuple(sizes), kernels,
-                    strategy=_check_decomposition(decomposition, "r2r"))
+    plan = find_plan(x.layout, axes, "r2r", inverse_of is not None and inverse_of is not False,
+                     tuple(sizes), kernels, _check_decomposition(decomposition, "r2r"))
+    if plan is None:
+        return None
     out = _compiled(plan, "backward", None, False, False,
                     FFT_EXECUTORS.requested(backend))(x.data)
     return DistArray._new(out, plan.out_layout)

@@ -25,8 +25,7 @@ from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
 from darray._src.backends import FFT_EXECUTORS
 from darray._src.fft import api
-from darray._src.fft.plan import PlanError
-from darray._src.fft.planner import plan_fft
+from darray._src.fft.planner import find_plan
 from darray._src.fft.r2r_local import R2RKernel
 
 KINDS = ("fft", "rfft", "dct1", "dct2", "dct3", "dct4", "dst1", "dst2", "dst3", "dst4")
@@ -107,9 +106,8 @@ def _run(x, kinds, axes, sizes, norm, inverse):
         if isinstance(k, R2RKernel):
             k.check_length(n, a)
     kind = _plan_kind(kinds, inverse)
-    try:
-        plan = plan_fft(x.layout, axes, kind, inverse, sizes, kernels)
-    except PlanError:
+    plan = find_plan(x.layout, tuple(axes), kind, inverse, tuple(sizes), kernels)
+    if plan is None:
         return None
     # the pure-JAX executor: native backends run plain FFT stages, not per-axis kernels
     out = api._compiled(plan, norm, None, False, False, FFT_EXECUTORS.requested("jax"))(x.data)

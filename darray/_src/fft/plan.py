@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from darray._src.errors import PlanError as PlanError
 from darray._src.layout import Layout
 
 KINDS = ("c2c", "r2c", "c2r", "r2r")
@@ -154,10 +155,6 @@ class Plan:
         return "\n".join(lines)
 
 
-class PlanError(NotImplementedError):
-    """A valid request the planner cannot express as local FFTs and all-to-alls."""
-
-
 def _out_lengths(shape, axes, kind, sizes):
     """Logical output length of every transform axis."""
     out = {}
@@ -166,8 +163,9 @@ def _out_lengths(shape, axes, kind, sizes):
     return out
 
 
-def _greedy(layout: Layout, axes, kind, inverse, sizes, kernels=()) -> Plan:
-    """The forward rule (module docstring, rules 1-2) applied to any kind."""
+def _greedy(layout: Layout, axes, kind, inverse, sizes, kernels=()) -> Plan | None:
+    """The forward rule (module docstring, rules 1-2) applied to any kind; None where it gets
+    stuck: every array axis is split, so no split can move out of a pending axis's way."""
     kernel_of = dict(zip(axes, kernels))
     ndim = layout.ndim
     shape = list(layout.shape)
@@ -249,13 +247,7 @@ def _greedy(layout: Layout, axes, kind, inverse, sizes, kernels=()) -> Plan:
             if dst is None:
                 dst = nearest(src, pool)
         if dst is None:
-            raise PlanError(
-                f"cannot transform axes {tuple(axes)} of an array with layout {layout!r}: every "
-                f"array axis is split, so there is no unsplit axis to move a split into. Leave "
-                f"one axis unsplit (e.g. split one axis over several mesh axes with "
-                f"spec=(('x', 'y'), None, ...)) or add a batch axis; a 1D array must be "
-                f"unsplit to transform (darray.asarray(x, spec=(None,))): the distributed "
-                f"four-step 1D FFT is not implemented")
+            return None
         move(src, dst)
 
     # Hand borrowed batch axes back: only transform axes may change their split.

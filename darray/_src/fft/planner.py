@@ -173,9 +173,8 @@ def _folded(layout: Layout, axes, kind, inverse, sizes, kernels) -> list[Plan]:
             mid_split = list(split)
             apply_stage(mid_split, fold)
             mid = Layout.create(layout.shape, layout.mesh, _spec(mid_split))
-            try:
-                inner = _greedy(mid, axes, kind, inverse, sizes, kernels)
-            except PlanError:
+            inner = _greedy(mid, axes, kind, inverse, sizes, kernels)
+            if inner is None:
                 continue
             back = _hand_back(inner.out_layout, mid_split)
             if back is None:
@@ -212,10 +211,9 @@ def _hand_back(layout: Layout, target_split) -> tuple | None:
 def candidates(layout, axes, kind, inverse, sizes, kernels, strategy) -> list[Plan]:
     """Every plan of the shapes above for this request, cheapest first (stable on ties)."""
     plans = []
-    try:
-        plans.append(_greedy(layout, axes, kind, inverse, sizes, kernels))
-    except PlanError:
-        pass
+    greedy = _greedy(layout, axes, kind, inverse, sizes, kernels)
+    if greedy is not None:
+        plans.append(greedy)
     if strategy == "auto":
         plans += _merged(layout, axes, kind, inverse, sizes, kernels)
         plans += _folded(layout, axes, kind, inverse, sizes, kernels)
@@ -325,13 +323,15 @@ def _sets_aside_size_one(layout: Layout) -> bool:
     return True
 
 
-def _without_size_one(layout: Layout, axes, kind, inverse, sizes, kernels) -> Plan:
+def _without_size_one(layout: Layout, axes, kind, inverse, sizes, kernels) -> Plan | None:
     """The plan for `layout` with its size-1 mesh axes set aside, then put back."""
     ones = _size_one_names(layout)
     kept = [tuple(n for n in group if n not in ones) for group in layout.split]
     held = [tuple(n for n in group if n in ones) for group in layout.split]
     bare = Layout.create(layout.shape, layout.mesh, _spec(kept))
-    inner = plan(bare, axes, kind, inverse, sizes, kernels, "auto")
+    inner = find_plan(bare, axes, kind, inverse, sizes, kernels, "auto")
+    if inner is None:
+        return None
     # Stages name only real mesh axes; with the size-1 names major-most, every stage still
     # takes its group from the end of the source axis's split (plan.apply_stage's rule).
     out_split = [h + tuple(s) for h, s in zip(held, inner.out_layout.split)]
@@ -340,14 +340,19 @@ def _without_size_one(layout: Layout, axes, kind, inverse, sizes, kernels) -> Pl
 
 
 @functools.lru_cache(maxsize=512)
-def plan(layout: Layout, axes, kind, inverse, sizes, kernels=(), strategy="auto") -> Plan:
-    """plan_fft's implementation (see there for the arguments)."""
+def find_plan(layout: Layout, axes, kind, inverse, sizes, kernels=(),
+              strategy="auto") -> Plan | None:
+    """The plan for a transform (arguments as `plan_fft`), or None where none exists: a layout
+    with halo or not in natural order, or every array axis split with no fold that fits (a
+    split 1-D array). The FFT entry points then run the four-step FFT (split_axis.py); the
+    ones that must return a plan raise `PlanError` (`plan_fft`). Invalid arguments (an
+    unknown kind or strategy, missing kernels) raise ValueError."""
     if kind not in ("c2c", "r2c", "c2r", "r2r"):
         raise ValueError(f"kind={kind!r}; expected one of ('c2c', 'r2c', 'c2r', 'r2r')")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r} is not accepted; use one of {STRATEGIES}")
     if layout.has_halo or layout.order != tuple(range(layout.ndim)):
-        raise PlanError(f"plan_fft needs a layout without halo in natural order, got {layout!r}")
+        return None
     if (kind == "r2r" and not kernels) or (kernels and len(kernels) != len(axes)):
         raise ValueError(f"kernels={kernels!r}: r2r needs one kernel per axis of {axes}; "
                          f"other kinds none, or one per axis (a mixed transform: the c2c "
@@ -360,10 +365,7 @@ def plan(layout: Layout, axes, kind, inverse, sizes, kernels=(), strategy="auto"
             return _reverse(forward, kind, dict(zip(axes, sizes)), dict(zip(axes, kernels)))
     plans = candidates(layout, axes, kind, inverse, sizes, kernels, strategy)
     if not plans:
-        raise PlanError(
-            f"cannot transform axes {tuple(axes)} of an array with layout {layout!r} by local "
-            f"FFTs and all-to-alls: every array axis is split, so there is no unsplit axis to "
-            f"move a split into")
+        return None
     if inverse and kind != "r2r" or kind == "c2r":
         return plans[0]
     for p in plans:
@@ -372,7 +374,7 @@ def plan(layout: Layout, axes, kind, inverse, sizes, kernels=(), strategy="auto"
     return plans[0]
 
 
-__all__ = ["STRATEGIES", "candidates", "cost", "plan"]
+__all__ = ["STRATEGIES", "candidates", "cost", "find_plan", "no_plan_error", "plan_fft"]
 
 
 def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
@@ -398,8 +400,28 @@ def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
 
     Raises:
       PlanError (a NotImplementedError) when no plan of local FFTs and all-to-alls exists
-      (e.g. a split 1D array); the caller then runs the four-step FFT (split_axis.py).
+      (e.g. a split 1D array). `find_plan` is the same search returning None instead: the
+      FFT entry points use it and run the four-step FFT (split_axis.py) then.
     """
-    return plan(layout, tuple(axes), kind, bool(inverse), tuple(sizes), tuple(kernels),
-                strategy)
+    axes, sizes, kernels = tuple(axes), tuple(sizes), tuple(kernels)
+    found = find_plan(layout, axes, kind, bool(inverse), sizes, kernels, strategy)
+    if found is None:
+        raise no_plan_error(layout, axes)
+    return found
+
+
+def no_plan_error(layout: Layout, axes, what: str = "plan_fft") -> PlanError:
+    """The PlanError for a request `find_plan` has no plan for, saying why and what to do."""
+    axes = tuple(axes)
+    if layout.has_halo or layout.order != tuple(range(layout.ndim)):
+        fix = "; drop the halo first (x.unhalo())" if layout.has_halo else ""
+        return PlanError(f"{what}: a plan needs a layout without halo in natural axis order, "
+                         f"got {layout!r}{fix}")
+    return PlanError(
+        f"{what}: no plan of local transforms and all-to-alls transforms axes {axes} of an "
+        f"array with layout {layout!r}: every array axis is split (and no fold of one split "
+        f"into another fits the block lengths), so no split can move out of a transform "
+        f"axis's way. darray.fft's transforms still run on this layout, by the distributed "
+        f"four-step FFT along the split axis, which has no Plan; leave one axis unsplit "
+        f"(e.g. spec=(('x', 'y'), None, ...)) or add a batch axis to get one")
 

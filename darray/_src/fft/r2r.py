@@ -18,8 +18,7 @@ import numpy as np
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
 from darray._src.fft import r2r_split
-from darray._src.fft.api import _as_dist, run_r2r
-from darray._src.fft.plan import PlanError
+from darray._src.fft.api import _as_dist, _r2r_planned
 from darray._src.fft.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
 
 
@@ -123,12 +122,12 @@ def _r2r(x, family, inverse, type, lengths, axes, norm, orthogonalize, workers, 
         k.check_length(k.out_length(x.shape[a]), a)  # DCT-I needs 2 points: fail before tracing
     if not axes:
         return x
-    try:
-        return run_r2r(x, tuple(axes), kernels, inverse_of=True if inverse else None)
-    except PlanError:
+    out = _r2r_planned(x, tuple(axes), kernels, inverse_of=True if inverse else None)
+    if out is None:
         # every array axis is split (a split 1-D signal): transform each axis where it lies,
         # through the distributed complex FFT (r2r_split), still never gathering
         return r2r_split.transform(x, tuple(axes), kernels)
+    return out
 
 
 def _one_axis(x, family, inverse, type, n, axis, norm, orthogonalize, workers, fname):

@@ -19,16 +19,12 @@ from darray._src import compat, physical
 from darray._src.array import DistArray
 from darray._src.blocks import _block_info
 from darray._src.errors import LayoutError
+from darray._src.errors import ParticleError as ParticleError
 from darray._src.halo.api import halo, halo_reduce
 from darray._src.layout import Layout
 from darray._src.particles import deposit as dep
 from darray._src.particles.schemes import Scheme, check_scheme, window_1d
 from darray._src.program_cache import MEDIUM, program_cache
-
-
-class ParticleError(ValueError):
-    """A particle that cannot be painted or read: a NaN displacement, or more strays for one
-    device than the bounded exchange holds."""
 
 
 # -- argument checks ---------------------------------------------------------------------------

@@ -1,0 +1,62 @@
+"""darray.errors (#36.6): every exception darray raises on purpose, public in one module, the
+same classes as at their older import paths; PlanError only from the entry points that must
+return a plan, with a message that says what darray does instead."""
+import jax
+import numpy as np
+import pytest
+
+import darray
+import darray.errors
+from darray._src import axes, host
+from darray._src import backends as backend_registry
+from darray._src.backends import errors as backend_errors
+from darray._src.fft import plan as fft_plan_module
+from darray._src.fft.api import fft_plan
+
+BASES = {
+    "LayoutError": (ValueError,),
+    "AxisError": (darray.errors.LayoutError, ValueError, IndexError),
+    "PlanError": (NotImplementedError,),
+    "NonLocalDataError": (RuntimeError,),
+    "BackendUnavailableError": (ImportError, RuntimeError),
+    "ParticleError": (ValueError,),
+}
+
+
+def test_every_exception_is_public_and_the_same_class_everywhere():
+    assert sorted(darray.errors.__all__) == sorted(BASES)
+    for name, bases in BASES.items():
+        cls = getattr(darray.errors, name)
+        assert issubclass(cls, Exception) and all(issubclass(cls, b) for b in bases), name
+        assert cls.__doc__, name
+    e = darray.errors
+    assert darray.LayoutError is e.LayoutError and axes.LayoutError is e.LayoutError
+    assert axes.AxisError is e.AxisError
+    assert fft_plan_module.PlanError is e.PlanError
+    assert host.NonLocalDataError is e.NonLocalDataError
+    assert darray.distributed.NonLocalDataError is e.NonLocalDataError
+    assert backend_errors.BackendUnavailableError is e.BackendUnavailableError
+    assert backend_registry.BackendUnavailableError is e.BackendUnavailableError
+    assert darray.particles.ParticleError is e.ParticleError
+
+
+def test_axis_error_is_caught_by_name():
+    x = darray.asarray(np.ones((4, 8)))
+    with pytest.raises(darray.errors.AxisError, match="out of range"):
+        darray.sum(x, axis=2)
+
+
+def test_fft_plan_raises_a_true_plan_error_where_fftn_runs():
+    mesh = jax.make_mesh((8,), ("d",))
+    ref = np.arange(64.0) % 7
+    x = darray.asarray(ref, mesh=mesh, spec=("d",))  # a split 1-D array: no plan of stages
+    np.testing.assert_allclose(np.asarray(darray.fft.fft(x)), np.fft.fft(ref), atol=1e-9)
+    with pytest.raises(darray.errors.PlanError) as err:
+        fft_plan(x)
+    text = str(err.value)
+    assert text.startswith("fft_plan: no plan of local transforms")
+    assert "four-step FFT along the split axis, which has no Plan" in text
+    assert "not implemented" not in text
+    # an array with an unsplit axis has a plan
+    y = darray.asarray(np.ones((16, 8)), mesh=mesh, spec=("d", None))
+    assert fft_plan(y).out_layout.shape == (16, 8)
