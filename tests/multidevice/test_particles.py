@@ -301,6 +301,9 @@ def test_capacity_sized_from_the_data_eagerly_and_needed_capacity_under_jit():
     got = darray.particles.readout(field, disp)
     np.testing.assert_allclose(np.asarray(got), readout_numpy(np.asarray(field), host),
                                atol=1e-12)
+    # eager darray.grad sizes it too (the stray count is concrete there)
+    g = darray.grad(lambda d: darray.sum(darray.particles.paint(d) ** 2))(disp)
+    assert g.layout == disp.layout and np.isfinite(np.asarray(g)).all()
     # under jit the documented retry: learn the need in the program, rerun if it was short
     step = jax.jit(lambda d, capacity: (darray.particles.paint(d, capacity=capacity),
                                         darray.particles.needed_capacity(d)),
