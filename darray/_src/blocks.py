@@ -148,7 +148,7 @@ def _spec_of(arg):
 
 
 @program_cache(MEDIUM)
-def _mapped(f, kinds, out_layouts, block_info: bool, ref: Layout):
+def _mapped(f, kinds, out_layouts, block_info: bool, ref: Layout, nan_padding: bool = True):
     layouts = [k for k in kinds if isinstance(k, Layout)]
     mesh = layouts[0].mesh
     in_specs = tuple(k.spec if isinstance(k, Layout) else PartitionSpec() for k in kinds)
@@ -156,7 +156,7 @@ def _mapped(f, kinds, out_layouts, block_info: bool, ref: Layout):
                              is_leaf=lambda v: isinstance(v, Layout))
 
     def body(*blocks):
-        blocks = tuple(_poison_padding(b, k) if isinstance(k, Layout) else b
+        blocks = tuple(_poison_padding(b, k) if nan_padding and isinstance(k, Layout) else b
                        for b, k in zip(blocks, kinds))
         if block_info:
             return f(*blocks, block_info=_block_info(ref))
@@ -174,7 +174,8 @@ def _mapped(f, kinds, out_layouts, block_info: bool, ref: Layout):
     return jax.jit(run)
 
 
-def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False) -> Any:
+def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False,
+               padding: str = "nan") -> Any:
     """Apply `f` to every device's physical block (ghosts included) of the arrays.
 
     Args:
@@ -190,6 +191,9 @@ def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False) 
         result).
       block_info: if True, f is called with the keyword ``block_info=`` a `BlockInfo` (global
         start and owned extent per axis, traced) of the reference array's block.
+      padding: ``"nan"`` (default): the padding cells of an uneven split reach `f` as NaN in
+        floating blocks (see below); ``"keep"``: as they are (unspecified content), for a
+        function that masks them some other way than ``jnp.where`` (``0 * NaN`` is NaN).
 
     Returns:
       A DistArray (or a pytree of them) assembled from the blocks f returned.
@@ -206,11 +210,17 @@ def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False) 
     stencil is right on every owned cell; what it computes in padding is never read. The
     padding cells of floating arguments reach `f` as NaN (integer ones as they are): a
     function that takes them for data (a deposit that forgot ``block_info.owned_mask``) gives
-    NaN, not a wrong number. Under differentiation `f` sees the padding unchanged, so a NaN
-    there cannot reach the derivatives of a correct function.
+    NaN, not a wrong number. Mask them with ``jnp.where(block_info.owned_mask(...), b, 0)``,
+    not by multiplying with the mask (or pass ``padding="keep"``). Under differentiation `f`
+    sees the padding unchanged, so a NaN there cannot reach the derivatives of a correct
+    function.
     """
     if not callable(f):
         raise TypeError(f"f={f!r} must be callable (a function of blocks)")
+    if padding not in ("nan", "keep"):
+        raise ValueError(f"map_blocks: padding={padding!r} is not accepted; use \"nan\" (the "
+                         f"padding cells of floating blocks reach f as NaN) or \"keep\"")
+    nan_padding = padding == "nan"
     dists = [a for a in arrays if isinstance(a, DistArray)]
     if not dists:
         raise TypeError("map_blocks needs at least one DistArray argument, got "
@@ -231,9 +241,9 @@ def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False) 
             raise TypeError(f"out_layout entries must be Layouts (e.g. x.layout), got {lay!r}")
     hashable = jax.tree.unflatten(treedef, flat_layouts)
     try:
-        fn = _mapped(f, kinds, hashable, block_info, ref)
+        fn = _mapped(f, kinds, hashable, block_info, ref, nan_padding)
     except TypeError:  # an unhashable pytree of layouts: build without the cache
-        fn = _mapped.__wrapped__(f, kinds, hashable, block_info, ref)
+        fn = _mapped.__wrapped__(f, kinds, hashable, block_info, ref, nan_padding)
     outs = fn(*leaves)
     return jax.tree.map(lambda o, lay: DistArray._new(o, lay), outs, hashable,
                         is_leaf=lambda v: isinstance(v, Layout))

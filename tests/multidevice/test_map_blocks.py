@@ -132,6 +132,14 @@ def test_padding_is_nan_in_block_functions(mask):
         assert abs(total - 27000) < 1e-9
     else:
         assert np.isnan(total)
+    # padding="keep": the padding as it is (finite here), for code that masks it some other way
+    def block_sums(d):
+        return jnp.full_like(d, jnp.sum(d))
+    for padding, finite in (("keep", True), ("nan", False)):
+        out = darray.map_blocks(block_sums, disp, padding=padding)
+        assert np.isfinite(np.asarray(out)).all() == finite
+    with pytest.raises(ValueError, match=r"padding='zero' is not accepted; use \"nan\""):
+        darray.map_blocks(lambda b: b, disp, padding="zero")
     # integer blocks keep their padding content (no NaN to put there)
     ints = darray.map_blocks(lambda b: b + 1, darray.asarray(np.zeros((30, 30), np.int32),
                                                                mesh=mesh, spec=("x", "y")))
