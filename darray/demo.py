@@ -46,27 +46,14 @@ def source(n: int) -> np.ndarray:
     return rho - rho.mean()
 
 
-def wavenumbers(n, mesh, kspace_split):
-    """|k|^2 on the rfftn grid, each 1D frequency vector split like the k-space axis it will
-    broadcast along, so the 3D sum lands near the k-space layout."""
-    spacing = 1.0 / n
-
-    def freq(fn, axis):
-        names = kspace_split[axis]
-        spec = ((names[0] if len(names) == 1 else names) if names else None,)
-        return fn(n, spacing, dtype=np.float32, mesh=mesh, spec=spec) * np.float32(2 * np.pi)
-
-    kx = freq(dfft.fftfreq, 0)
-    ky = freq(dfft.fftfreq, 1)
-    kz = freq(dfft.rfftfreq, 2)
+def wavenumbers(rho_k, n):
+    """|k|^2 on the rfftn grid from `darray.fft.wavenumbers`: each axis's vector is split like
+    that axis of the spectrum, so the sum lands in the k-space layout with no communication."""
+    kx, ky, kz = dfft.wavenumbers(rho_k, s=(n, n, n), d=1.0 / n)
     show("kx = 2pi fftfreq", kx)
     show("ky = 2pi fftfreq", ky)
     show("kz = 2pi rfftfreq", kz)
-    # Start from an array in the k-space layout so the broadcast sum keeps that layout.
-    base = darray.zeros((n, n, n // 2 + 1), dtype=np.float32, mesh=mesh,
-                        spec=tuple((s[0] if len(s) == 1 else s) if s else None
-                                   for s in kspace_split))
-    return base + kx[:, None, None] ** 2 + ky[None, :, None] ** 2 + kz[None, None, :] ** 2
+    return kx ** 2 + ky ** 2 + kz ** 2
 
 
 def poisson(rho, k2):
@@ -147,7 +134,7 @@ def main(argv=None):
     print("\n2. Poisson solve: laplacian(phi) = rho, periodic")
     rho_k = dfft.rfftn(rho)
     show("rho_k = rfftn(rho)", rho_k)
-    k2 = wavenumbers(n, mesh, rho_k.layout.split)
+    k2 = wavenumbers(rho_k, n)
     show("|k|^2", k2)
     solve = jax.jit(poisson)
     phi, rho_k = solve(rho, k2)

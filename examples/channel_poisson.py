@@ -6,8 +6,8 @@ on the other two. One ``darray.fft.transformn(rho, ("dst1", "fft", "rfft"))`` ta
 sine-Fourier-Fourier coefficients in a single plan (the exchanges of an rfftn: all-to-alls,
 never an all-gather); the sine modes sin(j x) have the exact eigenvalue -j^2 and the Fourier
 modes -k^2, so phi's coefficients are a division; ``itransformn`` brings phi back to rho's
-layout. The periodic wavenumbers come from ``darray.fft.wavenumbers`` (laid out like the
-spectrum: the division needs no communication).
+layout. The wavenumbers, sine modes included, come from ``darray.fft.wavenumbers(...,
+kinds=KINDS)`` (laid out like the spectrum: the division needs no communication).
 
 Checks: phi equals the same solve in float64 scipy/numpy (scipy.fft.dst + numpy rfftn); a
 manufactured solution sin(2x) cos(3y) sin(z), whose Laplacian is -14 times itself, comes back
@@ -49,10 +49,10 @@ def source() -> np.ndarray:
 @jax.jit
 def solve(rho):
     rho_k = dfft.transformn(rho, KINDS)
-    _, ky, kz = dfft.wavenumbers(rho_k, s=rho.shape, d=(1.0, 2 * np.pi / NY, 2 * np.pi / NZ))
-    # the sine modes sin(j x), j = 1..NX: laid out like the spectrum's wall-normal axis
-    kx = darray.asarray(np.arange(1.0, NX + 1).reshape(NX, 1, 1), mesh=rho_k.mesh,
-                        spec=(rho_k.layout.spec[0], None, None))
+    # dst1 on x_i = i d, d = pi / (NX + 1): mode j (0-based) is sin((j + 1) x), so kx = 1..NX;
+    # every vector is laid out like its axis of the spectrum
+    kx, ky, kz = dfft.wavenumbers(rho_k, s=rho.shape, kinds=KINDS,
+                                  d=(np.pi / (NX + 1), 2 * np.pi / NY, 2 * np.pi / NZ))
     phi_k = -rho_k / (kx ** 2 + ky ** 2 + kz ** 2)
     return dfft.itransformn(phi_k, KINDS, s=rho.shape), rho_k
 

@@ -7,8 +7,9 @@
    p / (a^3 E), dp/da = 1.5 Omega_m F / (a^2 E), F = -grad inverse-laplacian delta), with
    `darray.particles.paint` / `readout` (cloud in cell) and darray.fft; particles that move
    beyond the ghost cells are migrated by darray.particles, so no step loses a particle.
-3. The power spectrum of the initial and final density by binned sums on each device's own
-   block (a segment sum per block plus one psum), against linear theory P_lin(k) D(a)^2.
+3. The power spectrum of the initial and final density, |delta_k|^2 binned by |k| with
+   darray.histogram (each device bins its own block of the spectrum, then one all-reduce of
+   the bins; never a gather of the grid), against linear theory P_lin(k) D(a)^2.
 4. A "differentiable universe": from the final density of a small box, recover the initial
    field by gradient descent through the whole simulation (darray.grad).
 
@@ -157,7 +158,7 @@ def linear_power_jax(k):
     return jnp.interp(jnp.log(jnp.maximum(k, 1e-6)), jnp.log(ks), pk) * (k > 0)
 
 
-# -- power spectrum by binned sums -------------------------------------------------------------
+# -- power spectrum by darray.histogram ---------------------------------------------------------
 def power_spectrum(delta, box, nbins):
     """Spherically averaged P(k) of a density contrast: |delta_k|^2 binned by |k| with
     darray.histogram (each device bins its own block of the spectrum; one all-reduce of the

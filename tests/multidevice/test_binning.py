@@ -240,3 +240,27 @@ def test_radial_power_spectrum_example():
     ref = np.bincount(shells, p) / np.bincount(shells)
     np.testing.assert_allclose(np.asarray(spec), ref, rtol=1e-12)
     assert spec.data.sharding.is_fully_replicated
+
+
+# -- NaN in the data (issue 38: the range came from the NaN-free blocks, mesh-dependent) ------
+@pytest.mark.parametrize("shape,mesh_shape,spec", LAYOUTS)
+def test_histogram_nan_data_matches_numpy(shape, mesh_shape, spec):
+    host = np.random.default_rng(7).standard_normal(shape)
+    host.flat[3] = np.nan
+    a = put(host, mesh_shape, spec)
+    with pytest.raises(ValueError, match=r"autodetected range of \[nan, nan\]"):
+        np.histogram(host, bins=5)
+    with pytest.raises(ValueError, match=r"autodetected range of \[nan, nan\].*range="):
+        darray.histogram(a, bins=5)
+    # under jit: NaN edges, never a range from part of the data
+    counts, edges = jax.jit(lambda x: darray.histogram(x, bins=5))(a)
+    assert_replicated(edges, mesh_shape, 6)
+    assert np.isnan(np.asarray(edges)).all()
+    np.testing.assert_array_equal(np.asarray(counts), 0)
+    # explicit range and an edges array: NaN is ignored, as numpy does
+    for kwargs in ({"bins": 5, "range": (-1.0, 1.5)}, {"bins": [-3.0, -0.5, 0.0, 0.1, 3.0]}):
+        c, e = darray.histogram(a, **kwargs)
+        ref_c, ref_e = np.histogram(host, **kwargs)
+        assert_replicated(c, mesh_shape, ref_c.size)
+        np.testing.assert_array_equal(np.asarray(c), ref_c)
+        np.testing.assert_allclose(np.asarray(e), ref_e, rtol=1e-15)

@@ -41,7 +41,7 @@ def test_values_layouts_and_no_collective(shape, real, spec):
                        mesh=mesh((2, 4), ("x", "y")), spec=spec)
     k = dfft.rfftn(x) if real else dfft.fftn(x)
     d = (0.5, 1.0, 2.0)
-    ks = dfft.wavenumbers(k, s=x.shape if real else None, d=d)
+    ks = dfft.wavenumbers(k, s=x.shape, d=d)
     ref = numpy_k(shape, real, d)
     assert len(ks) == 3
     for axis, (kw, r) in enumerate(zip(ks, ref)):
@@ -91,9 +91,11 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="s entry 0 must be"):
         dfft.wavenumbers(k, s=(7, 6))
     with pytest.raises(ValueError, match="d=.*2 axes"):
-        dfft.wavenumbers(k, d=(1.0, 2.0, 3.0))
+        dfft.wavenumbers(k, s=(8, 6), d=(1.0, 2.0, 3.0))
     with pytest.raises(ValueError, match="nonzero"):
-        dfft.wavenumbers(k, d=0.0)
+        dfft.wavenumbers(k, s=(8, 6), d=0.0)
+    with pytest.raises(ValueError, match=r"kinds entry 1 is 'dct5'; accepted: 'fft', 'rfft'"):
+        dfft.wavenumbers(k, kinds=("fft", "dct5"))
     with pytest.raises(TypeError, match="sequence"):
         dfft.wavenumbers(k, s=6)
 
@@ -128,3 +130,67 @@ def test_meshgrid_same_mesh_axis_twice_keeps_values():
     np.testing.assert_array_equal(np.asarray(ga), ra)
     np.testing.assert_array_equal(np.asarray(gb), rb)
     assert ga.layout.split == (("d",), ())
+
+
+# -- issue 38: no silent wrong wavenumbers ----------------------------------------------------
+@pytest.mark.parametrize("n", [8, 9])
+def test_halved_axis_without_s_raises(n):
+    """rfftn's last axis of n//2 + 1 entries comes from an even or odd n: without s= (or
+    kinds=) the answer was fftfreq of the halved length, silently wrong."""
+    x = darray.asarray(np.ones((8, n)), mesh=mesh((8,), ("d",)), spec=("d", None))
+    k = dfft.rfftn(x)
+    with pytest.raises(TypeError, match=r"neither s= nor kinds=.*pass s=<the real-space shape>"):
+        dfft.wavenumbers(k)
+    with pytest.raises(ValueError, match=r"'rfft' axis of 5 entries.*pass s="):
+        dfft.wavenumbers(k, kinds=("fft", "rfft"))
+    _, kz = dfft.wavenumbers(k, s=(8, n))
+    np.testing.assert_array_equal(np.asarray(kz).ravel(), 2 * np.pi * np.fft.rfftfreq(n))
+    _, kz = dfft.wavenumbers(k, s=(8, n), kinds=("fft", "rfft"))
+    np.testing.assert_array_equal(np.asarray(kz).ravel(), 2 * np.pi * np.fft.rfftfreq(n))
+
+
+def test_length_two_halved_axis_is_numpys_rfftfreq():
+    x = darray.asarray(np.ones((8, 2)), mesh=mesh((8,), ("d",)), spec=("d", None))
+    k = dfft.rfftn(x)
+    with pytest.raises(ValueError, match=r"last axis of 2 entries.*kinds=\('rfft',\)"):
+        dfft.wavenumbers(k, s=(8, 2))
+    _, kz = dfft.wavenumbers(k, s=(8, 2), kinds=("rfft",))
+    np.testing.assert_array_equal(np.asarray(kz).ravel(), 2 * np.pi * np.fft.rfftfreq(2))
+    assert float(np.asarray(kz).ravel()[1]) == np.pi
+    _, kz = dfft.wavenumbers(dfft.fftn(x), s=(8, 2), kinds=("fft", "fft"))
+    np.testing.assert_array_equal(np.asarray(kz).ravel(), 2 * np.pi * np.fft.fftfreq(2))
+
+
+def _positions(kind, n, d):
+    """The sample positions of scipy.fft's kernel for `kind` (its j in cos/sin(K x_j))."""
+    shift = {"dct1": 0, "dct3": 0, "dst1": 1, "dst3": 1}.get(kind, 0.5)
+    return (np.arange(n) + shift) * d
+
+
+@pytest.mark.parametrize("kind", ["dct1", "dct2", "dct3", "dct4", "dst1", "dst2", "dst3", "dst4"])
+def test_r2r_wavenumbers_match_scipys_kernels(kind):
+    """A transformn spectrum's cosine/sine axis: entry k is the K of scipy's kernel
+    cos/sin(K x_j) (was: Fourier wavenumbers). Column j of scipy's transform matrix is
+    proportional to cos/sin(K x_j) over the modes k."""
+    scipy_fft = pytest.importorskip("scipy.fft")
+    n, d = 9, 0.7
+    x = darray.asarray(np.random.default_rng(3).standard_normal((n, 8, 6)),
+                       mesh=mesh((2, 4), ("x", "y")), spec=("x", "y"))
+    k = dfft.transformn(x, (kind, "fft", "rfft"))
+    kx, ky, kz = dfft.wavenumbers(k, s=x.shape, d=d, kinds=(kind, "fft", "rfft"))
+    assert kx.layout.split[0] == k.layout.split[0] and kx.shape == (n, 1, 1)
+    np.testing.assert_allclose(np.asarray(ky).ravel(), 2 * np.pi * np.fft.fftfreq(8, d))
+    np.testing.assert_allclose(np.asarray(kz).ravel(), 2 * np.pi * np.fft.rfftfreq(6, d))
+    big_k = np.asarray(kx).ravel()
+    fn = scipy_fft.dct if kind.startswith("dct") else scipy_fft.dst
+    matrix = fn(np.eye(n), type=int(kind[-1]), axis=0)          # [mode, sample]
+    trig = np.cos if kind.startswith("dct") else np.sin
+    for j, xj in enumerate(_positions(kind, n, d)):
+        t = trig(big_k * xj)
+        w = matrix[:, j] @ t / (t @ t)
+        np.testing.assert_allclose(matrix[:, j], w * t, atol=1e-12)
+        assert w in (1.0, 2.0) or np.isclose(w, 1.0) or np.isclose(w, 2.0)
+    # a real spectrum (only cosine/sine axes) without kinds= refuses
+    real = dfft.transformn(x, (kind, "dct2", "dst2"))
+    with pytest.raises(TypeError, match=r"k is real .*pass kinds="):
+        dfft.wavenumbers(real, s=x.shape)

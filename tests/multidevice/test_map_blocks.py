@@ -90,9 +90,60 @@ def test_block_info_uneven():
         return jnp.where(owned, i, -1)[:, None] + 0 * b
     out = darray.map_blocks(global_index, x, block_info=True)
     np.testing.assert_array_equal(np.asarray(out), np.repeat(np.arange(13)[:, None], 5, 1))
-    # the short block: 13 over 4 -> 4,4,4,1; physical rows after the owned one are padding = -1
+    # the short block: 13 over 4 -> 4,4,4,1; the physical rows after the owned one are padding
+    # (-1 where f ignores its input there; f's `0 * b` reads the input's NaN padding)
     data = np.asarray(out.data)
-    assert data[12, 0] == 12 and (data[13:, 0] == -1).all()
+    assert data[12, 0] == 12 and np.isnan(data[13:, 0]).all()
+    def masked(b, block_info):
+        i = block_info.start[0] + jnp.arange(b.shape[0])
+        owned = jnp.arange(b.shape[0]) < block_info.extent[0]
+        return jnp.where(owned, i, -1)[:, None] + 0 * jnp.where(block_info.owned_mask(), b, 0)
+    out = darray.map_blocks(masked, x, block_info=True)
+    assert (np.asarray(out.data)[13:, 0] == -1).all()
+
+
+@pytest.mark.parametrize("mask", [True, False])
+def test_padding_is_nan_in_block_functions(mask):
+    """Issue 38: a hand-written deposit that took the padding of an uneven split for particles
+    painted 28800 on 30^3 over a (2, 4) mesh, not 27000, without a word. Floating inputs reach
+    f with NaN in their padding, so the unmasked deposit gives NaN; the masked one the exact
+    mass (numpy: 27000 unit masses) in the grid's layout."""
+    mesh = mesh_of((2, 4))
+    disp = darray.asarray(np.random.default_rng(5).uniform(-0.9, 0.9, (30, 30, 30)), mesh=mesh,
+                          spec=("x", "y"))
+
+    def deposit(grid, d, block_info):                  # NGP along axis 0, one unit mass each
+        owned = block_info.owned_mask(ghosts=False)
+        if mask:
+            d = jnp.where(owned, d, 0.0)
+        lo = [h[0] for h in block_info.halo]
+        q = [jnp.arange(n).reshape([-1 if a == axis else 1 for a in range(3)]) + lo[axis]
+             for axis, n in enumerate(d.shape)]
+        cell = jnp.round(q[0] + d).astype(jnp.int32)
+        index = (jnp.broadcast_to(cell, d.shape),) + tuple(jnp.broadcast_to(c, d.shape)
+                                                           for c in q[1:])
+        mass = jnp.where(owned, 1.0, 0.0) if mask else jnp.ones_like(d) + 0 * d
+        return grid.at[index].add(mass)
+    rho = darray.map_blocks(deposit, darray.zeros_like(disp).halo(2), disp,
+                            block_info=True).halo_reduce()
+    assert rho.layout == disp.layout
+    total = float(darray.sum(rho))
+    if mask:
+        assert abs(total - 27000) < 1e-9
+    else:
+        assert np.isnan(total)
+    # padding="keep": the padding as it is (finite here), for code that masks it some other way
+    def block_sums(d):
+        return jnp.full_like(d, jnp.sum(d))
+    for padding, finite in (("keep", True), ("nan", False)):
+        out = darray.map_blocks(block_sums, disp, padding=padding)
+        assert np.isfinite(np.asarray(out)).all() == finite
+    with pytest.raises(ValueError, match=r"padding='zero' is not accepted; use \"nan\""):
+        darray.map_blocks(lambda b: b, disp, padding="zero")
+    # integer blocks keep their padding content (no NaN to put there)
+    ints = darray.map_blocks(lambda b: b + 1, darray.asarray(np.zeros((30, 30), np.int32),
+                                                               mesh=mesh, spec=("x", "y")))
+    np.testing.assert_array_equal(np.asarray(ints), 1)
 
 
 def test_explicit_out_layout_and_errors():

@@ -258,6 +258,64 @@ def test_overflow_raises_eagerly_and_poisons_under_jit(capfd):
     assert "ParticleError: darray.particles.readout:" in err
 
 
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_overflow_gradients_are_nan_under_jit(scheme):
+    """Issue 38: the forward value was NaN but darray.grad of it all zeros (paint) or finite
+    garbage (readout w.r.t. the field). Every gradient is NaN now; without overflow finite."""
+    rng = np.random.default_rng(12)
+    shape = (16, 12, 8)
+    far = place(rng.uniform(-12, 12, shape + (3,)))
+    near = place(rng.uniform(-0.5, 0.5, shape + (3,)))
+    w, f = place(rng.uniform(0.5, 2, shape)), place(rng.standard_normal(shape))
+
+    def paint_loss(d, w):
+        return darray.sum(darray.particles.paint(d, weights=w, scheme=scheme, capacity=4) ** 2)
+
+    def readout_loss(f, d):
+        return darray.sum(darray.particles.readout(f, d, scheme=scheme, capacity=4) ** 2)
+
+    for loss, args in ((paint_loss, (far, w)), (readout_loss, (f, far))):
+        grads = jax.jit(darray.grad(loss, argnums=(0, 1)))(*args)
+        for g, x in zip(grads, args):
+            assert g.layout == x.layout
+            assert np.isnan(np.asarray(g)).all(), (loss.__name__, scheme)
+    for loss, args in ((paint_loss, (near, w)), (readout_loss, (f, near))):
+        grads = jax.jit(darray.grad(loss, argnums=(0, 1)))(*args)
+        assert all(np.isfinite(np.asarray(g)).all() for g in grads)
+
+
+def test_capacity_sized_from_the_data_eagerly_and_needed_capacity_under_jit():
+    """Issue 38: the default capacity overflowed (451 strays needed on 30^3, 450 default)."""
+    shape = (30, 30, 30)
+    host = np.random.default_rng(0).uniform(-12, 12, shape + (3,))
+    disp = place(host)
+    need = darray.particles.needed_capacity(disp)
+    assert int(need) == 451
+    assert int(jax.jit(darray.particles.needed_capacity)(disp)) == 451
+    with pytest.raises(ParticleError, match=r"capacity=450 .*pass capacity=451 or more"):
+        darray.particles.paint(disp, capacity=450)
+    rho = darray.particles.paint(disp)                       # default: sized from the data
+    assert_grid_layout(rho, disp)
+    np.testing.assert_allclose(np.asarray(rho), paint_numpy(host), atol=1e-12)
+    field = place(np.random.default_rng(1).standard_normal(shape))
+    got = darray.particles.readout(field, disp)
+    np.testing.assert_allclose(np.asarray(got), readout_numpy(np.asarray(field), host),
+                               atol=1e-12)
+    # eager darray.grad sizes it too (the stray count is concrete there)
+    g = darray.grad(lambda d: darray.sum(darray.particles.paint(d) ** 2))(disp)
+    assert g.layout == disp.layout and np.isfinite(np.asarray(g)).all()
+    # under jit the documented retry: learn the need in the program, rerun if it was short
+    step = jax.jit(lambda d, capacity: (darray.particles.paint(d, capacity=capacity),
+                                        darray.particles.needed_capacity(d)),
+                   static_argnames="capacity")
+    capacity = 32
+    rho, need = step(disp, capacity=capacity)
+    assert np.isnan(np.asarray(rho)).all() and int(need) > capacity
+    rho, need = step(disp, capacity=int(need))
+    np.testing.assert_allclose(np.asarray(rho), paint_numpy(host), atol=1e-12)
+    assert int(darray.particles.needed_capacity(place(np.zeros(shape + (3,))))) == 0
+
+
 # -- window ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("scheme, power", [("ngp", 1), ("cic", 2), ("tsc", 3)])
 def test_window_matches_numpy_and_rfftn_layout(scheme, power):

@@ -39,9 +39,10 @@ def _paint_block(grid, dx, dy, dz, *, block_info):
     are not particles: `BlockInfo.owned_mask(ghosts=False)` (the displacements have no halo)
     drops them, as docs/halo.md's deposit pattern does."""
     d = (dx, dy, dz)
-    owned = block_info.owned_mask(ghosts=False).astype(dx.dtype)
+    owned = block_info.owned_mask(ghosts=False)
     cells, fracs = [], []
     for axis, disp in enumerate(d):
+        disp = jnp.where(owned, disp, 0.0)   # padding reaches f as NaN: mask by where, not 0 *
         shape = [-1 if a == axis else 1 for a in range(3)]
         q = jnp.arange(disp.shape[axis]).reshape(shape)
         pos = q + GHOST + disp
@@ -49,7 +50,7 @@ def _paint_block(grid, dx, dy, dz, *, block_info):
         cells.append(cell.astype(jnp.int32))
         fracs.append(pos - cell)
     for offset in [(a, b, c) for a in (0, 1) for b in (0, 1) for c in (0, 1)]:
-        weight = owned
+        weight = owned.astype(dx.dtype)
         for f, o in zip(fracs, offset):
             weight = weight * (f if o else 1.0 - f)
         index = tuple(jnp.broadcast_to(c + o, dx.shape) for c, o in zip(cells, offset))

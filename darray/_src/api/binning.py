@@ -84,8 +84,19 @@ def _extremes_fn(layout: Layout):
         hi_fill, lo_fill = _extreme_fills(x.dtype)
         lo = jnp.min(x if mask is None else jnp.where(mask, x, hi_fill))
         hi = jnp.max(x if mask is None else jnp.where(mask, x, lo_fill))
-        return lo, hi
+        return _nan_if_any_nan(x, mask, lo, hi)
     return jax.jit(run)
+
+
+def _nan_if_any_nan(x, mask, lo, hi):
+    """(lo, hi), both NaN when a logical cell of `x` is NaN. A distributed min/max does not
+    propagate NaN reliably (XLA's cross-device min/max all-reduce may drop it, so the answer
+    would depend on the mesh); a logical-or all-reduce of ``isnan`` does."""
+    if x.dtype.kind != "f":
+        return lo, hi
+    nan = jnp.isnan(x) if mask is None else jnp.isnan(x) & mask
+    bad = jnp.any(nan)
+    return jnp.where(bad, jnp.nan, lo), jnp.where(bad, jnp.nan, hi)
 
 
 def _extreme_fills(dtype):
@@ -216,6 +227,9 @@ def _histogram_fn(layout: Layout, w_layout, nbins: int, uniform: bool, traced_ra
             mask = valid_mask(layout)
             lo = jnp.min(v if mask is None else jnp.where(mask, v, jnp.inf))
             hi = jnp.max(v if mask is None else jnp.where(mask, v, -jnp.inf))
+            # a NaN in the data: NaN edges (numpy raises; a traced value cannot), so the
+            # answer is visibly not a histogram rather than one of the NaN-free blocks
+            lo, hi = _nan_if_any_nan(v, mask, lo, hi)
             lo, hi = jnp.where(lo == hi, lo - 0.5, lo), jnp.where(lo == hi, hi + 0.5, hi)
             edges = jnp.linspace(lo, hi, nbins + 1, dtype=edges_or_range.dtype)
         else:
@@ -270,8 +284,10 @@ def _edges(bins, range_, x: DistArray, dtype):
         else:
             lo, hi = (v.item() for v in _extremes_fn(x.layout)(x.data))
             if not (np.isfinite(lo) and np.isfinite(hi)):
-                raise ValueError(f"histogram: the autodetected range of [{lo}, {hi}] is not "
-                                 "finite; pass range= or drop non-finite values")
+                raise ValueError(f"histogram: a holds non-finite values, so the autodetected "
+                                 f"range of [{lo}, {hi}] is not finite (numpy raises too); "
+                                 "pass range=(min, max) (values outside it and NaN are "
+                                 "ignored) or drop the non-finite values")
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         return np.linspace(lo, hi, nbins + 1, dtype=dtype), nbins, True
@@ -299,7 +315,10 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
         edges (equal consecutive edges are allowed, a decreasing pair raises ValueError).
         Bin i holds ``edges[i] <= v < edges[i+1]``; the last bin also holds its right edge.
       range: (min, max) for int `bins`; default the data's min and max (one extra all-reduce
-        eagerly; inside jit computed in the same program). Values outside are ignored.
+        eagerly; inside jit computed in the same program). Values outside are ignored, and
+        so is NaN. With ``range=None`` and a NaN (or infinity) in `a`, numpy's error: eagerly a
+        ValueError; under ``jax.jit`` (no exception can come from a traced value) the edges
+        come back all NaN (with a NaN: every count 0), never a range taken from part of `a`.
       weights: None, or a numeric DistArray of a's shape: each value adds its weight.
       density: divide by ``sum(counts) * diff(edges)`` (a probability density).
 

@@ -77,10 +77,40 @@ def rfftfreq(n, /, d=1.0, *, dtype=None, device=None, mesh=None, spec=None) -> D
 
 
 # -- wavenumbers laid out like a spectrum ------------------------------------------------------
+_R2R = ("dct1", "dct2", "dct3", "dct4", "dst1", "dst2", "dst3", "dst4")
+_KINDS = ("fft", "rfft") + _R2R
+
+
+def _angular(kind: str, n: int, d: float) -> np.ndarray:
+    """Float64 angular wavenumbers of the `n` entries of a `kind` transform of an axis of `n`
+    real-space samples (spectrum entries for "rfft": n // 2 + 1) with spacing `d`.
+
+    Fourier: ``2*pi*fftfreq`` / ``2*pi*rfftfreq`` (numpy's). Real-to-real (scipy.fft's
+    kernels): entry ``k`` is the coefficient of ``cos(K x_j)`` or ``sin(K x_j)`` over the
+    kind's sample positions ``x_j``: ``j d`` (dct1, dct3), ``(j + 1) d`` (dst1, dst3),
+    ``(j + 1/2) d`` (dct2, dct4, dst2, dst4). So dct1: ``K = pi k / ((n-1) d)``; dct2:
+    ``pi k / (n d)``; dst1: ``pi (k + 1) / ((n+1) d)``; dst2: ``pi (k + 1) / (n d)``; dct3,
+    dct4, dst3, dst4: ``pi (k + 1/2) / (n d)``. (Tested against scipy's transform matrices.)"""
+    k = np.arange(n, dtype=np.float64)
+    if kind == "fft":
+        return np.fft.fftfreq(n, d) * (2 * np.pi)
+    if kind == "rfft":
+        return np.fft.rfftfreq(n, d) * (2 * np.pi)
+    if kind == "dct1":
+        return np.pi * k / (max(n - 1, 1) * d)
+    if kind == "dct2":
+        return np.pi * k / (n * d)
+    if kind == "dst1":
+        return np.pi * (k + 1) / ((n + 1) * d)
+    if kind == "dst2":
+        return np.pi * (k + 1) / (n * d)
+    return np.pi * (k + 0.5) / (n * d)     # dct3, dct4, dst3, dst4
+
+
 @program_cache(SMALL)
 def _wavenumber_fn(kind, n, d, dtype, axis, layout):
     # float64 on the host, cast once: the values are exact to the output's precision
-    f = (np.fft.fftfreq if kind == "fft" else np.fft.rfftfreq)(n, d) * (2 * np.pi)
+    f = _angular(kind, n, d)
     shape = [1] * layout.ndim
     shape[axis] = f.size
     values = f.reshape(shape).astype(dtype)
@@ -111,50 +141,109 @@ def _spacings(d, ndim):
     return out
 
 
-def _real_lengths(k, s):
-    """(real-space length, "fft" or "rfft") per axis of spectrum `k` (see `wavenumbers`)."""
-    lengths = [(n, "fft") for n in k.shape]
-    if s is None:
-        return lengths
-    if np.ndim(s) == 0:
-        raise TypeError(f"wavenumbers: s={s!r} must be a sequence of ints (the real-space "
-                        f"shape of the transformed axes), or None")
-    s = tuple(s)
-    if not 1 <= len(s) <= k.ndim:
-        raise ValueError(f"wavenumbers: s={s} must have 1 to {k.ndim} entries (the last len(s) "
-                         f"axes of the spectrum, of shape {k.shape})")
-    first = k.ndim - len(s)
-    for j, n in enumerate(s):
-        axis = first + j
-        n = positive_length(n, "s entry", context="wavenumbers: ")
-        m = k.shape[axis]
-        if axis == k.ndim - 1 and n != m and n // 2 + 1 == m:
-            lengths[axis] = (n, "rfft")
-        elif n != m:
-            expect = (f"{m}" if axis < k.ndim - 1
-                      else f"{m} (a complex transform) or {2 * (m - 1)} or {2 * m - 1} (real)")
-            raise ValueError(f"wavenumbers: s={s} does not match the spectrum's shape {k.shape}: "
-                             f"axis {axis} has {m} entries, so s entry {j} must be {expect}")
-        else:
-            lengths[axis] = (n, "fft")
-    return lengths
+def _trailing(value, name: str, k) -> tuple:
+    if isinstance(value, str) or np.ndim(value) == 0:
+        raise TypeError(f"wavenumbers: {name}={value!r} must be a sequence (one entry per "
+                        f"transformed axis: the last len({name}) axes of the spectrum), or None")
+    value = tuple(value)
+    if not 1 <= len(value) <= k.ndim:
+        raise ValueError(f"wavenumbers: {name}={value} must have 1 to {k.ndim} entries (the "
+                         f"last len({name}) axes of the spectrum, of shape {k.shape})")
+    return value
 
 
-def wavenumbers(k, s=None, *, d=1.0) -> tuple[DistArray, ...]:
+_ASK = ("pass s=<the real-space shape> (as given to irfftn) for an fftn or rfftn spectrum, and "
+        "kinds=<transformn's kinds> for a transformn spectrum")
+
+
+def _real_lengths(k, s, kinds):
+    """(real-space length, kind) per axis of spectrum `k` (see `wavenumbers`)."""
+    if s is None and kinds is None:
+        raise TypeError(f"wavenumbers: k of shape {k.shape} came with neither s= nor kinds=, "
+                        "and its shape alone cannot tell an fftn spectrum from an rfftn one "
+                        "(whose halved last axis may come from an even or odd length) or "
+                        f"from a cosine/sine transform's; {_ASK}")
+    lengths: list[tuple[int | None, str]] = [(None, "fft") for _ in k.shape]
+    if kinds is not None:
+        kinds = _trailing(kinds, "kinds", k)
+        first = k.ndim - len(kinds)
+        for j, kind in enumerate(kinds):
+            if kind not in _KINDS:
+                raise ValueError(f"wavenumbers: kinds entry {j} is {kind!r}; accepted: "
+                                 f"{', '.join(map(repr, _KINDS))}")
+            lengths[first + j] = (None, kind)
+        if sum(kind == "rfft" for kind in kinds) > 1:
+            raise ValueError(f"wavenumbers: kinds={kinds} has more than one 'rfft' axis")
+    elif np.dtype(k.dtype).kind != "c":
+        raise TypeError(f"wavenumbers: k is real ({k.dtype}), so not an fftn or rfftn spectrum; "
+                        "pass kinds=<transformn's kinds> (e.g. ('dst1', 'fft', 'rfft')) for "
+                        "the cosine/sine wavenumbers")
+    if s is not None:
+        s = _trailing(s, "s", k)
+        first = k.ndim - len(s)
+        for j, n in enumerate(s):
+            axis = first + j
+            n = positive_length(n, "s entry", context="wavenumbers: ")
+            m = k.shape[axis]
+            kind = lengths[axis][1]
+            if kinds is None and axis == k.ndim - 1 and n != m and n // 2 + 1 == m:
+                kind = "rfft"
+            elif kinds is None and axis == k.ndim - 1 and n == m == 2:
+                raise ValueError(f"wavenumbers: s={s} with a last axis of 2 entries fits both "
+                                 "an fftn spectrum (Nyquist entry -pi/d) and an rfftn one "
+                                 "(+pi/d); pass kinds=('fft',) or kinds=('rfft',) to say which")
+            if kind == "rfft":
+                if n // 2 + 1 != m:
+                    raise ValueError(f"wavenumbers: s={s} does not match the spectrum's shape "
+                                     f"{k.shape}: axis {axis} is an rfft axis of {m} entries, "
+                                     f"so s entry {j} must be {2 * (m - 1)} or {2 * m - 1}")
+            elif n != m:
+                expect = (f"{m}" if axis < k.ndim - 1 or kinds is not None
+                          else f"{m} (a complex transform) or {2 * (m - 1)} or {2 * m - 1} "
+                               f"(real)")
+                raise ValueError(f"wavenumbers: s={s} does not match the spectrum's shape "
+                                 f"{k.shape}: axis {axis} has {m} entries, so s entry {j} must "
+                                 f"be {expect}")
+            lengths[axis] = (n, kind)
+    out = []
+    for axis, (n, kind) in enumerate(lengths):
+        if n is None and kind == "rfft":
+            raise ValueError(f"wavenumbers: axis {axis} is an 'rfft' axis of {k.shape[axis]} "
+                             f"entries, from a real length {2 * (k.shape[axis] - 1)} or "
+                             f"{2 * k.shape[axis] - 1}: pass s= (the real-space shape) to say "
+                             "which")
+        out.append((k.shape[axis] if n is None else n, kind))
+    return out
+
+
+def wavenumbers(k, s=None, *, d=1.0, kinds=None) -> tuple[DistArray, ...]:
     """The angular wavenumbers of a spectrum, one array per axis, laid out like `k`.
 
     Args:
-      k: a spectrum (DistArray), e.g. the output of `fftn` or `rfftn`.
-      s: the real-space shape of the last ``len(s)`` axes (as passed to `irfftn`); None: every
-        axis is a complex transform of its own length. The last axis holds the half spectrum
-        of a real transform when ``s[-1] // 2 + 1 == k.shape[-1] != s[-1]``.
+      k: a spectrum (DistArray), e.g. the output of `fftn`, `rfftn` or `transformn`.
+      s: the real-space shape of the last ``len(s)`` axes (as passed to `irfftn`). Without
+        `kinds`, the last axis holds the half spectrum of a real transform when
+        ``s[-1] // 2 + 1 == k.shape[-1] != s[-1]``, and every other axis is a complex one.
       d: sample spacing, a number or one per axis (a box of length L and n points: L / n).
+      kinds: the transform of each of the last ``len(kinds)`` axes, as given to `transformn`:
+        "fft", "rfft" (needs `s` for that axis: its real length may be even or odd),
+        "dct1".."dct4", "dst1".."dst4"; earlier axes are "fft".
+
+      One of `s` and `kinds` is required: the spectrum's shape alone cannot tell an `fftn`
+      spectrum from an `rfftn` one (nor an even real length from an odd one), and a guess
+      would give wrong wavenumbers without an error. Ambiguous cases raise (a last axis of 2
+      entries with only `s`: pass ``kinds=("fft",)`` or ``("rfft",)``).
 
     Returns:
       A tuple of ``k.ndim`` DistArrays. Entry ``i`` has size 1 on every axis but ``i`` and holds
-      ``2*pi*fftfreq(n_i, d_i)`` there (``2*pi*rfftfreq(s[-1], d)`` on a halved last axis), in
-      the real precision of `k` (float32 for complex64). numpy order: zero first, the Nyquist
-      entry of an even full axis negative.
+      there, in the real precision of `k` (float32 for complex64): ``2*pi*fftfreq(n_i, d_i)``
+      on a complex axis (numpy order: zero first, the Nyquist entry of an even axis
+      negative); ``2*pi*rfftfreq(s[-1], d)`` on a halved axis (its Nyquist entry positive);
+      on a cosine/sine axis of n samples, mode ``k``'s K in scipy.fft's kernel ``cos(K x_j)``
+      / ``sin(K x_j)``, ``x_j`` the kind's sample positions (``j d`` for dct1/dct3, ``(j+1) d``
+      for dst1/dst3, ``(j+1/2) d`` for the others): dct1 ``pi k/((n-1) d)``, dct2
+      ``pi k/(n d)``, dst1 ``pi (k+1)/((n+1) d)``, dst2 ``pi (k+1)/(n d)``, dct3/dct4/dst3/dst4
+      ``pi (k+1/2)/(n d)``. So ``-K**2`` is the second derivative's eigenvalue of each mode.
 
     Layout:
       Axis ``i`` of entry ``i`` is split exactly as axis ``i`` of `k` (same mesh axes, same
@@ -173,7 +262,7 @@ def wavenumbers(k, s=None, *, d=1.0) -> tuple[DistArray, ...]:
     if dtype.kind != "f":
         dtype = _freq_dtype(None, "wavenumbers")
     out = []
-    for axis, ((n, kind), step) in enumerate(zip(_real_lengths(k, s), spacings)):
+    for axis, ((n, kind), step) in enumerate(zip(_real_lengths(k, s, kinds), spacings)):
         shape = [1] * k.ndim
         shape[axis] = k.shape[axis]
         spec: list[str | tuple[str, ...] | None] = [None] * k.ndim

@@ -1,5 +1,6 @@
 """Particles on a distributed grid: paint, readout and the schemes' k-space windows."""
 from darray._src.particles.api import ParticleError as ParticleError
+from darray._src.particles.api import needed_capacity as needed_capacity
 from darray._src.particles.api import paint as paint
 from darray._src.particles.api import readout as readout
 from darray._src.particles.api import window as window

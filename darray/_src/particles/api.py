@@ -7,6 +7,7 @@ axes; particle ``i`` (a Lagrangian cell) sits at ``i + disp[i]`` in the periodic
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 
@@ -124,6 +125,19 @@ def _report(where: str, geom: dep.Geometry, most, first_nan) -> None:
         raise ParticleError(message)
 
 
+def _resized(geom: dep.Geometry, capacity, most) -> dep.Geometry | None:
+    """Eagerly, with the default ``capacity=None``: the geometry to run again with when the
+    strays overflowed the default bound (capacity: the next power of two >= the count, so a
+    simulation whose strays grow compiles a few programs, not one per step). None: keep the
+    result (a capacity the user passed, a trace, or no overflow)."""
+    if capacity is not None or isinstance(most, jax.core.Tracer):
+        return None
+    most = int(most)
+    if most <= geom.capacity:
+        return None
+    return dataclasses.replace(geom, capacity=1 << (most - 1).bit_length())
+
+
 def _specs(layout: Layout):
     return layout.spec
 
@@ -165,7 +179,9 @@ def _paint_fn(disp_layout: Layout, weights_layout, geom: dep.Geometry, scheme: S
         if geom.names:
             first_nan = jax.lax.pmin(first_nan, geom.names)
         poisoned = (most > geom.capacity) | (first_nan != dep.NO_NAN)
-        block = jnp.where(poisoned, jnp.nan, block)
+        # NaN, and a NaN derivative w.r.t. disp and weights (never a silent zero gradient)
+        deps = (disp_b,) if weights_b is None else (disp_b, weights_b)
+        block = dep.poison(poisoned, poisoned, block, *deps)
         return block.reshape(geom.block_shape), most, first_nan
 
     has_weights = weights_layout is not None
@@ -201,9 +217,13 @@ def paint(disp, *, weights=None, scheme: str = "cic", reach: int | None = None,
       reach: ghost cells per side on split axes (default ``support + 1``: 2, 3, 4 for ngp, cic,
         tsc). A particle whose stencil stays within `reach` cells of its own block deposits
         locally; any other (a *stray*) is sent to the device owning its cell.
-      capacity: the most strays one device may send to one other device in a call (default
-        ``max(32, cells per block / devices)``). The exchange is bounded so that its buffers
-        have a static shape.
+      capacity: the most strays one device may send to one other device in a call. The
+        exchange is bounded so that its buffers have a static shape. Default None: eagerly,
+        sized from the data (``max(32, cells per block / devices)``, and if more strays head
+        for one device, the call runs again with the next power of two at or above their
+        count), so eager code never sets it; under a trace (``jax.jit``, ``grad``, ``scan``)
+        that first bound, with overflow giving NaN (below). `needed_capacity` gives the count
+        a traced call needs (docs/particles.md shows the retry pattern).
 
     Returns:
       A DistArray of shape ``G`` in the grid's layout (dtype: disp's and weights' result type);
@@ -212,10 +232,11 @@ def paint(disp, *, weights=None, scheme: str = "cic", reach: int | None = None,
     Raises:
       ParticleError (a ValueError): a displacement is NaN or infinite (the message names the
         particle's index), or more than `capacity` strays head from one device to another
-        (the message names the count needed and the argument that raises the bound). Eagerly
-        this raises at the call. Under a trace (``jax.jit``, ``jax.grad``, ``lax.scan``) the
-        result is NaN and the program prints the same message to stderr when it runs. Nothing
-        is ever dropped silently.
+        with a `capacity` you passed (the message names the count needed and the argument
+        that raises the bound). Eagerly this raises at the call. Under a trace (``jax.jit``,
+        ``jax.grad``, ``lax.scan``) the result is NaN, its gradients with respect to `disp`
+        and `weights` are NaN (never zeros), and the program prints the same message to
+        stderr when it runs. Nothing is ever dropped silently.
 
     Layout:
       The grid's layout. Communication: one halo reduce of ``reach``-wide faces
@@ -233,9 +254,14 @@ def paint(disp, *, weights=None, scheme: str = "cic", reach: int | None = None,
     else:
         dtype = disp.dtype
     geom = _geometry(grid, assignment, reach, capacity, where)
-    fn, haloed = _paint_fn(disp.layout, None if weights is None else weights.layout, geom,
-                           assignment, jnp.dtype(dtype))
-    data, most, first_nan = fn(disp.data, None if weights is None else weights.data)
+    args = (disp.data, None if weights is None else weights.data)
+    while True:
+        fn, haloed = _paint_fn(disp.layout, None if weights is None else weights.layout, geom,
+                               assignment, jnp.dtype(dtype))
+        data, most, first_nan = fn(*args)
+        if (resized := _resized(geom, capacity, most)) is None:
+            break
+        geom = resized
     _report(where, geom, most, first_nan)
     return halo_reduce(DistArray._new(data, haloed))
 
@@ -277,11 +303,15 @@ def _readout_fn(field_layout: Layout, disp_layout: Layout, geom: dep.Geometry, s
             far = jax.lax.cond(any_stray, strays, jnp.zeros_like, values)
             values = jnp.where(local[:, None], values, jnp.where(b.sent[:, None], far, 0))
             lost = stray & ~b.sent
-        values = jnp.where((lost | (owned.ravel() & ~finite.ravel()))[:, None], jnp.nan, values)
         first_nan = jnp.min(jnp.where(owned.ravel() & ~finite.ravel(),
                                       dep.global_flat_index(geom, info.start), dep.NO_NAN))
         if geom.names:
             first_nan = jax.lax.pmin(first_nan, geom.names)
+        # the particles that did not fit (or have a NaN displacement) read NaN; on any such
+        # particle the derivative w.r.t. field and disp is NaN everywhere (never finite garbage)
+        poisoned = (most > geom.capacity) | (first_nan != dep.NO_NAN)
+        values = dep.poison((lost | (owned.ravel() & ~finite.ravel()))[:, None], poisoned,
+                            values, field_b, disp_b)
         shape = geom.chunk + ((values.shape[-1],) if components else ())
         return values.reshape(shape), most, first_nan
 
@@ -313,7 +343,8 @@ def readout(field, disp, *, scheme: str = "cic", reach: int | None = None,
 
     Raises:
       ParticleError: as `paint` (NaN displacement with its particle index; capacity overflow);
-        the affected particles read NaN.
+        under a trace the affected particles read NaN and the gradients with respect to
+        `field` and `disp` are NaN everywhere.
 
     Layout:
       `field`'s layout. Communication: one ``reach``-wide halo fill of `field`; only when some
@@ -329,10 +360,57 @@ def readout(field, disp, *, scheme: str = "cic", reach: int | None = None,
     dtype = jnp.dtype(jnp.result_type(field.dtype, disp.dtype))
     if any(geom.ghosts):
         field = halo(field, {a: w for a, w in enumerate(geom.ghosts) if w})
-    fn, out_layout = _readout_fn(field.layout, disp.layout, geom, assignment, dtype)
-    data, most, first_nan = fn(field.data, disp.data)
+    while True:
+        fn, out_layout = _readout_fn(field.layout, disp.layout, geom, assignment, dtype)
+        data, most, first_nan = fn(field.data, disp.data)
+        if (resized := _resized(geom, capacity, most)) is None:
+            break
+        geom = resized
     _report(where, geom, most, first_nan)
     return DistArray._new(data, out_layout)
+
+
+# -- needed capacity ---------------------------------------------------------------------------
+@program_cache(MEDIUM)
+def _needed_fn(disp_layout: Layout, geom: dep.Geometry, scheme: Scheme):
+    grid = disp_layout.with_shape(geom.shape)
+
+    def body(disp_b):
+        info = _block_info(grid)
+        ok = info.owned_mask(ghosts=False) & jnp.all(jnp.isfinite(disp_b), axis=-1)
+        pos = dep.positions(geom, disp_b, info.start, ok)
+        st = dep.classify(geom, scheme, pos, info.start, info.extent)
+        stray = ok.ravel() & ~st.in_reach
+        onehot = (st.dest[:, None] == jnp.arange(geom.ndev, dtype=jnp.int32)) & stray[:, None]
+        return jax.lax.pmax(jnp.max(onehot.sum(axis=0, dtype=jnp.int32)), geom.names)
+
+    mapped = compat.shard_map(body, mesh=grid.mesh, in_specs=(disp_layout.spec,),
+                              out_specs=PartitionSpec(), check_vma=False)
+    return jax.jit(lambda disp: mapped(physical.constrain(disp, disp_layout)))
+
+
+def needed_capacity(disp, *, scheme: str = "cic", reach: int | None = None) -> jax.Array:
+    """The smallest `capacity` with which `paint` / `readout` of `disp` fit: the most strays
+    (particles beyond `reach`) that one device sends to one other device.
+
+    Eager `paint` and `readout` size capacity themselves; under ``jax.jit`` a capacity must be
+    static, so compute this (inside or outside the jitted function) and rerun with a bigger
+    one when it exceeds the capacity used (the retry pattern in docs/particles.md).
+
+    Args:
+      disp, scheme, reach: as in `paint`.
+
+    Returns:
+      A 0-d int32 jax.Array (``int(...)`` it eagerly; a traced value under a trace); 0 on a
+      one-device grid. Communication: one scalar all-reduce (max).
+    """
+    where = "darray.particles.needed_capacity"
+    disp = _check_disp(disp, where)
+    assignment = check_scheme(scheme, where)
+    geom = _geometry(_grid_layout(disp), assignment, reach, None, where)
+    if geom.ndev == 1:
+        return jnp.zeros((), jnp.int32)
+    return _needed_fn(disp.layout, geom, assignment)(disp.data)
 
 
 # -- window ------------------------------------------------------------------------------------

@@ -171,3 +171,30 @@ def global_flat_index(geom: Geometry, starts):
         q = jax.lax.broadcasted_iota(jnp.int32, geom.chunk, axis) + starts[axis]
         flat = flat * n + q
     return flat.ravel()
+
+
+@jax.custom_jvp
+def poison(flag, poisoned, x, *deps):
+    """`x` with NaN where `flag` (broadcast against x); the derivative NaN when `poisoned`.
+
+    A plain ``jnp.where(flag, nan, x)`` has a zero derivative where it put the NaN, so an
+    overflowing paint's gradient came back all zeros (and readout's finite garbage): a silent
+    wrong answer. Here the tangent is ``x_dot * (NaN where flag, else 1)`` plus, when the
+    scalar `poisoned` holds, ``NaN * sum(dep_dots)``: every cotangent of `x` and of each of
+    `deps` (the block's displacements, weights, field) becomes NaN, even where it would be 0.
+    When `poisoned` is False the extra term is ``0 * sum(...)``: the exact derivative."""
+    return jnp.where(flag, jnp.nan, x).astype(x.dtype)
+
+
+@poison.defjvp
+def _poison_jvp(primals, tangents):
+    flag, poisoned, x, *deps = primals
+    x_dot = tangents[2]
+    out = jnp.where(flag, jnp.nan, x).astype(x.dtype)
+    scale = jnp.where(flag, jnp.nan, 1).astype(x.dtype)
+    t = x_dot * scale
+    if deps:
+        bad = jnp.where(poisoned, jnp.nan, 0).astype(x.dtype)
+        total = sum(jnp.sum(d).astype(x.dtype) for d in tangents[3:])
+        t = t + bad * total
+    return out, t
