@@ -177,6 +177,17 @@ def test_jaxpm_on_darray_equals_one_device(jaxpm_reports, piece, record_property
     assert ours["grad_spec"] == "P('x', 'y')"
 
 
+@pytest.mark.parametrize("pdims", ["(1, 8)", "(8, 1)", "(4, 2)", "(2, 4)"])
+def test_jaxpm_jacobians_without_a_mesh_context(jaxpm_reports, pdims):
+    """JaxPM's test_fwd_rev_gradients, in darray's words and with values: jacfwd and jacrev
+    of JaxPM's forces under jit on an Auto mesh with no mesh context equal the single-device
+    Jacobian, and the forces keep the input's sharding (jaxDecomp's result is printed)."""
+    ours = jaxpm_reports["darray"]["jacobians"][pdims]
+    print(f"\n{pdims}: darray {ours}; jaxDecomp {jaxpm_reports['jaxdecomp']['jacobians'][pdims]}")
+    assert "error" not in ours, ours
+    assert ours["jacfwd"] < 1e-12 and ours["jacrev"] < 1e-12 and ours["sharding_kept"], ours
+
+
 def test_jaxpm_on_jaxdecomp_painting_gradient_is_wrong(jaxpm_reports):
     """The same JaxPM code on jaxDecomp: forward right, painting gradients wrong (halo VJP)."""
     theirs = jaxpm_reports["jaxdecomp"]
