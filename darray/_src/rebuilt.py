@@ -152,13 +152,12 @@ def _concrete_spec(data, mesh):
     return sharding.spec
 
 
-def resolve(components, data, *, pin_traced: bool):
-    """(layout, data) for a leaf JAX gave the Layouts `components` (outer first), or None to
-    leave it as it is: the Layouts do not describe the leaf, or it is traced, `pin_traced` is
-    False and nothing needs slicing (one Layout with extra plain axes: its Layout is reconciled
-    where it is read, see `reconcile_rank`, so a `jit` output keeps the sharding XLA gave it).
-    A traced nest is pinned to the rule's Layout (pin_traced=True), so that the sharding of a
-    jitted Jacobian is what its Layout says."""
+def settle_plan(components, data, *, pin_traced: bool):
+    """(layout, move) for a leaf JAX gave the Layouts `components` (outer first): the Layout
+    `resolve` gives it, and None when the data already is there, else the (source, stripped)
+    that `resolve` converts it with. Pure: it reads shapes and shardings, never data, so
+    `DistArray.layout` of an unsettled Jacobian runs nothing. None where `resolve` leaves the
+    leaf as it is."""
     shape = getattr(data, "shape", None)
     if shape is None:
         return None
@@ -172,7 +171,24 @@ def resolve(components, data, *, pin_traced: bool):
     layout, source, stripped = plan(comps, tuple(shape), spec)
     if spec is not None and not stripped and data.sharding.is_equivalent_to(
             physical.sharding_of(layout), len(shape)):
-        return layout, data  # already what the Layout says: nothing moves
+        return layout, None  # already what the Layout says: nothing moves
+    return layout, (source, stripped)
+
+
+def resolve(components, data, *, pin_traced: bool):
+    """(layout, data) for a leaf JAX gave the Layouts `components` (outer first), or None to
+    leave it as it is: the Layouts do not describe the leaf, or it is traced, `pin_traced` is
+    False and nothing needs slicing (one Layout with extra plain axes: its Layout is reconciled
+    where it is read, see `reconcile_rank`, so a `jit` output keeps the sharding XLA gave it).
+    A traced nest is pinned to the rule's Layout (pin_traced=True), so that the sharding of a
+    jitted Jacobian is what its Layout says. The Layout is `settle_plan`'s."""
+    planned = settle_plan(components, data, pin_traced=pin_traced)
+    if planned is None:
+        return None
+    layout, move = planned
+    if move is None:
+        return layout, data
+    source, stripped = move
     return layout, _converter(source, stripped, layout)(data)
 
 

@@ -82,9 +82,7 @@ def apply_local(fn: Callable, args: Sequence) -> DistArray:
     signature = tuple((d.shape, d.dtype) if isinstance(a, DistArray) else _static_key(a)
                       for a, d in zip(args, datas))
     out = _local_fn(_token(fn), signature)(*datas)
-    result = DistArray(out, local_layout(tuple(out.shape)))
-    result._checked = out  # the layout was made from its shape
-    return result
+    return DistArray._make(out, local_layout(tuple(out.shape)))  # layout made from its shape
 
 
 # fn -> a small int for program-cache keys: jax.numpy's ufuncs hash in Python (microseconds

@@ -27,7 +27,7 @@ def _created(data, layout: Layout) -> DistArray:
     if layout.ndim == 0 and layout.mesh is not local_mesh():
         if tuple(data.shape) != ():
             raise ValueError(f"physical data of shape {tuple(data.shape)} is not 0-d")
-        return DistArray(data, layout)
+        return DistArray._make(data, layout)
     return DistArray._new(data, layout)
 
 
@@ -128,7 +128,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
             raise ValueError("asarray(copy=False) cannot move or cast a DistArray without a copy")
         out = _redistribute(obj, layout, dtype)
         # copy=True must give a distinct object: in-place operators rebind their DistArray.
-        return DistArray(out.data, out.layout) if copy and out is obj else out
+        return DistArray._make(out.data, out.layout) if copy and out is obj else out
     if copy is False:
         raise ValueError(f"asarray(copy=False) needs a DistArray input; converting "
                          f"{type(obj).__name__} to a DistArray always copies")
