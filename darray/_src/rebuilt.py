@@ -17,6 +17,17 @@ axis already uses those mesh axes; otherwise the axis is unsplit, with its paddi
 cells sliced away (a local slice: the axis is not split). Concrete data is read as it is
 sharded (no data moves when it fits); traced data (inside `jit`) follows the rule outer axes
 first and is pinned to it, so a jitted Jacobian's output sharding is what its Layout says.
+`settle_plan` computes that Layout alone (pure), so reading `DistArray.layout` runs nothing.
+
+The JAX pytree behaviours this relies on, each pinned by the test of the same name in
+tests/multidevice/test_pytree_contract.py (a JAX upgrade that changes one fails there):
+
+1. test_unflatten_receives_leaves_that_are_not_arrays: `tree_unflatten` gets avals, None and
+   PartitionSpecs, so it never validates (`DistArray._new` is the checked path).
+2. test_jacobians_nest_output_layout_outside_input_layout_inside: the nest's shape.
+3. test_stacked_outputs_get_leading_plain_axes: scan's ys / vmap's outputs.
+4. test_vmap_rebuilds_the_input_around_a_tracer_without_the_mapped_axis: what
+   `reconcile_rank` and `refuse_split_vmap` read (through compat.vmap_levels).
 """
 from __future__ import annotations
 
