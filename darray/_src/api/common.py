@@ -34,17 +34,41 @@ def first_dist(args) -> DistArray | None:
     return next((a for a in args if isinstance(a, DistArray)), None)
 
 
-def check_array(x, argname: str = "x") -> DistArray:
-    """A DistArray for `argname`: DistArrays pass, and so do 0-d jax/numpy scalars (treated
-    like darray's own 0-d results); anything else is a TypeError (no silent distribution
-    of a whole array: convert it with darray.asarray and choose its layout)."""
+# -- the argument policy: one rule for every namespace function, method and extension -------
+_PY_SCALARS = (bool, int, float, complex)
+_FOREIGN_ARRAYS = (np.ndarray, np.generic, jax.Array)
+
+
+def array_operand(fname: str, x, argname: str = "x"):
+    """`x` as an operand of the public function `fname` (as jax.numpy's ensure_arraylike): a
+    DistArray, a Python scalar, or a numpy or jax array (tracers included) of a dtype darray
+    holds pass unchanged; anything else (lists, strings...) is a TypeError naming `fname`,
+    as jax.numpy refuses them. Elementwise functions keep the scalars and foreign arrays as
+    they are (they broadcast against the DistArray operands, placed where those are, see
+    api/operands.py); functions that need an array call `ensure_array`."""
+    if isinstance(x, DistArray) or isinstance(x, _PY_SCALARS):
+        return x
+    if isinstance(x, _FOREIGN_ARRAYS):
+        if np.dtype(x.dtype).kind not in "biufc":
+            raise TypeError(f"{fname}: {argname} has dtype {x.dtype}, which darray does not "
+                            "hold (bool, integer, real or complex)")
+        return x
+    raise TypeError(f"{fname}: {argname} must be an array (a DistArray, a numpy or jax array) "
+                    f"or a Python scalar, got {type(x).__name__}; convert it with "
+                    "darray.asarray")
+
+
+def ensure_array(fname: str, x, argname: str = "x") -> DistArray:
+    """`x` as a DistArray, for the public function `fname` where it needs an array: a
+    DistArray passes; a numpy or jax array or a Python scalar is placed as `darray.asarray(x)`
+    places it (the default mesh, or the one device of small arrays; uncommitted, so it joins
+    the mesh of any committed operand: api/operands.py), as jax.numpy places host data; the
+    rest is refused by `array_operand`."""
     if isinstance(x, DistArray):
         return x
-    if (isinstance(x, (jax.Array, np.ndarray, np.generic)) and np.ndim(x) == 0
-            and np.dtype(x.dtype).kind in "biufc"):
-        return DistArray._wrap_scalar(x)
-    raise TypeError(f"{argname} must be a DistArray (see darray.asarray), got "
-                    f"{type(x).__name__}")
+    x = array_operand(fname, x, argname)
+    from darray._src.api.creation import asarray
+    return asarray(x)
 
 
 def _static_key(a):

@@ -64,7 +64,7 @@ def view(x: DistArray, dtype=None) -> DistArray:
       axis with another item size is resized by XLA's partitioner (cells move between
       neighbouring blocks).
     """
-    x = common.check_array(x)
+    x = common.ensure_array("view", x)
     if dtype is None:
         dtype = x.dtype
     dtype = _dt.as_dtype(dtype)
