@@ -102,9 +102,7 @@ def _weights(weights, x: DistArray, fname: str):
     """`weights` as a DistArray in x's layout (one resharding when it lives elsewhere)."""
     if weights is None:
         return None
-    if not isinstance(weights, DistArray):
-        raise TypeError(f"{fname}: weights must be a DistArray of x's shape (see "
-                        f"darray.asarray) or None, got {type(weights).__name__}")
+    weights = ensure_array(fname, weights, "weights")
     if weights.shape != x.shape:
         raise ValueError(f"{fname}: weights has shape {weights.shape} but the input has "
                          f"shape {x.shape}; they must match")

@@ -58,17 +58,20 @@ def array_operand(fname: str, x, argname: str = "x"):
                     "darray.asarray")
 
 
-def ensure_array(fname: str, x, argname: str = "x") -> DistArray:
+def ensure_array(fname: str, x, argname: str = "x", *, spec=None) -> DistArray:
     """`x` as a DistArray, for the public function `fname` where it needs an array: a
     DistArray passes; a numpy or jax array or a Python scalar is placed as `darray.asarray(x)`
     places it (the default mesh, or the one device of small arrays; uncommitted, so it joins
     the mesh of any committed operand: api/operands.py), as jax.numpy places host data; the
-    rest is refused by `array_operand`."""
+    rest is refused by `array_operand`.
+
+    spec: the one exception, for a function whose docs place host data otherwise (fft's
+    dct/dst family puts a 1-D signal whole on every device: ``asarray(x, spec=(None,))``)."""
     if isinstance(x, DistArray):
         return x
     x = array_operand(fname, x, argname)
     from darray._src.api.creation import asarray
-    return asarray(x)
+    return asarray(x) if spec is None else asarray(x, spec=spec)
 
 
 def _static_key(a):

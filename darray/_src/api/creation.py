@@ -260,23 +260,21 @@ def full(shape, fill_value, *, dtype=None, device=None, mesh=None, spec=None) ->
     return _full(shape, fill_value, dtype, device, mesh, spec)
 
 
-def _like(x, dtype, device, mesh, spec):
-    if isinstance(x, jax.Array) and x.ndim == 0:  # a bare jax scalar (e.g. from .to_jax())
-        x = DistArray._wrap_scalar(x)
-    if not isinstance(x, DistArray):
-        raise TypeError(f"x must be a DistArray, got {type(x).__name__}")
+def _like(fname, x, dtype, device, mesh, spec):
+    from darray._src.api.common import ensure_array  # the argument policy
+    x = ensure_array(fname, x)
     return x, (_check_dtype(dtype) or x.dtype), device, mesh, spec
 
 
 def zeros_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """Zeros with `x`'s shape, dtype and layout (unless overridden)."""
-    x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    x, dtype, device, mesh, spec = _like("zeros_like", x, dtype, device, mesh, spec)
     return _full(x.shape, 0, dtype, device, mesh, spec, like=x, what="darray.zeros_like")
 
 
 def ones_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """Ones with `x`'s shape, dtype and layout (unless overridden)."""
-    x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    x, dtype, device, mesh, spec = _like("ones_like", x, dtype, device, mesh, spec)
     return _full(x.shape, 1, dtype, device, mesh, spec, like=x, what="darray.ones_like")
 
 
@@ -287,7 +285,7 @@ def empty_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistAr
 
 def full_like(x, /, fill_value, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """`fill_value` with `x`'s shape, dtype and layout (unless overridden)."""
-    x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    x, dtype, device, mesh, spec = _like("full_like", x, dtype, device, mesh, spec)
     if isinstance(fill_value, DistArray):  # a 0-d result, as `full` takes it
         fill_value = fill_value.to_jax().item()
     return _full(x.shape, fill_value, dtype, device, mesh, spec, like=x, what="darray.full_like")

@@ -495,7 +495,7 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
             raise ValueError(f"take needs axis= for an array of rank {x.ndim}")
         axis = 0
     axis = normalize_axis(axis, x.ndim)
-    idx = indices if isinstance(indices, DistArray) else np.asarray(indices)
+    idx = common.ensure_array("take_along_axis", indices, "indices")
     if idx.dtype.kind not in "iu":
         raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
     if idx.ndim != 1:
@@ -520,7 +520,7 @@ def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
     """
     x = common.ensure_array("take_along_axis", x)
     axis = normalize_axis(axis, x.ndim)
-    idx = indices if isinstance(indices, DistArray) else np.asarray(indices)
+    idx = common.ensure_array("take_along_axis", indices, "indices")
     if idx.dtype.kind not in "iu":
         raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
     if idx.ndim != x.ndim:

@@ -133,7 +133,7 @@ def isin(x1, x2, /, *, invert=False) -> DistArray:
     is; each device tests its own block (inside shard_map: no communication beyond x2).
     """
     if not isinstance(x1, DistArray) and not isinstance(x2, DistArray):
-        raise TypeError("isin needs at least one DistArray argument")
+        x1 = common.ensure_array("isin", x1, "x1")  # the argument policy: placed as asarray
     x1, x2 = check_operand_meshes("isin", (x1, "x1"), (x2, "x2"))
     # where the call runs: the DistArray of rank >= 1 if any, else the DistArray given
     dists = [a for a in (x1, x2) if isinstance(a, DistArray)]

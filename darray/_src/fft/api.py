@@ -32,10 +32,10 @@ _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
 
 # -- validation -------------------------------------------------------------------------------
-def _as_dist(x, fname: str) -> DistArray:
+def _as_dist(x, fname: str, spec=None) -> DistArray:
     """`x` as a DistArray by the argument policy (common.ensure_array), ghost cells dropped:
     they are not part of the array, so a transform reads its interior."""
-    x = ensure_array(fname, x)
+    x = ensure_array(fname, x, spec=spec)
     if x.layout.has_halo:
         x = x.unhalo()
     return x
