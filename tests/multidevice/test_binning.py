@@ -98,8 +98,11 @@ def test_bincount_errors():
     y = put(np.array([0, 3, 2, 1]), (8,), (None,))
     with pytest.raises(ValueError, match=r"weights has shape \(3,\)"):
         darray.bincount(y, weights=put(np.ones(3), (8,), (None,)))
-    with pytest.raises(TypeError, match=r"weights must be a DistArray"):
-        darray.bincount(y, weights=np.ones(4))
+    # numpy weights follow the argument policy: placed as darray.asarray places them
+    np.testing.assert_array_equal(np.asarray(darray.bincount(y, weights=np.ones(4))),
+                                  np.bincount([0, 3, 2, 1], weights=np.ones(4)))
+    with pytest.raises(TypeError, match=r"bincount: weights must be an array"):
+        darray.bincount(y, weights=[1.0, 1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match=r"minlength=-1 must be a non-negative int"):
         darray.bincount(y, minlength=-1)
 

@@ -237,8 +237,8 @@ def test_errors():
         x.halo({0: 1}, axes=(0,))
     with pytest.raises(TypeError, match=r"fill_value=.* must be a scalar"):
         x.halo(1, fill_value=np.ones(2))
-    with pytest.raises(TypeError, match=r"must be a DistArray"):
-        darray.halo(np.ones(3))
+    with pytest.raises(TypeError, match=r"halo: x must be an array"):
+        darray.halo([1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match=r"backend='nope' is not a registered halo backend"):
         darray.halo(x, backend="nope")
     empty = darray.zeros((0, 4), mesh=mesh_of((8,)), spec=("d",))

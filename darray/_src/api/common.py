@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
+from darray._src.api.arguments import array_operand
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 from darray._src.placement import local_layout, local_mesh
@@ -35,29 +36,8 @@ def first_dist(args) -> DistArray | None:
 
 
 # -- the argument policy: one rule for every namespace function, method and extension -------
-_PY_SCALARS = (bool, int, float, complex)
-_FOREIGN_ARRAYS = (np.ndarray, np.generic, jax.Array)
-
-
-def array_operand(fname: str, x, argname: str = "x"):
-    """`x` as an operand of the public function `fname` (as jax.numpy's ensure_arraylike): a
-    DistArray, a Python scalar, or a numpy or jax array (tracers included) of a dtype darray
-    holds pass unchanged; anything else (lists, strings...) is a TypeError naming `fname`,
-    as jax.numpy refuses them. Elementwise functions keep the scalars and foreign arrays as
-    they are (they broadcast against the DistArray operands, placed where those are, see
-    api/operands.py); functions that need an array call `ensure_array`."""
-    if isinstance(x, DistArray) or isinstance(x, _PY_SCALARS):
-        return x
-    if isinstance(x, _FOREIGN_ARRAYS):
-        if np.dtype(x.dtype).kind not in "biufc":
-            raise TypeError(f"{fname}: {argname} has dtype {x.dtype}, which darray does not "
-                            "hold (bool, integer, real or complex)")
-        return x
-    raise TypeError(f"{fname}: {argname} must be an array (a DistArray, a numpy or jax array) "
-                    f"or a Python scalar, got {type(x).__name__}; convert it with "
-                    "darray.asarray")
-
-
+# (array_operand, what is accepted, lives in api/arguments.py, below api/creation.py, which
+# uses it too; ensure_array adds the placement: darray.asarray's)
 def ensure_array(fname: str, x, argname: str = "x", *, spec=None) -> DistArray:
     """`x` as a DistArray, for the public function `fname` where it needs an array: a
     DistArray passes; a numpy or jax array or a Python scalar is placed as `darray.asarray(x)`
