@@ -3,7 +3,12 @@
 A DistArray is a JAX pytree whose only leaf is the physical array and whose static metadata is
 the Layout, so it passes through `jax.jit`, `grad` and `vmap` like any array. JAX rebuilds
 DistArrays from odd leaves during transformations (None, PartitionSpec, ShapedArray, tracers of
-another rank), so the pytree path never validates; `DistArray._new` is the checked path.
+another rank), so the pytree path never validates (`DistArray._make`); `DistArray._new` is the
+checked path, and ``DistArray(...)`` itself refuses (users make arrays with `darray.asarray`).
+
+An array is a value: reading its metadata (shape, dtype, ndim, size, layout, repr) runs nothing
+on a device. What is lazy (a view's re-read of its base, the settling of what JAX rebuilt) is
+one slot, `_pending`, settled by `DistArray._sync` where the data is read.
 
 This module is the type alone: data, Layout, pytree, constructors, properties and host
 conversion. It imports nothing above `physical`/`placement`. The operators, the numpy-style
@@ -366,10 +371,14 @@ class DistArray(_AttachedMethods):
 
     @property
     def dtype(self):
-        leaf = self._stored  # a view's dtype is fixed, a nest's is its leaf's: nothing to sync
+        return self._leaf().dtype
+
+    def _leaf(self):
+        """The stored data, unsynced (a view's dtype is fixed), through a Jacobian's nest."""
+        leaf = self._stored
         while type(leaf) is DistArray:
             leaf = leaf._stored
-        return leaf.dtype
+        return leaf
 
     @property
     def ndim(self) -> int:
@@ -435,9 +444,7 @@ class DistArray(_AttachedMethods):
         dims = ",".join(str(n) for n in lay.shape)
         mesh = ", ".join(f"{n}:{s}" for n, s in lay.mesh.shape.items())
         extra = f", halo={lay.halo}" if lay.has_halo else ""
-        dtype = getattr(self._stored, "dtype", None) if type(self._stored) is not DistArray \
-            else self.dtype
-        dtype = "?" if dtype is None else dtype
+        dtype = getattr(self._leaf(), "dtype", "?")
         if lay.ndim == 0 and self._has_values():
             return f"DistArray({self._scalar('biufc', 'repr')!r}, dtype={dtype}, mesh=({mesh}))"
         return f"DistArray({dtype}[{dims}], mesh=({mesh}), split={lay.describe_split()}{extra})"
