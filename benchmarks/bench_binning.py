@@ -80,13 +80,13 @@ def main(argv=None):
     k = darray.asarray(ints, mesh=mesh, spec=names)
     lay, klay = x.layout, k.layout
 
-    hist = jax.jit(lambda d: darray.histogram(darray.DistArray(d, lay), bins=BINS,
+    hist = jax.jit(lambda d: darray.histogram(darray.DistArray._new(d, lay), bins=BINS,
                                               range=(-4.0, 4.0))[0].data)
-    count = jax.jit(lambda d: darray.bincount(darray.DistArray(d, klay), length=BINS).data)
+    count = jax.jit(lambda d: darray.bincount(darray.DistArray._new(d, klay), length=BINS).data)
     # the sum over axis 0 frees names[0]: ask for it on a remaining axis it can split
     spec_out = (names[0], None) if len(names) == 1 else (names[1], names[0])
-    summed = jax.jit(lambda d: darray.sum(darray.DistArray(d, lay), axis=0).data)
-    scattered = jax.jit(lambda d: darray.sum(darray.DistArray(d, lay), axis=0,
+    summed = jax.jit(lambda d: darray.sum(darray.DistArray._new(d, lay), axis=0).data)
+    scattered = jax.jit(lambda d: darray.sum(darray.DistArray._new(d, lay), axis=0,
                                              spec=spec_out).data)
     single = jax.device_put(host, jax.devices()[0])
     jhist = jax.jit(lambda a: jnp.histogram(a, bins=BINS, range=(-4.0, 4.0))[0])

@@ -75,8 +75,8 @@ def main(argv=None):
     layout = x.layout
     halo_layout = x.halo(w).layout
 
-    fill = jax.jit(lambda d: darray.DistArray(d, layout).halo(w).data)
-    reduce = jax.jit(lambda d: darray.DistArray(d, halo_layout).halo_reduce().data)
+    fill = jax.jit(lambda d: darray.DistArray._new(d, layout).halo(w).data)
+    reduce = jax.jit(lambda d: darray.DistArray._new(d, halo_layout).halo_reduce().data)
     single = jax.device_put(host, jax.devices()[0])
     pad = jax.jit(lambda a: jnp.pad(a, w, mode="wrap"))
     local = jax.jit(compat.shard_map(lambda b: jnp.pad(b, w, mode="wrap"), mesh=mesh,

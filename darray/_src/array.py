@@ -3,7 +3,12 @@
 A DistArray is a JAX pytree whose only leaf is the physical array and whose static metadata is
 the Layout, so it passes through `jax.jit`, `grad` and `vmap` like any array. JAX rebuilds
 DistArrays from odd leaves during transformations (None, PartitionSpec, ShapedArray, tracers of
-another rank), so the pytree path never validates; `DistArray._new` is the checked path.
+another rank), so the pytree path never validates (`DistArray._make`); `DistArray._new` is the
+checked path, and ``DistArray(...)`` itself refuses (users make arrays with `darray.asarray`).
+
+An array is a value: reading its metadata (shape, dtype, ndim, size, layout, repr) runs nothing
+on a device. What is lazy (a view's re-read of its base, the settling of what JAX rebuilt) is
+one slot, `_pending`, settled by `DistArray._sync` where the data is read.
 
 This module is the type alone: data, Layout, pytree, constructors, properties and host
 conversion. It imports nothing above `physical`/`placement`. The operators, the numpy-style
@@ -76,6 +81,29 @@ def _localized(data):
     return _uncommitted(data), local_layout(())
 
 
+class _Rebuilt:
+    """The `_pending` state of an array JAX rebuilt around a leaf its Layout does not
+    describe (see `DistArray.tree_unflatten`)."""
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "REBUILT"
+
+
+REBUILT = _Rebuilt()
+
+
+def _join_label(components, leaf) -> Layout:
+    """The rule's Layout for a nest whose traced leaf lacks axes (a Jacobian passed into
+    `jax.vmap`); the mapped axes reconcile where it is read."""
+    label = rebuilt.join_label(components, getattr(leaf, "ndim", 0))
+    if label is None:
+        raise ValueError(f"JAX rebuilt a DistArray from the layouts {list(components)} around "
+                         f"data of shape {getattr(leaf, 'shape', None)}, which they do not "
+                         f"describe")
+    return label
+
+
 _PICKLE_FORMAT = 1
 
 
@@ -108,38 +136,61 @@ class DistArray(_AttachedMethods):
     cells are physical facts recorded in ``layout``.
     """
 
-    # _stored: the physical jax.Array (read it as `_data`, which brings a view up to date);
-    # _version: bumped by every mutation; _view: None, or the link of a view to its base
-    # (api/views.py); _lock: made on first mutation (see `_mutate`); _rebuilt: JAX rebuilt
-    # this array around a leaf its Layout does not describe (see `_resolve_rebuilt`);
-    # _checked: the data object whose rank was last found to match _layout (the `layout`
-    # property skips reading the shape of a jax.Array again, which costs microseconds per op).
-    __slots__ = ("_stored", "_layout", "_version", "_view", "_lock", "_rebuilt", "_checked",
-                 "__weakref__")
+    # _stored, _layout: the value (the physical jax.Array and what it means). Read the data as
+    # `_data`, which first settles the lazy state (`_sync`); metadata reads (shape, dtype,
+    # ndim, size, layout, repr) never do device work.
+    # _pending: the lazy state, None for a settled array (its data has its Layout's rank):
+    # a ViewLink (api/views.py) for a view, which re-reads its base once the base was written,
+    # or REBUILT when JAX rebuilt it around a leaf its Layout does not describe (a Jacobian's
+    # nest, stacked extra axes, a vmap view: darray/_src/rebuilt.py).
+    # _version: bumped by every mutation (views compare it); _lock: made on first mutation.
+    __slots__ = ("_stored", "_layout", "_pending", "_version", "_lock", "__weakref__")
+    _stored: Any
+    _layout: Layout
+    _pending: Any  # None, REBUILT or an api/views.py ViewLink
+    _version: int
+    _lock: threading.RLock | None
     __array_priority__ = 100  # numpy defers binary operators to DistArray
     __hash__ = None  # type: ignore[assignment]  # unhashable, as numpy arrays (methods.py attaches __eq__)
 
-    def __init__(self, data, layout: Layout):
-        self._stored = data
-        self._layout = layout
-        self._version = 0
-        self._view: Any = None  # api/views.py's ViewLink for a view
-        self._lock: threading.RLock | None = None
-        self._rebuilt = False
-        self._checked = None
+    def __init__(self, *args, **kwargs):
+        raise TypeError("DistArray objects are not constructed directly: use darray.asarray "
+                        "(or a creation function) to make one from data")
+
+    @classmethod
+    def _make(cls, data, layout: Layout, pending: Any = None) -> DistArray:
+        """Unchecked construction, for data known to have `layout` (parts of another
+        DistArray, results whose layout was made from their shape) and for JAX's pytree
+        rebuilds (see `tree_unflatten`). Everything else goes through `_new`."""
+        out = object.__new__(cls)
+        out._stored, out._layout, out._pending = data, layout, pending
+        out._version = 0
+        out._lock = None
+        return out
+
+    def _sync(self) -> None:
+        """Settle the lazy state before the data is read: the one place it changes.
+
+        * A view whose base was written since it was read reads the base again (through its
+          steps: a compiled read). Its shape and dtype never change, and its split only when
+          the base was rebound to another Layout (see `views.ViewLink.layout_of`).
+        * An array JAX rebuilt (REBUILT) gets one Layout matching its data: a Jacobian's nest
+          becomes one array, its data moved where that Layout says when it is not there yet
+          (`rebuilt.resolve`). The Layout alone is pure arithmetic (`_settled_layout`).
+        """
+        pending = self._pending
+        if pending is None:
+            return
+        if pending is REBUILT:
+            self._resolve_rebuilt()
+        else:
+            pending.refresh(self)
 
     @property
     def _data(self):
-        if self._rebuilt:
-            self._resolve_rebuilt()
-        view = self._view
-        if view is not None:
-            view.refresh(self)  # a view whose base was written since reads the base again
+        if self._pending is not None:
+            self._sync()
         return self._stored
-
-    @_data.setter
-    def _data(self, data):
-        self._stored = data
 
     @classmethod
     def _new(cls, data, layout: Layout) -> DistArray:
@@ -154,13 +205,10 @@ class DistArray(_AttachedMethods):
             raise ValueError(f"physical data of shape {tuple(data.shape)} does not match "
                              f"{layout!r}, whose physical shape is {layout.physical_shape}")
         if layout.mesh is local_mesh():
-            out = cls(_uncommitted(data), layout)
-        elif not layout.shape and not compat.is_tracer(data) and small_cells():
-            out = cls(*_localized(data))
-        else:
-            out = cls(settle(data), layout)
-        out._checked = out._stored  # its shape was checked above
-        return out
+            return cls._make(_uncommitted(data), layout)
+        if not layout.shape and not compat.is_tracer(data) and small_cells():
+            return cls._make(*_localized(data))
+        return cls._make(settle(data), layout)
 
     @classmethod
     def _wrap_scalar(cls, value, mesh=None) -> DistArray:
@@ -170,18 +218,19 @@ class DistArray(_AttachedMethods):
         data = value if isinstance(value, jax.Array) else jnp.asarray(value)
         if mesh is None and small_cells():
             if compat.is_tracer(data):
-                return cls(data, local_layout(()))
-            return cls(*_localized(data))
+                return cls._make(data, local_layout(()))
+            return cls._make(*_localized(data))
         if mesh is None and not isinstance(data, jax.core.Tracer) and isinstance(
                 getattr(data, "sharding", None), jax.sharding.NamedSharding):
             mesh = compat.auto_twin(data.sharding.mesh)  # type: ignore[attr-defined]  # checked NamedSharding
-        return cls(data, Layout.create((), mesh if mesh is not None else default_mesh(), ()))
+        return cls._make(data, Layout.create((), mesh if mesh is not None else default_mesh(), ()))
 
     def _rebind(self, result) -> None:
         """Become `result` (jax arrays are immutable). A bare jax array result keeps this
         array's layout. Mutations go through `_mutate`."""
         if isinstance(result, DistArray):
-            self._stored, self._layout = result._data, result._layout
+            self._stored = result._data  # first: settles result's lazy state
+            self._layout = result.layout
         else:
             self._stored = result
         self._version += 1
@@ -193,13 +242,14 @@ class DistArray(_AttachedMethods):
         then writes its new value through to its base (under the base's lock)."""
         with mutation_lock(self):
             self._rebind(compute(self))
-            if self._view is not None:
-                self._view.write_back(self)
+            if self._pending is not None and self._pending is not REBUILT:
+                self._pending.write_back(self)  # a view writes its base
 
     def __copy__(self) -> DistArray:
         """An independent array with the same (immutable) data: mutating either rebinds it
         alone. Not a view."""
-        return DistArray(self._data, self._layout)
+        data = self._data
+        return DistArray._make(data, self.layout)
 
     def __deepcopy__(self, memo) -> DistArray:
         return self.__copy__()
@@ -228,7 +278,7 @@ class DistArray(_AttachedMethods):
 
     # -- pytree ------------------------------------------------------------------------------
     def tree_flatten(self):
-        if self._rebuilt:
+        if self._pending is REBUILT:
             # JAX's own rebuilds go back to JAX as they came: a Jacobian's pieces are nested
             # the other way round before jax.tree.transpose, so only darray's reads settle them.
             # A vmap view goes on with its reconciled Layout: what ops inside the vmap return,
@@ -245,44 +295,58 @@ class DistArray(_AttachedMethods):
     @classmethod
     def tree_unflatten(cls, layout, children):
         """Never validates: JAX rebuilds DistArrays around None, PartitionSpecs, avals and
-        leaves of another rank (see darray/_src/rebuilt.py); darray settles the last kind
-        when it reads them. A plain `jax.vmap` over a split axis is refused here, on entry."""
+        leaves of another rank (see darray/_src/rebuilt.py); the last kind are marked REBUILT
+        and settled when darray reads them. A plain `jax.vmap` over a split axis is refused
+        here, on entry."""
         leaf = children[0]
-        out = cls(leaf, layout)
         if type(leaf) is DistArray:
-            out._rebuilt = True
-            return out
+            return cls._make(leaf, layout, REBUILT)
         shape = getattr(leaf, "shape", None)  # (not .ndim: this runs on every jit dispatch)
         if shape is not None and len(shape) != len(layout.shape):
-            out._rebuilt = True
             if len(shape) < len(layout.shape):
                 rebuilt.refuse_split_vmap(layout, leaf)
-        return out
+            return cls._make(leaf, layout, REBUILT)
+        return cls._make(leaf, layout)
 
-    def _resolve_rebuilt(self) -> None:
-        """Give a rebuilt array one Layout that matches its data (see darray/_src/rebuilt.py):
-        a Jacobian's nest of DistArrays becomes one DistArray, its axes the output's then the
-        input's; a leaf with extra plain axes gets them in its Layout."""
+    def _nest(self):
+        """(the Layouts of a rebuilt array, outer first, its leaf): a Jacobian's nest of
+        DistArrays has one Layout per level, describing the leaf's axes in turn."""
         components, leaf = [self._layout], self._stored
-        while type(leaf) is DistArray:  # a nest: its layouts describe the leaf's axes in turn
+        while type(leaf) is DistArray:
             components.append(leaf._layout)
             leaf = leaf._stored
+        return tuple(components), leaf
+
+    def _settled_layout(self) -> Layout:
+        """The Layout a REBUILT array has once settled, without settling it (pure arithmetic
+        on shapes and shardings: `rebuilt.settle_plan`), reconciled to the leaf's rank."""
+        components, leaf = self._nest()
         nested = len(components) > 1
-        settled = rebuilt.resolve(tuple(components), leaf, pin_traced=nested)
+        planned = rebuilt.settle_plan(components, leaf, pin_traced=nested)
+        if planned is not None:
+            return planned[0]
+        if not nested:  # traced extra axes, or the vmap view
+            return reconcile_rank(self._layout, leaf)
+        return reconcile_rank(_join_label(components, leaf), leaf)
+
+    def _resolve_rebuilt(self) -> None:
+        """Give a REBUILT array one Layout that matches its data (see darray/_src/rebuilt.py):
+        a Jacobian's nest of DistArrays becomes one DistArray, its axes the output's then the
+        input's; a leaf with extra plain axes gets them in its Layout. It stays REBUILT while
+        its traced data lacks axes of that Layout (a vmap view: `layout` reconciles them)."""
+        components, leaf = self._nest()
+        nested = len(components) > 1
+        settled = rebuilt.resolve(components, leaf, pin_traced=nested)
         if settled is None:
             if not nested:
                 return  # traced extra axes, or the vmap view: `layout` reconciles on reading
-            # a Jacobian traced inside jax.vmap: the rule's label; the mapped axes reconcile
-            label = rebuilt.join_label(tuple(components), getattr(leaf, "ndim", 0))
-            if label is None:
-                raise ValueError(f"JAX rebuilt a DistArray from the layouts {components} "
-                                 f"around data of shape {getattr(leaf, 'shape', None)}, "
-                                 f"which they do not describe")
-            settled = label, leaf
+            settled = _join_label(components, leaf), leaf
         self._layout, self._stored = settled
-        self._rebuilt = False
+        shape = getattr(self._stored, "shape", None)
+        if shape is None or len(shape) == self._layout.ndim:
+            self._pending = None
 
-    # -- properties --------------------------------------------------------------------------
+    # -- properties: metadata, read from the Layout (no device work) -------------------------
     @property
     def data(self) -> jax.Array:
         """The physical array (padding and ghosts included). Prefer `to_jax()` for values."""
@@ -290,15 +354,16 @@ class DistArray(_AttachedMethods):
 
     @property
     def layout(self) -> Layout:
-        """The Layout of the data as seen here; under `jax.vmap` the traced data has lost the
-        batch axis, and the layout is reconciled to the data's rank (see `reconcile_rank`)."""
-        data = self._data  # first: settling a rebuilt array replaces its Layout
-        if data is self._checked:
+        """The Layout of the data as seen here. Reading it runs nothing on a device: a rebuilt
+        array's settled Layout is computed, not applied; under `jax.vmap` the traced data has
+        lost the batch axis and the layout is reconciled to its rank (see `reconcile_rank`);
+        a view's Layout is its own unless its base was rebound to another Layout since."""
+        pending = self._pending
+        if pending is None:
             return self._layout
-        layout = reconcile_rank(self._layout, data)
-        if layout is self._layout:
-            self._checked = data
-        return layout
+        if pending is REBUILT:
+            return self._settled_layout()
+        return pending.layout_of(self)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -306,7 +371,14 @@ class DistArray(_AttachedMethods):
 
     @property
     def dtype(self):
-        return self._data.dtype
+        return self._leaf().dtype
+
+    def _leaf(self):
+        """The stored data, unsynced (a view's dtype is fixed), through a Jacobian's nest."""
+        leaf = self._stored
+        while type(leaf) is DistArray:
+            leaf = leaf._stored
+        return leaf
 
     @property
     def ndim(self) -> int:
@@ -372,13 +444,14 @@ class DistArray(_AttachedMethods):
         dims = ",".join(str(n) for n in lay.shape)
         mesh = ", ".join(f"{n}:{s}" for n, s in lay.mesh.shape.items())
         extra = f", halo={lay.halo}" if lay.has_halo else ""
-        dtype = getattr(self._data, "dtype", "?")
+        dtype = getattr(self._leaf(), "dtype", "?")
         if lay.ndim == 0 and self._has_values():
             return f"DistArray({self._scalar('biufc', 'repr')!r}, dtype={dtype}, mesh=({mesh}))"
         return f"DistArray({dtype}[{dims}], mesh=({mesh}), split={lay.describe_split()}{extra})"
 
     def _has_values(self) -> bool:
-        return isinstance(self._data, jax.Array) and not isinstance(self._data, jax.core.Tracer)
+        leaf = self._stored  # a view's stored data is as concrete as its base's: no sync
+        return isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer)
 
     def _scalar(self, kinds: str, what: str):
         """The single element as a Python scalar (reads one cell, no gather)."""
@@ -386,13 +459,14 @@ class DistArray(_AttachedMethods):
             raise ValueError(f"{what}() needs an array of size 1, got shape {self.shape}")
         if self.dtype.kind not in kinds:
             raise TypeError(f"{what}() is not defined for dtype {self.dtype}")
+        data = self._data  # first: a view reads its base again
         first = tuple(lo for lo, _ in self._layout.halo)  # cell 0 sits after the ghosts
         from darray._src import host
-        if host.spans_other_processes(self._data):  # this process's copy, or refuse at once
-            return host.local_cell(self._data, self._layout, first, f"{what}(x)")
-        if self._data.ndim == 0:  # a 0-d result: its data is the (replicated) scalar
-            return self._data.item()
-        return self._data[first].item()
+        if host.spans_other_processes(data):  # this process's copy, or refuse at once
+            return host.local_cell(data, self._layout, first, f"{what}(x)")
+        if data.ndim == 0:  # a 0-d result: its data is the (replicated) scalar
+            return data.item()
+        return data[first].item()
 
     def __bool__(self):
         return bool(self._scalar("biufc", "bool"))

@@ -218,8 +218,16 @@ def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False,
                          f"padding cells of floating blocks reach f as NaN) or \"keep\"")
     nan_padding = padding == "nan"
     dists = [a for a in arrays if isinstance(a, DistArray)]
+    if not dists and not all(isinstance(a, (bool, int, float, complex)) for a in arrays):
+        # no DistArray: the arrays are placed as darray.asarray places them (the argument
+        # policy, api/common.py); beside a DistArray they reach every device whole
+        from darray._src.api.common import ensure_array
+        arrays = tuple(a if isinstance(a, (bool, int, float, complex))
+                       else ensure_array("map_blocks", a, f"arrays[{i}]")
+                       for i, a in enumerate(arrays))
+        dists = [a for a in arrays if isinstance(a, DistArray)]
     if not dists:
-        raise TypeError("map_blocks needs at least one DistArray argument, got "
+        raise TypeError("map_blocks needs at least one array argument, got "
                         f"{[type(a).__name__ for a in arrays]}")
     ref = dists[0].layout
     for i, a in enumerate(arrays):

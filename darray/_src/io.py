@@ -89,9 +89,8 @@ def _metadata(x: DistArray, chunks) -> dict:
 
 
 def _savable(x) -> DistArray:
-    if not isinstance(x, DistArray):
-        raise TypeError(f"x must be a DistArray, got {type(x).__name__}; convert with "
-                        "darray.asarray(x) first")
+    from darray._src.api.common import ensure_array  # the argument policy
+    x = ensure_array("save", x)
     if x.layout.has_halo:
         from darray._src.halo.api import unhalo
         x = unhalo(x)

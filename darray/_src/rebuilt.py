@@ -17,6 +17,17 @@ axis already uses those mesh axes; otherwise the axis is unsplit, with its paddi
 cells sliced away (a local slice: the axis is not split). Concrete data is read as it is
 sharded (no data moves when it fits); traced data (inside `jit`) follows the rule outer axes
 first and is pinned to it, so a jitted Jacobian's output sharding is what its Layout says.
+`settle_plan` computes that Layout alone (pure), so reading `DistArray.layout` runs nothing.
+
+The JAX pytree behaviours this relies on, each pinned by the test of the same name in
+tests/multidevice/test_pytree_contract.py (a JAX upgrade that changes one fails there):
+
+1. test_unflatten_receives_leaves_that_are_not_arrays: `tree_unflatten` gets avals, None and
+   PartitionSpecs, so it never validates (`DistArray._new` is the checked path).
+2. test_jacobians_nest_output_layout_outside_input_layout_inside: the nest's shape.
+3. test_stacked_outputs_get_leading_plain_axes: scan's ys / vmap's outputs.
+4. test_vmap_rebuilds_the_input_around_a_tracer_without_the_mapped_axis: what
+   `reconcile_rank` and `refuse_split_vmap` read (through compat.vmap_levels).
 """
 from __future__ import annotations
 
@@ -152,13 +163,12 @@ def _concrete_spec(data, mesh):
     return sharding.spec
 
 
-def resolve(components, data, *, pin_traced: bool):
-    """(layout, data) for a leaf JAX gave the Layouts `components` (outer first), or None to
-    leave it as it is: the Layouts do not describe the leaf, or it is traced, `pin_traced` is
-    False and nothing needs slicing (one Layout with extra plain axes: its Layout is reconciled
-    where it is read, see `reconcile_rank`, so a `jit` output keeps the sharding XLA gave it).
-    A traced nest is pinned to the rule's Layout (pin_traced=True), so that the sharding of a
-    jitted Jacobian is what its Layout says."""
+def settle_plan(components, data, *, pin_traced: bool):
+    """(layout, move) for a leaf JAX gave the Layouts `components` (outer first): the Layout
+    `resolve` gives it, and None when the data already is there, else the (source, stripped)
+    that `resolve` converts it with. Pure: it reads shapes and shardings, never data, so
+    `DistArray.layout` of an unsettled Jacobian runs nothing. None where `resolve` leaves the
+    leaf as it is."""
     shape = getattr(data, "shape", None)
     if shape is None:
         return None
@@ -172,7 +182,24 @@ def resolve(components, data, *, pin_traced: bool):
     layout, source, stripped = plan(comps, tuple(shape), spec)
     if spec is not None and not stripped and data.sharding.is_equivalent_to(
             physical.sharding_of(layout), len(shape)):
-        return layout, data  # already what the Layout says: nothing moves
+        return layout, None  # already what the Layout says: nothing moves
+    return layout, (source, stripped)
+
+
+def resolve(components, data, *, pin_traced: bool):
+    """(layout, data) for a leaf JAX gave the Layouts `components` (outer first), or None to
+    leave it as it is: the Layouts do not describe the leaf, or it is traced, `pin_traced` is
+    False and nothing needs slicing (one Layout with extra plain axes: its Layout is reconciled
+    where it is read, see `reconcile_rank`, so a `jit` output keeps the sharding XLA gave it).
+    A traced nest is pinned to the rule's Layout (pin_traced=True), so that the sharding of a
+    jitted Jacobian is what its Layout says. The Layout is `settle_plan`'s."""
+    planned = settle_plan(components, data, pin_traced=pin_traced)
+    if planned is None:
+        return None
+    layout, move = planned
+    if move is None:
+        return layout, data
+    source, stripped = move
     return layout, _converter(source, stripped, layout)(data)
 
 

@@ -83,7 +83,7 @@ def _with_batch_axis_leaf(leaf, names, out_axes):
     resolved = rebuilt.resolve(tuple(axes), data, pin_traced=True)
     if resolved is None:
         return leaf
-    return DistArray(*resolved[::-1])
+    return DistArray._make(resolved[1], resolved[0])
 
 
 def vmap(fun, in_axes=0, out_axes=0, *, spmd_axis_name=None):
@@ -196,7 +196,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 
     def rewrap(value):
         layout = seen_layout[0] if seen_layout else None
-        return value if layout is None else DistArray(value, layout)
+        return value if layout is None else DistArray._make(value, layout)
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):

@@ -80,8 +80,8 @@ def test_bincount_jit_needs_length_and_compiles_to_one_all_reduce():
     # values >= length are dropped, as in jnp.bincount
     np.testing.assert_array_equal(np.asarray(out), np.bincount(host.ravel(), minlength=30)[:25])
     assert out.data.sharding.is_fully_replicated
-    text = jax.jit(lambda a, b: darray.bincount(darray.DistArray(a, x.layout),
-                                                weights=darray.DistArray(b, w.layout),
+    text = jax.jit(lambda a, b: darray.bincount(darray.DistArray._new(a, x.layout),
+                                                weights=darray.DistArray._new(b, w.layout),
                                                 length=25).data).lower(
         x.data, w.data).compile().as_text()
     assert collectives(text) == ["all-reduce"], collectives(text)
@@ -98,8 +98,11 @@ def test_bincount_errors():
     y = put(np.array([0, 3, 2, 1]), (8,), (None,))
     with pytest.raises(ValueError, match=r"weights has shape \(3,\)"):
         darray.bincount(y, weights=put(np.ones(3), (8,), (None,)))
-    with pytest.raises(TypeError, match=r"weights must be a DistArray"):
-        darray.bincount(y, weights=np.ones(4))
+    # numpy weights follow the argument policy: placed as darray.asarray places them
+    np.testing.assert_array_equal(np.asarray(darray.bincount(y, weights=np.ones(4))),
+                                  np.bincount([0, 3, 2, 1], weights=np.ones(4)))
+    with pytest.raises(TypeError, match=r"bincount: weights must be an array"):
+        darray.bincount(y, weights=[1.0, 1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match=r"minlength=-1 must be a non-negative int"):
         darray.bincount(y, minlength=-1)
 
@@ -176,9 +179,9 @@ def test_histogram_hlo_one_all_reduce_no_gather():
     host = np.random.default_rng(9).standard_normal((13, 10))
     a = put(host, (2, 4), ("x", "y"))
     w = put(np.abs(host), (2, 4), ("x", "y"))
-    f = jax.jit(lambda d, v: darray.histogram(darray.DistArray(d, a.layout), bins=16,
+    f = jax.jit(lambda d, v: darray.histogram(darray.DistArray._new(d, a.layout), bins=16,
                                               range=(-2, 2),
-                                              weights=darray.DistArray(v, w.layout))[0].data)
+                                              weights=darray.DistArray._new(v, w.layout))[0].data)
     text = f.lower(a.data, w.data).compile().as_text()
     assert collectives(text) == ["all-reduce"], collectives(text)
     ref = np.histogram(host, 16, (-2, 2), weights=np.abs(host))[0]

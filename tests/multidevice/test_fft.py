@@ -269,7 +269,7 @@ def test_errors_name_the_argument():
         dfft.fft(x, n=0)
     with pytest.raises(TypeError, match="real floating-point dtype"):
         dfft.rfftn(dfft.fftn(x))
-    with pytest.raises(TypeError, match="x must be a DistArray"):
+    with pytest.raises(TypeError, match="fftn: x must be an array"):
         dfft.fftn([1.0, 2.0])
     xi = darray.asarray(np.arange(8), mesh=mesh_of("slab8"))
     with pytest.raises(TypeError, match="floating-point dtype"):

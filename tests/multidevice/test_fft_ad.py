@@ -136,7 +136,7 @@ def test_jacfwd_and_jacrev_small(mesh, wrap):
     layout = x.layout
 
     def f(data):
-        y = dfft.fftn(DistArray(data, layout))
+        y = dfft.fftn(DistArray._new(data, layout))
         return masked_physical(y.data.real, y.layout, 0)
 
     # Reference: the real part of the DFT matrix applied along each axis.
@@ -156,7 +156,7 @@ def test_vmap_over_physical_batches(mesh):
     a = rand((3,) + SHAPE, seed=8, complex_=True)
     layout = place(a[0], mesh).layout
     stacked = jnp.stack([place(a[i], mesh).data for i in range(3)])
-    out = jax.jit(jax.vmap(lambda d: dfft.fftn(DistArray(d, layout)).data))(stacked)
+    out = jax.jit(jax.vmap(lambda d: dfft.fftn(DistArray._new(d, layout)).data))(stacked)
     np.testing.assert_allclose(np.asarray(out), np.fft.fftn(a, axes=(1, 2, 3)), rtol=1e-10,
                                atol=1e-9)
     assert_distributed(out)

@@ -252,7 +252,7 @@ def test_jvp_of_dst_along_split_axis():
     (lambda x: dfft.dct(x, workers=0), ValueError, r"dct: workers=0 is not accepted"),
     (lambda x: dfft.dct(x, orthogonalize="yes"), TypeError,
      r"dct: orthogonalize='yes' must be None, True or False"),
-    (lambda x: dfft.dct("abc"), TypeError, r"dct: x must be a DistArray"),
+    (lambda x: dfft.dct("abc"), TypeError, r"dct: x must be an array"),
 ])
 def test_errors_name_argument_value_and_accepted(call, exc, match):
     x = place(rand(SHAPE), "pencil2x4")

@@ -84,7 +84,7 @@ def test_vjp_of_fill_is_reduce_and_vjp_of_reduce_is_fill(kind, rule):
     host, x = _make(kind)
     y, pullback = jax.vjp(lambda a: a.halo((2, 1), boundary=rule), x)
     ybar_host = np.random.default_rng(2).standard_normal(y.data.shape)
-    ybar = darray.DistArray(jax.device_put(jnp.asarray(ybar_host), y.data.sharding), y.layout)
+    ybar = darray.DistArray._new(jax.device_put(jnp.asarray(ybar_host), y.data.sharding), y.layout)
     (xbar,) = pullback(ybar)
     assert xbar.layout == x.layout
     np.testing.assert_allclose(np.asarray(xbar), reduce_reference(ybar, rule), rtol=1e-12,
@@ -138,10 +138,10 @@ def test_vmap_over_batch_of_fields():
     stacked = jnp.stack([darray.asarray(h, mesh=mesh, spec=("x", "y")).data for h in host])
 
     def lap_data(d):
-        return darray.map_blocks(laplacian2, darray.DistArray(d, layout).halo(1)).data
+        return darray.map_blocks(laplacian2, darray.DistArray._new(d, layout).halo(1)).data
     out = jax.vmap(lap_data)(stacked)
     for k in range(3):
-        got = np.asarray(darray.DistArray(out[k], layout))
+        got = np.asarray(darray.DistArray._new(out[k], layout))
         np.testing.assert_allclose(got, laplacian2_numpy(host[k]), rtol=1e-12, atol=1e-12)
     # and vmap of a scalar parameter through grad
     x = darray.asarray(host[0], mesh=mesh, spec=("x", "y"))
@@ -160,6 +160,6 @@ def test_painting_gradient_is_fill():
 
     def read(deposit):
         return jnp.sum(x.to_jax() * deposit.halo_reduce().to_jax())
-    g = jax.grad(read)(darray.DistArray(jnp.zeros_like(y0.data), y0.layout))
+    g = jax.grad(read)(darray.DistArray._new(jnp.zeros_like(y0.data), y0.layout))
     assert g.layout == y0.layout
     check_filled(g, host, "periodic")

@@ -112,7 +112,7 @@ def test_reduce_is_the_adjoint(rule, mesh_shape, shape, spec):
     host, x = make(shape, mesh_shape, spec, seed=5)
     y0 = x.halo(2, boundary=rule)
     yh = np.random.default_rng(6).standard_normal(y0.data.shape)
-    y = darray.DistArray(jax.device_put(jnp.asarray(yh), y0.data.sharding), y0.layout)
+    y = darray.DistArray._new(jax.device_put(jnp.asarray(yh), y0.data.sharding), y0.layout)
     r = y.halo_reduce(boundary=rule)
     assert r.layout == x.layout and r.data.sharding.spec == x.data.sharding.spec
     valid = np.zeros(y0.data.shape, bool)

@@ -128,7 +128,7 @@ def test_setitem(mesh):
         ref[key] = value
         check(y, ref, x.layout.split)
         np.testing.assert_array_equal(np.asarray(x), a)  # input untouched
-    z = darray.DistArray(x.data, x.layout)
+    z = darray.DistArray._new(x.data, x.layout)
     z[2, 3] = darray.asarray(np.array([1.0, 2.0, 3.0]), mesh=mesh)
     ref = a.copy()
     ref[2, 3] = [1, 2, 3]
@@ -141,7 +141,7 @@ def test_setitem_mask_under_jit(mesh):
     a, x = setup(mesh)
 
     def f(v):
-        v = darray.DistArray(v.data, v.layout)
+        v = darray.DistArray._new(v.data, v.layout)
         v[v > 0] = 0.0
         return v
     y = jax.jit(f)(x)

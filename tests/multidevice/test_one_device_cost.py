@@ -214,7 +214,7 @@ def test_unsplit_axes_pad_locally_between_exchanges(rule, mesh_shape, spec):
     assert_placed(y)
     check_filled(y, host, rule, fill_value=4.0)
     rng = np.random.default_rng(1)
-    deposit = darray.DistArray(jax.device_put(jnp.asarray(rng.standard_normal(y.data.shape)),
+    deposit = darray.DistArray._new(jax.device_put(jnp.asarray(rng.standard_normal(y.data.shape)),
                                               y.data.sharding), y.layout)
     r = deposit.halo_reduce(boundary=rule)
     assert r.layout == x.layout
@@ -231,7 +231,7 @@ def test_one_device_halo_gradient_is_halo_reduce():
         return jnp.sum(v.halo(2, boundary="reflect").data * weights)
 
     g = jax.grad(loss)(x)
-    ghosted = darray.DistArray(jnp.asarray(weights), x.halo(2).layout)
+    ghosted = darray.DistArray._new(jnp.asarray(weights), x.halo(2).layout)
     np.testing.assert_allclose(np.asarray(g), reduce_reference(ghosted, "reflect"),
                                rtol=1e-12, atol=1e-12)
     assert g.layout == x.layout

@@ -68,7 +68,7 @@ def test_pad_haloed_input_and_empty_axis():
 def test_pad_hlo_neighbour_exchange_only():
     x = put(np.zeros((64, 16)), (2, 4), ("x", "y"))
     for mode in ("reflect", "wrap", "constant"):
-        f = jax.jit(lambda d, m=mode: darray.pad(darray.DistArray(d, x.layout), 2, m).data)
+        f = jax.jit(lambda d, m=mode: darray.pad(darray.DistArray._new(d, x.layout), 2, m).data)
         found = collectives(f.lower(x.data).compile().as_text())
         assert found and set(found) == {"collective-permute"}, (mode, found)
 
@@ -136,7 +136,7 @@ def test_gradient_1d_int_and_complex():
 def test_gradient_hlo_face_sized_permutes_only():
     x = put(np.zeros((64, 16)), (2, 4), ("x", "y"))
     for eo in (1, 2):
-        f = jax.jit(lambda d, e=eo: darray.gradient(darray.DistArray(d, x.layout), axis=0,
+        f = jax.jit(lambda d, e=eo: darray.gradient(darray.DistArray._new(d, x.layout), axis=0,
                                                     edge_order=e).data)
         text = f.lower(x.data).compile().as_text()
         found = collectives(text)

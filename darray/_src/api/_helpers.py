@@ -59,13 +59,11 @@ def default_layout(shape, like: Layout) -> Layout:
     return make_out_layout(like.mesh, shape, split)
 
 
-def check_same_mesh(arrays: Sequence[DistArray], argname: str = "arrays", fname=None) -> list:
-    """The mesh rule (operands.check_operand_meshes) for a sequence argument: the arrays,
-    placed on one mesh."""
-    from darray._src.api.operands import caller_name, check_operand_meshes
-    # call sites in other modules predate the rule and pass no function name: take the nearest
-    # public function up the stack (for the message only)
-    fname = fname or caller_name(2)
+def check_same_mesh(fname: str, arrays: Sequence[DistArray], argname: str = "arrays") -> list:
+    """The mesh rule (operands.check_operand_meshes) for the arrays of the public function
+    `fname` (a sequence argument, or several named by a comma-separated `argname`): the
+    arrays, placed on one mesh."""
+    from darray._src.api.operands import check_operand_meshes
     names = [n.strip() for n in argname.split(",")]
     if len(names) == len(arrays):
         named = list(zip(arrays, names))
@@ -95,14 +93,6 @@ def _physical_fn(fn, in_layouts, out_layouts, static):
             return physical.constrain(out, out_layouts)
         return tuple(physical.constrain(o, lay) for o, lay in zip(out, out_layouts))
     return jax.jit(run)
-
-
-def as_dist(x, like: DistArray) -> DistArray:
-    """`x` as a DistArray on `like`'s mesh (scalars and host/jax arrays are placed there)."""
-    if isinstance(x, DistArray):
-        return x
-    from darray._src.api.creation import asarray
-    return asarray(x, mesh=like.mesh, spec=())
 
 
 def settle(data):

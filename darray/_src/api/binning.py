@@ -23,7 +23,7 @@ from jax.sharding import PartitionSpec
 from darray._src import compat, physical
 from darray._src.api import dtypes as _dt
 from darray._src.api._helpers import is_tracing, make_out_layout
-from darray._src.api.common import check_array, valid_mask
+from darray._src.api.common import ensure_array, valid_mask
 from darray._src.api.operands import check_operand_meshes
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
@@ -113,9 +113,7 @@ def _weights(weights, x: DistArray, fname: str):
     """`weights` as a DistArray in x's layout (one resharding when it lives elsewhere)."""
     if weights is None:
         return None
-    if not isinstance(weights, DistArray):
-        raise TypeError(f"{fname}: weights must be a DistArray of x's shape (see "
-                        f"darray.asarray) or None, got {type(weights).__name__}")
+    weights = ensure_array(fname, weights, "weights")
     if weights.shape != x.shape:
         raise ValueError(f"{fname}: weights has shape {weights.shape} but the input has "
                          f"shape {x.shape}; they must match")
@@ -156,7 +154,7 @@ def bincount(x, /, weights=None, minlength=0, *, length=None) -> DistArray:
       all-reduce of the bins over the mesh axes that split x; eagerly without `length`, one
       more (min, max) all-reduce first. Never a gather of x.
     """
-    x = check_array(x)
+    x = ensure_array("bincount", x)
     if x.dtype.kind not in "iub":
         raise TypeError(f"bincount: x has dtype {x.dtype}; bincount counts non-negative "
                         "integers (integer or bool dtypes)")
@@ -331,7 +329,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
       all-reduce of the bins (plus one of (min, max) when `range` is None). Never a gather
       of `a`.
     """
-    a = check_array(a, "a")
+    a = ensure_array("histogram", a, "a")
     if a.dtype.kind not in "iuf" or a.dtype == _dt.bool:
         raise TypeError(f"histogram: a has dtype {a.dtype}; real numeric dtypes only")
     weights = _weights(weights, a, "histogram")

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
+from darray._src.api.arguments import array_operand
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 from darray._src.placement import local_layout, local_mesh
@@ -34,17 +35,23 @@ def first_dist(args) -> DistArray | None:
     return next((a for a in args if isinstance(a, DistArray)), None)
 
 
-def check_array(x, argname: str = "x") -> DistArray:
-    """A DistArray for `argname`: DistArrays pass, and so do 0-d jax/numpy scalars (treated
-    like darray's own 0-d results); anything else is a TypeError (no silent distribution
-    of a whole array: convert it with darray.asarray and choose its layout)."""
+# -- the argument policy: one rule for every namespace function, method and extension -------
+# (array_operand, what is accepted, lives in api/arguments.py, below api/creation.py, which
+# uses it too; ensure_array adds the placement: darray.asarray's)
+def ensure_array(fname: str, x, argname: str = "x", *, spec=None) -> DistArray:
+    """`x` as a DistArray, for the public function `fname` where it needs an array: a
+    DistArray passes; a numpy or jax array or a Python scalar is placed as `darray.asarray(x)`
+    places it (the default mesh, or the one device of small arrays; uncommitted, so it joins
+    the mesh of any committed operand: api/operands.py), as jax.numpy places host data; the
+    rest is refused by `array_operand`.
+
+    spec: the one exception, for a function whose docs place host data otherwise (fft's
+    dct/dst family puts a 1-D signal whole on every device: ``asarray(x, spec=(None,))``)."""
     if isinstance(x, DistArray):
         return x
-    if (isinstance(x, (jax.Array, np.ndarray, np.generic)) and np.ndim(x) == 0
-            and np.dtype(x.dtype).kind in "biufc"):
-        return DistArray._wrap_scalar(x)
-    raise TypeError(f"{argname} must be a DistArray (see darray.asarray), got "
-                    f"{type(x).__name__}")
+    x = array_operand(fname, x, argname)
+    from darray._src.api.creation import asarray
+    return asarray(x) if spec is None else asarray(x, spec=spec)
 
 
 def _static_key(a):
@@ -82,9 +89,7 @@ def apply_local(fn: Callable, args: Sequence) -> DistArray:
     signature = tuple((d.shape, d.dtype) if isinstance(a, DistArray) else _static_key(a)
                       for a, d in zip(args, datas))
     out = _local_fn(_token(fn), signature)(*datas)
-    result = DistArray(out, local_layout(tuple(out.shape)))
-    result._checked = out  # the layout was made from its shape
-    return result
+    return DistArray._make(out, local_layout(tuple(out.shape)))  # layout made from its shape
 
 
 # fn -> a small int for program-cache keys: jax.numpy's ufuncs hash in Python (microseconds

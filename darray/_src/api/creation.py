@@ -28,7 +28,7 @@ def _created(data, layout: Layout) -> DistArray:
     if layout.ndim == 0 and layout.mesh is not local_mesh():
         if tuple(data.shape) != ():
             raise ValueError(f"physical data of shape {tuple(data.shape)} is not 0-d")
-        return DistArray(data, layout)
+        return DistArray._make(data, layout)
     return DistArray._new(data, layout)
 
 
@@ -191,7 +191,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
             raise ValueError("asarray(copy=False) cannot move or cast a DistArray without a copy")
         out = redistribute(obj, layout, dtype)
         # copy=True must give a distinct object: in-place operators rebind their DistArray.
-        return DistArray(out.data, out.layout) if copy and out is obj else out
+        return DistArray._make(out.data, out.layout) if copy and out is obj else out
     if copy is False:
         raise ValueError(f"asarray(copy=False) needs a DistArray input; converting "
                          f"{type(obj).__name__} to a DistArray always copies")
@@ -323,23 +323,22 @@ def full(shape, fill_value, *, dtype=None, device=None, mesh=None, spec=None) ->
     return _full(shape, fill_value, dtype, device, mesh, spec)
 
 
-def _like(x, dtype, device, mesh, spec):
-    if isinstance(x, jax.Array) and x.ndim == 0:  # a bare jax scalar (e.g. from .to_jax())
-        x = DistArray._wrap_scalar(x)
-    if not isinstance(x, DistArray):
-        raise TypeError(f"x must be a DistArray, got {type(x).__name__}")
+def _like(fname, x, dtype, device, mesh, spec):
+    if not isinstance(x, DistArray):  # the argument policy (common.ensure_array)
+        from darray._src.api.arguments import array_operand
+        x = asarray(array_operand(fname, x))
     return x, (_check_dtype(dtype) or x.dtype), device, mesh, spec
 
 
 def zeros_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """Zeros with `x`'s shape, dtype and layout (unless overridden)."""
-    x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    x, dtype, device, mesh, spec = _like("zeros_like", x, dtype, device, mesh, spec)
     return _full(x.shape, 0, dtype, device, mesh, spec, like=x, what="darray.zeros_like")
 
 
 def ones_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """Ones with `x`'s shape, dtype and layout (unless overridden)."""
-    x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    x, dtype, device, mesh, spec = _like("ones_like", x, dtype, device, mesh, spec)
     return _full(x.shape, 1, dtype, device, mesh, spec, like=x, what="darray.ones_like")
 
 
@@ -350,7 +349,7 @@ def empty_like(x, /, *, dtype=None, device=None, mesh=None, spec=None) -> DistAr
 
 def full_like(x, /, fill_value, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """`fill_value` with `x`'s shape, dtype and layout (unless overridden)."""
-    x, dtype, device, mesh, spec = _like(x, dtype, device, mesh, spec)
+    x, dtype, device, mesh, spec = _like("full_like", x, dtype, device, mesh, spec)
     if isinstance(fill_value, DistArray):  # a 0-d result, as `full` takes it
         fill_value = fill_value.to_jax().item()
     return _full(x.shape, fill_value, dtype, device, mesh, spec, like=x, what="darray.full_like")

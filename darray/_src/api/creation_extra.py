@@ -11,7 +11,7 @@ import numpy as np
 
 from darray._src import physical
 from darray._src.api._helpers import check_same_mesh, make_out_layout
-from darray._src.api.common import apply_logical, apply_physical, check_array
+from darray._src.api.common import apply_logical, apply_physical, ensure_array
 from darray._src.api.creation import linspace
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
@@ -98,7 +98,7 @@ def diag(v, /, k=0) -> DistArray:
       1-D v: the matrix's rows are split over the mesh axes that split v (each device writes
       its rows; XLA brings it the entries of v they hold). 2-D v: as linalg.diagonal.
     """
-    v = check_array(v, "v")
+    v = ensure_array("diag", v, "v")
     k = operator.index(k)
     if v.ndim == 2:
         from darray._src.api.linalg import diagonal
@@ -128,10 +128,10 @@ def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing={indexing!r}; use 'xy' or 'ij'")
-    arrays = tuple(check_array(a, f"arrays[{i}]") for i, a in enumerate(arrays))
+    arrays = tuple(ensure_array("meshgrid", a, f"arrays[{i}]") for i, a in enumerate(arrays))
     if not arrays:  # a tuple since Array API 2025.12 (a list before: see api/versions.py)
         return ()
-    arrays = tuple(check_same_mesh(arrays, fname="meshgrid"))  # the mesh rule (api/operands.py)
+    arrays = tuple(check_same_mesh("meshgrid", arrays))  # the mesh rule (api/operands.py)
     for i, a in enumerate(arrays):
         if a.ndim != 1:
             raise ValueError(f"meshgrid: arrays[{i}] must be 1-D, got shape {a.shape}")
@@ -195,7 +195,7 @@ def _triangle(data, k, upper):
 
 
 def _triangle_apply(x, k, upper, fname):
-    x = check_array(x)
+    x = ensure_array(fname, x)
     if x.ndim < 2:
         raise ValueError(f"{fname} needs an array of rank >= 2, got shape {x.shape}")
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool):

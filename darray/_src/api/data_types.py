@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api import dtypes as _dt
-from darray._src.api.common import apply_physical, check_array
+from darray._src.api.common import apply_physical, ensure_array
 from darray._src.array import DistArray
 
 
@@ -131,7 +131,7 @@ def astype(x, dtype, /, *, copy=True, device=None) -> DistArray:
     Layout:
       Same as `x`; no communication (casts the physical array in place, padding included).
     """
-    x = check_array(x)
+    x = ensure_array("astype", x)
     dt = _dt.as_dtype(dtype)
     if x.dtype in _dt.COMPLEX_FLOATING and dt not in _dt.COMPLEX_FLOATING:
         raise TypeError(f"astype from {x.dtype} to {dt} would drop the imaginary part; "

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
+from darray._src.api import common
 from darray._src.api import complex_special as _cs
 from darray._src.api import dtypes as _dt
 from darray._src.api.common import (
@@ -160,15 +161,8 @@ Layout:
 
 # -- operands --------------------------------------------------------------------------------
 def _operand(a, argname: str, fname: str):
-    """Accept a DistArray, a Python scalar or a numpy/jax array; TypeError otherwise."""
-    if is_dist(a) or isinstance(a, _PY_SCALARS):
-        return a
-    if isinstance(a, (np.ndarray, np.generic, jax.Array)):
-        if np.dtype(a.dtype) not in _dt.ALL:
-            raise TypeError(f"{fname}: {argname} has dtype {a.dtype}, which darray does not hold")
-        return a
-    raise TypeError(f"{fname}: {argname} must be a DistArray, a Python scalar or a numpy/jax "
-                    f"array, got {type(a).__name__}")
+    """The argument policy for an elementwise operand (common.array_operand)."""
+    return common.array_operand(fname, a, argname)
 
 
 @functools.cache
@@ -286,12 +280,12 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
         _check_category(fname, category, args, argnames)
         return apply_local(fn, args)
     ops = [_operand(a, n, fname) for a, n in zip(args, argnames)]
-    if first_dist(ops) is None and any(isinstance(a, jax.Array) and a.ndim == 0 for a in ops):
-        # bare 0-d jax arrays combine among themselves as 0-d DistArrays
-        ops = [DistArray._wrap_scalar(a) if isinstance(a, jax.Array) else a for a in ops]
     if first_dist(ops) is None:
-        raise TypeError(f"{fname}: at least one of {tuple(argnames)} must be a DistArray "
-                        "(convert with darray.asarray)")
+        # no DistArray: the arrays (or, with none, the scalars) are placed as darray.asarray
+        # places them (common.ensure_array), as jax.numpy places host data
+        scalars_only = all(isinstance(a, _PY_SCALARS) for a in ops)
+        ops = [a if isinstance(a, _PY_SCALARS) and not scalars_only
+               else common.ensure_array(fname, a, n) for a, n in zip(ops, argnames)]
     _check_category(fname, category, ops, argnames)
     if all_local(ops):  # bare jax scalars, wrapped as small 0-d arrays above
         return apply_local(fn, ops)

@@ -226,7 +226,7 @@ def getitem(x: DistArray, key) -> DistArray:
       integer: read as JAX reads it (negative from the end, out-of-range clamped); slice
       bounds must stay static (see `dynamic_slice`).
     """
-    x = common.check_array(x)
+    x = common.ensure_array("getitem", x)
     key = _as_tuple(key)
     for pos, k in enumerate(key):
         _check_item(k, pos)
@@ -426,7 +426,7 @@ def setitem(x: DistArray, key, value) -> DistArray:
       A boolean mask of x's leading shape with a scalar value is an elementwise select (local,
       works under jit). Other advanced keys use the logical path.
     """
-    x = common.check_array(x)
+    x = common.ensure_array("setitem", x)
     key = _as_tuple(key)
     for pos, k in enumerate(key):
         _check_item(k, pos)
@@ -489,13 +489,13 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
     Layout: x's split on every axis (the taken axis keeps its mesh axes at its new length).
     Logical path: XLA reads the taken cells from their owners.
     """
-    x = common.check_array(x)
+    x = common.ensure_array("take", x)
     if axis is None:
         if x.ndim != 1:
             raise ValueError(f"take needs axis= for an array of rank {x.ndim}")
         axis = 0
     axis = normalize_axis(axis, x.ndim)
-    idx = indices if isinstance(indices, DistArray) else np.asarray(indices)
+    idx = common.ensure_array("take_along_axis", indices, "indices")
     if idx.dtype.kind not in "iu":
         raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
     if idx.ndim != 1:
@@ -518,9 +518,9 @@ def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
 
     Layout: x's split where the output shape equals x's, else the indices' (logical path).
     """
-    x = common.check_array(x)
+    x = common.ensure_array("take_along_axis", x)
     axis = normalize_axis(axis, x.ndim)
-    idx = indices if isinstance(indices, DistArray) else np.asarray(indices)
+    idx = common.ensure_array("take_along_axis", indices, "indices")
     if idx.dtype.kind not in "iu":
         raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
     if idx.ndim != x.ndim:
@@ -552,7 +552,7 @@ def dynamic_slice(x: DistArray, start_indices, slice_sizes) -> DistArray:
       reads the window at its runtime offset, which gathers each split axis whose window it
       cannot place statically (a window of a split axis is read from all of its blocks).
     """
-    x = common.check_array(x)
+    x = common.ensure_array("dynamic_slice", x)
     starts, sizes = tuple(start_indices), tuple(slice_sizes)
     if len(starts) != x.ndim or len(sizes) != x.ndim:
         raise ValueError(f"dynamic_slice: start_indices ({len(starts)} given) and slice_sizes "

@@ -99,7 +99,7 @@ def _batched(name, arrays, core: int, *, kwargs=(), array_kwargs=()):
                          f"{arrays[0].shape}")
     where = [i for i, a in enumerate(arrays) if isinstance(a, DistArray)]
     arrays = list(arrays)
-    for i, a in zip(where, check_same_mesh([arrays[i] for i in where])):
+    for i, a in zip(where, check_same_mesh(name, [arrays[i] for i in where])):
         arrays[i] = a
     x = arrays[0]
     static = (name, tuple(kwargs), tuple(array_kwargs))
@@ -113,15 +113,15 @@ def _batched(name, arrays, core: int, *, kwargs=(), array_kwargs=()):
     return common.apply_logical(_invoke, list(arrays), outs, static=static)
 
 
-def _matrix(x, name="x") -> DistArray:
-    x = common.check_array(x, name)
+def _matrix(fname: str, x, name="x") -> DistArray:
+    x = common.ensure_array(fname, x, name)
     if x.ndim < 2:
         raise ValueError(f"{name} must have rank >= 2 (a stack of matrices), got shape {x.shape}")
     return x
 
 
-def _square(x, name="x") -> DistArray:
-    x = _matrix(x, name)
+def _square(fname: str, x, name="x") -> DistArray:
+    x = _matrix(fname, x, name)
     if x.shape[-1] != x.shape[-2]:
         raise ValueError(f"{name} must be a stack of square matrices, got shape {x.shape}")
     return x
@@ -146,9 +146,9 @@ def matmul(x1, x2, /) -> DistArray:
       the column axis x2's column split. No communication when only batch, row and column axes
       are split; a split contraction axis costs XLA's partial product plus a reduction.
     """
-    x1 = common.check_array(x1, "x1")
-    x2 = common.check_array(x2, "x2")
-    x1, x2 = check_same_mesh([x1, x2], "x1, x2")
+    x1 = common.ensure_array("matmul", x1, "x1")
+    x2 = common.ensure_array("matmul", x2, "x2")
+    x1, x2 = check_same_mesh("matmul", [x1, x2], "x1, x2")
     if x1.ndim == 0 or x2.ndim == 0:
         raise ValueError(f"matmul needs operands of rank >= 1, got shapes {x1.shape}, {x2.shape}")
     if x1.shape[-1] != x2.shape[-2 if x2.ndim > 1 else 0]:
@@ -183,9 +183,9 @@ def tensordot(x1, x2, /, *, axes=2) -> DistArray:
     Layout: the free axes of x1 then of x2, each keeping its split. Contraction over split
     axes costs a partial product plus a reduction (XLA).
     """
-    x1 = common.check_array(x1, "x1")
-    x2 = common.check_array(x2, "x2")
-    x1, x2 = check_same_mesh([x1, x2], "x1, x2")
+    x1 = common.ensure_array("tensordot", x1, "x1")
+    x2 = common.ensure_array("tensordot", x2, "x2")
+    x1, x2 = check_same_mesh("tensordot", [x1, x2], "x1, x2")
     if isinstance(axes, (int, np.integer)):
         k = operator.index(axes)
         if k < 0 or k > min(x1.ndim, x2.ndim):
@@ -218,9 +218,9 @@ def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
     Layout: the remaining axes keep x1's split (x2's where x1 broadcasts); reducing a split
     axis costs one all-reduce of the result.
     """
-    x1 = common.check_array(x1, "x1")
-    x2 = common.check_array(x2, "x2")
-    x1, x2 = check_same_mesh([x1, x2], "x1, x2")
+    x1 = common.ensure_array("vecdot", x1, "x1")
+    x2 = common.ensure_array("vecdot", x2, "x2")
+    x1, x2 = check_same_mesh("vecdot", [x1, x2], "x1, x2")
     nd = max(x1.ndim, x2.ndim)
     axis = normalize_axis(axis, nd)
     full1 = (1,) * (nd - x1.ndim) + x1.shape
@@ -250,24 +250,25 @@ def cholesky(x, /, *, upper=False) -> DistArray:
     Layout: batch axes keep their split; matrix axes unsplit (a split matrix axis is gathered
     per batch element by XLA).
     """
-    return _batched("cholesky", [_square(x)], 2, kwargs=(("upper", bool(upper)),))
+    return _batched("cholesky", [_square("cholesky", x)], 2, kwargs=(("upper", bool(upper)),))
 
 
 def cross(x1, x2, /, *, axis=-1) -> DistArray:
     """Cross product of 3-vectors along `axis`. Layout: x1's split on the other axes."""
-    x1 = common.check_array(x1, "x1")
-    x2 = common.check_array(x2, "x2")
+    x1 = common.ensure_array("cross", x1, "x1")
+    x2 = common.ensure_array("cross", x2, "x2")
     return _batched("cross", [x1, x2], 0, kwargs=(("axis", int(axis)),))
 
 
 def det(x, /) -> DistArray:
     """Determinants of a stack of square matrices. Layout: batch axes keep their split."""
-    return _batched("det", [_square(x)], 2)
+    return _batched("det", [_square("det", x)], 2)
 
 
 def diagonal(x, /, *, offset=0) -> DistArray:
     """The `offset` diagonal of each matrix. Layout: batch axes keep their split."""
-    return _batched("diagonal", [_matrix(x)], 2, kwargs=(("offset", operator.index(offset)),))
+    return _batched("diagonal", [_matrix("diagonal", x)], 2,
+                    kwargs=(("offset", operator.index(offset)),))
 
 
 def eigh(x, /) -> EighResult:
@@ -275,12 +276,12 @@ def eigh(x, /) -> EighResult:
 
     Layout: batch axes keep their split; matrix axes unsplit.
     """
-    return EighResult(*_batched("eigh", [_square(x)], 2))
+    return EighResult(*_batched("eigh", [_square("eigh", x)], 2))
 
 
 def eigvalsh(x, /) -> DistArray:
     """Eigenvalues (ascending) of Hermitian matrices. Layout: batch axes keep their split."""
-    return _batched("eigvalsh", [_square(x)], 2)
+    return _batched("eigvalsh", [_square("eigvalsh", x)], 2)
 
 
 def eig(x, /) -> EigResult:
@@ -288,45 +289,46 @@ def eig(x, /) -> EigResult:
 
     Layout: batch axes keep their split; matrix axes unsplit. CPU only (as jax.numpy).
     """
-    return EigResult(*_batched("eig", [_square(x)], 2))
+    return EigResult(*_batched("eig", [_square("eig", x)], 2))
 
 
 def eigvals(x, /) -> DistArray:
     """Eigenvalues of general square matrices. Layout: batch axes keep their split."""
-    return _batched("eigvals", [_square(x)], 2)
+    return _batched("eigvals", [_square("eigvals", x)], 2)
 
 
 def inv(x, /) -> DistArray:
     """Inverses of a stack of square matrices. Layout: batch axes keep their split."""
-    return _batched("inv", [_square(x)], 2)
+    return _batched("inv", [_square("inv", x)], 2)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro") -> DistArray:
     """Matrix norms ('fro', 'nuc', 1, 2, inf, -1, -2, -inf). Layout: batch axes keep their split."""
-    return _batched("matrix_norm", [_matrix(x)], 2,
+    return _batched("matrix_norm", [_matrix("matrix_norm", x)], 2,
                     kwargs=(("keepdims", bool(keepdims)), ("ord", ord)))
 
 
 def matrix_power(x, n, /) -> DistArray:
     """`x` raised to the integer power `n` (negative n inverts). Layout: as x's batch axes."""
-    return _batched("matrix_power", [_square(x)], 2, kwargs=(("n", operator.index(n)),))
+    return _batched("matrix_power", [_square("matrix_power", x)], 2,
+                    kwargs=(("n", operator.index(n)),))
 
 
 def matrix_rank(x, /, *, rtol=None) -> DistArray:
     """Numerical rank (singular values above rtol * largest). Layout: batch axes keep split."""
     kwargs, array_kwargs = _rtol_operand(rtol)
     extra = [rtol] if array_kwargs else []
-    return _batched("matrix_rank", [_matrix(x), *extra], 2, kwargs=kwargs,
+    return _batched("matrix_rank", [_matrix("matrix_rank", x), *extra], 2, kwargs=kwargs,
                     array_kwargs=array_kwargs)
 
 
 def outer(x1, x2, /) -> DistArray:
     """Outer product of two vectors. Layout: rows split as x1, columns as x2 (no communication)."""
-    x1 = common.check_array(x1, "x1")
-    x2 = common.check_array(x2, "x2")
+    x1 = common.ensure_array("outer", x1, "x1")
+    x2 = common.ensure_array("outer", x2, "x2")
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer needs 1-D arrays, got shapes {x1.shape} and {x2.shape}")
-    x1, x2 = check_same_mesh([x1, x2], "x1, x2")
+    x1, x2 = check_same_mesh("outer", [x1, x2], "x1, x2")
     out = make_out_layout(x1.mesh, (x1.shape[0], x2.shape[0]),
                           (x1.layout.split[0], x2.layout.split[0]))
     return common.apply_logical(_invoke, [x1, x2], out, static=("outer", (), ()))
@@ -336,43 +338,44 @@ def pinv(x, /, *, rtol=None) -> DistArray:
     """Moore-Penrose pseudo-inverse. Layout: batch axes keep their split."""
     kwargs, array_kwargs = _rtol_operand(rtol)
     extra = [rtol] if array_kwargs else []
-    return _batched("pinv", [_matrix(x), *extra], 2, kwargs=kwargs, array_kwargs=array_kwargs)
+    return _batched("pinv", [_matrix("pinv", x), *extra], 2, kwargs=kwargs,
+                    array_kwargs=array_kwargs)
 
 
 def qr(x, /, *, mode="reduced") -> QRResult:
     """QR factorization ('reduced' or 'complete'). Layout: batch axes keep their split."""
     if mode not in ("reduced", "complete"):
         raise ValueError(f"mode={mode!r} is not accepted; use 'reduced' or 'complete'")
-    return QRResult(*_batched("qr", [_matrix(x)], 2, kwargs=(("mode", mode),)))
+    return QRResult(*_batched("qr", [_matrix("qr", x)], 2, kwargs=(("mode", mode),)))
 
 
 def slogdet(x, /) -> SlogdetResult:
     """Sign and log of the absolute determinant. Layout: batch axes keep their split."""
-    return SlogdetResult(*_batched("slogdet", [_square(x)], 2))
+    return SlogdetResult(*_batched("slogdet", [_square("slogdet", x)], 2))
 
 
 def solve(x1, x2, /) -> DistArray:
     """Solve x1 @ y = x2 for y (x2 a stack of matrices, or a vector). Layout: batch split kept."""
-    x1 = _square(x1, "x1")
-    x2 = common.check_array(x2, "x2")
+    x1 = _square("solve", x1, "x1")
+    x2 = common.ensure_array("solve", x2, "x2")
     return _batched("solve", [x1, x2], 2)
 
 
 def svd(x, /, *, full_matrices=True) -> SVDResult:
     """Singular value decomposition x = U @ diag(S) @ Vh. Layout: batch axes keep their split."""
-    return SVDResult(*_batched("svd", [_matrix(x)], 2,
+    return SVDResult(*_batched("svd", [_matrix("svd", x)], 2,
                                kwargs=(("full_matrices", bool(full_matrices)),)))
 
 
 def svdvals(x, /) -> DistArray:
     """Singular values (descending). Layout: batch axes keep their split."""
-    return _batched("svdvals", [_matrix(x)], 2)
+    return _batched("svdvals", [_matrix("svdvals", x)], 2)
 
 
 def trace(x, /, *, offset=0, dtype=None) -> DistArray:
     """Sum of the `offset` diagonal of each matrix. Layout: batch axes keep their split."""
     dtype = None if dtype is None else np.dtype(dtype)
-    return _batched("trace", [_matrix(x)], 2,
+    return _batched("trace", [_matrix("trace", x)], 2,
                     kwargs=(("offset", operator.index(offset)), ("dtype", dtype)))
 
 
@@ -386,7 +389,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> DistArray:
     Layout: the remaining axes keep their split (kept unit axes are unsplit); a reduced split
     axis costs one all-reduce of the result.
     """
-    x = common.check_array(x)
+    x = common.ensure_array("vector_norm", x)
     axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim)
     if keepdims:
         shape = [1 if i in axes else n for i, n in enumerate(x.shape)]

@@ -27,20 +27,10 @@ from darray._src.api._helpers import (
     run_physical,
     settle,
 )
-from darray._src.api.creation import asarray
+from darray._src.api.common import ensure_array
 from darray._src.api.operands import placed
 from darray._src.array import DistArray
 from darray._src.layout import Layout
-
-
-def _array_arg(x, argname: str = "x") -> DistArray:
-    """A DistArray for `argname`. A numpy or jax array is accepted as jax.numpy accepts it,
-    placed as ``darray.asarray(x)`` places it (default mesh, uncommitted: it joins the mesh
-    of any committed operand, see api/operands.py); other objects (lists...) are refused as
-    jax.numpy refuses them."""
-    if isinstance(x, (np.ndarray, jax.Array)) and not isinstance(x, DistArray) and x.ndim:
-        return asarray(x)
-    return common.check_array(x, argname)
 
 
 def _shape_arg(shape, argname="shape") -> tuple[int, ...]:
@@ -132,7 +122,7 @@ def reshape(x: DistArray, /, shape, *, copy=None) -> DistArray:
       collective-permute; for even sizes merging leading split axes moves nothing).
       Unless copy=True, the result is a view of x (api/views.py): writing it writes x.
     """
-    x = _array_arg(x)
+    x = ensure_array("reshape", x)
     new = _resolve_shape(shape, x.size)
     result = _reshaped(x, new, copy)
     if copy is True:
@@ -164,7 +154,7 @@ def permute_dims(x: DistArray, /, axes) -> DistArray:
       The split is permuted with the axes (output axis i has input axis ``axes[i]``'s split).
       Local: no communication. The result is a view of x (api/views.py): writing it writes x.
     """
-    x = _array_arg(x)
+    x = ensure_array("permute_dims", x)
     axes = normalize_axes(axes, x.ndim, "axes")
     if len(axes) != x.ndim:
         raise AxisError(f"axes={axes!r} must list each of the {x.ndim} axes exactly once")
@@ -187,7 +177,7 @@ def moveaxis(x: DistArray, source, destination, /) -> DistArray:
 
     Layout: as permute_dims (the split travels with its axis); no communication.
     """
-    x = _array_arg(x)
+    x = ensure_array("moveaxis", x)
     src = normalize_axes(source, x.ndim, "source")
     dst = normalize_axes(destination, x.ndim, "destination")
     if len(src) != len(dst):
@@ -201,7 +191,7 @@ def moveaxis(x: DistArray, source, destination, /) -> DistArray:
 
 def matrix_transpose(x: DistArray, /) -> DistArray:
     """Swap the last two axes. Layout: the split travels with its axis; no communication."""
-    x = _array_arg(x)
+    x = ensure_array("matrix_transpose", x)
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose needs an array of rank >= 2, got shape {x.shape}")
     axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
@@ -214,7 +204,7 @@ def expand_dims(x: DistArray, /, axis=0) -> DistArray:
 
     Layout: the new axes are unsplit, the others keep their split; no communication.
     """
-    x = _array_arg(x)
+    x = ensure_array("expand_dims", x)
     single = isinstance(axis, (int, np.integer))
     n_out = x.ndim + (1 if single else len(axis))
     new_axes = sorted(normalize_axes(axis, n_out, "axis"))
@@ -234,7 +224,7 @@ def squeeze(x: DistArray, /, axis) -> DistArray:
     Layout: the remaining axes keep their split. Local, unless a removed unit axis was itself
     split (then its one cell is taken from its owner by the logical path).
     """
-    x = _array_arg(x)
+    x = ensure_array("squeeze", x)
     axes = normalize_axes(axis, x.ndim, "axis")
     for a in axes:
         if x.shape[a] != 1:
@@ -260,7 +250,7 @@ def flip(x: DistArray, /, *, axis=None) -> DistArray:
       reverses: done on the logical array with the output pinned, so XLA moves each block to its
       mirror device (collective-permutes; padding never enters the result).
     """
-    x = _array_arg(x)
+    x = ensure_array("flip", x)
     axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim)
     lay = x.layout
     if is_plain(lay) and not any(lay.split[a] for a in axes):
@@ -335,7 +325,7 @@ def roll(x: DistArray, /, shift, *, axis=None) -> DistArray:
       axis, whose wrap-around point is not a block boundary). No all-gather.
       With axis=None (roll of the flattened array) the logical path is used.
     """
-    x = _array_arg(x)
+    x = ensure_array("roll", x)
     if axis is None:
         if not isinstance(shift, (int, np.integer)):
             raise TypeError(f"shift={shift!r} must be an int when axis is None")
@@ -364,12 +354,12 @@ def roll(x: DistArray, /, shift, *, axis=None) -> DistArray:
 
 
 # -- joining ----------------------------------------------------------------------------------
-def _as_list(arrays, argname="arrays") -> list[DistArray]:
+def _as_list(fname: str, arrays, argname="arrays") -> list[DistArray]:
     if isinstance(arrays, DistArray) or not isinstance(arrays, (list, tuple)) or not arrays:
-        raise TypeError(f"{argname} must be a non-empty tuple or list of DistArrays, got "
+        raise TypeError(f"{fname}: {argname} must be a non-empty tuple or list of arrays, got "
                         f"{type(arrays).__name__}")
-    arrays = [_array_arg(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
-    return check_same_mesh(arrays, argname)
+    arrays = [ensure_array(fname, a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
+    return check_same_mesh(fname, arrays, argname)
 
 
 def concat(arrays, /, *, axis=0) -> DistArray:
@@ -382,7 +372,7 @@ def concat(arrays, /, *, axis=0) -> DistArray:
       the input blocks it overlaps by a few fixed neighbour shifts (`lax.ppermute`), never an
       all-gather (see api/joining.py).
     """
-    arrays = _as_list(arrays)
+    arrays = _as_list("concat", arrays)
     first = arrays[0]
     # 0-d arrays may come from another mesh: they join the first distributed array's mesh
     mesh = next((a.mesh for a in arrays if a.ndim), first.mesh)
@@ -416,7 +406,7 @@ def stack(arrays, /, *, axis=0) -> DistArray:
     Layout: the new axis is unsplit, the others keep the first array's split; inputs in another
     layout are redistributed to it first, then each device stacks its own blocks.
     """
-    arrays = _as_list(arrays)
+    arrays = _as_list("stack", arrays)
     first = arrays[0]
     if any(a.shape != first.shape for a in arrays):
         raise ValueError(f"stack needs arrays of one shape, got {[a.shape for a in arrays]}")
@@ -440,7 +430,7 @@ def unstack(x: DistArray, /, *, axis=0) -> tuple[DistArray, ...]:
     Layout: each piece keeps the split of the other axes. Local along an unsplit axis; along a
     split axis each piece is read from its owner by the logical path.
     """
-    x = _array_arg(x)
+    x = ensure_array("unstack", x)
     axis = normalize_axis(axis, x.ndim)
     keep = [a for a in range(x.ndim) if a != axis]
     out = make_out_layout(x.mesh, [x.shape[a] for a in keep], [x.layout.split[a] for a in keep])
@@ -472,7 +462,7 @@ def broadcast_to(x: DistArray, /, shape) -> DistArray:
     Layout: existing axes that are not stretched keep their split; new and stretched axes are
     unsplit (replicated). Local unless a stretched unit axis was itself split.
     """
-    x = _array_arg(x)
+    x = ensure_array("broadcast_to", x)
     shape = _shape_arg(shape)
     lead = len(shape) - x.ndim
     if lead < 0 or any(n not in (1, m) for n, m in zip(x.shape, shape[lead:])):
@@ -488,8 +478,9 @@ def broadcast_to(x: DistArray, /, shape) -> DistArray:
 
 def broadcast_arrays(*arrays) -> tuple[DistArray, ...]:
     """Broadcast arrays against each other. Layout: as broadcast_to, per array."""
-    arrays = tuple(_array_arg(a, f"arrays[{i}]") for i, a in enumerate(arrays))
-    arrays = tuple(check_same_mesh(arrays, fname="broadcast_arrays"))  # the mesh rule
+    arrays = tuple(ensure_array("broadcast_arrays", a, f"arrays[{i}]")
+                   for i, a in enumerate(arrays))
+    arrays = tuple(check_same_mesh("broadcast_arrays", arrays))  # the mesh rule
     shape = broadcast_shapes(*[a.shape for a in arrays])
     # A tuple since Array API 2025.12 (a list before: see api/versions.py).
     return tuple(broadcast_to(a, shape) for a in arrays)
@@ -506,7 +497,7 @@ def tile(x: DistArray, repetitions, /) -> DistArray:
     Layout: x's split (aligned to the trailing axes; prepended axes unsplit). Local when every
     split axis has repetition 1, otherwise the logical path.
     """
-    x = _array_arg(x)
+    x = ensure_array("tile", x)
     reps = _shape_arg(repetitions, "repetitions")
     if any(r < 0 for r in reps):
         raise ValueError(f"repetitions={reps} must be >= 0")
@@ -544,7 +535,7 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
     """
     from darray._src.api import compaction
     from darray._src.api.operands import check_operand_meshes
-    x = _array_arg(x)
+    x = ensure_array("repeat", x)
     if axis is not None:
         axis = normalize_axis(axis, x.ndim)
     n = x.size if axis is None else x.shape[axis]

@@ -21,7 +21,7 @@ from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
 from darray._src.api._helpers import check_same_mesh, make_out_layout, run_physical
-from darray._src.api.common import check_array, masked_physical
+from darray._src.api.common import ensure_array, masked_physical
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
 from darray._src.layout import Layout
@@ -130,8 +130,8 @@ def einsum(subscripts, /, *operands) -> DistArray:
                         "'ij,jk->ik' (numpy's interleaved operand/sublist form is not accepted)")
     if not operands:
         raise TypeError("einsum needs at least one operand")
-    ops = [check_array(op, f"operands[{i}]") for i, op in enumerate(operands)]
-    ops = check_same_mesh(ops, ", ".join(f"operands[{i}]" for i in range(len(ops))), "einsum")
+    ops = [ensure_array("einsum", op, f"operands[{i}]") for i, op in enumerate(operands)]
+    ops = check_same_mesh("einsum", ops, ", ".join(f"operands[{i}]" for i in range(len(ops))))
     terms, out = _parse(subscripts, [op.ndim for op in ops])
     mesh = next((op.mesh for op in ops if op.ndim), ops[0].mesh)
     splits = _label_splits(ops, terms)
@@ -201,7 +201,7 @@ def interp(x, xp, fp, left=None, right=None, period=None) -> DistArray:
       x's layout. The table is replicated on every device and applied elementwise: no
       communication (a DistArray table is read whole first).
     """
-    x = check_array(x)
+    x = ensure_array("interp", x)
     if x.dtype.kind == "c":
         raise TypeError(f"interp: x has dtype {x.dtype}; x must be real")
     xp, fp = _table(xp, "xp"), _table(fp, "fp")

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api import linalg, statistical
-from darray._src.api.common import check_array, valid_mask
+from darray._src.api.common import ensure_array, valid_mask
 from darray._src.api.manipulation import reshape
 from darray._src.api.searching import nanargmax, nanargmin  # noqa: F401 - re-exported
 from darray._src.api.statistical import highest, lowest, reduce, sum_dtype
@@ -85,7 +85,7 @@ def _no_out(out, fname):
 
 def nansum(x, /, *, axis=None, dtype=None, keepdims=False, out=None) -> DistArray:
     """Sum over `axis` treating NaNs as zero (numpy's nansum; dtype rules as darray.sum)."""
-    x = check_array(x)
+    x = ensure_array("nansum", x)
     _no_out(out, "nansum")
     if not _floating(x):
         return statistical.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
@@ -95,7 +95,7 @@ def nansum(x, /, *, axis=None, dtype=None, keepdims=False, out=None) -> DistArra
 
 def nanprod(x, /, *, axis=None, dtype=None, keepdims=False, out=None) -> DistArray:
     """Product over `axis` treating NaNs as one (numpy's nanprod)."""
-    x = check_array(x)
+    x = ensure_array("nanprod", x)
     _no_out(out, "nanprod")
     if not _floating(x):
         return statistical.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
@@ -106,7 +106,7 @@ def nanprod(x, /, *, axis=None, dtype=None, keepdims=False, out=None) -> DistArr
 def nanmax(x, /, *, axis=None, keepdims=False, out=None) -> DistArray:
     """Largest element over `axis`, NaNs ignored; a slice of NaNs only gives NaN (numpy's
     answer, without its RuntimeWarning). ValueError for an empty axis."""
-    x = check_array(x)
+    x = ensure_array("nanmax", x)
     _no_out(out, "nanmax")
     if x.dtype.kind != "f":
         return statistical.max(x, axis=axis, keepdims=keepdims)
@@ -116,7 +116,7 @@ def nanmax(x, /, *, axis=None, keepdims=False, out=None) -> DistArray:
 
 def nanmin(x, /, *, axis=None, keepdims=False, out=None) -> DistArray:
     """Smallest element over `axis`, NaNs ignored (as nanmax)."""
-    x = check_array(x)
+    x = ensure_array("nanmin", x)
     _no_out(out, "nanmin")
     if x.dtype.kind != "f":
         return statistical.min(x, axis=axis, keepdims=keepdims)
@@ -133,7 +133,7 @@ def _moments(x, axis, dtype, keepdims, correction, what):
 
 def nanmean(x, /, *, axis=None, dtype=None, keepdims=False, out=None) -> DistArray:
     """Mean over `axis` of the non-NaN elements; a slice of NaNs only gives NaN."""
-    x = check_array(x)
+    x = ensure_array("nanmean", x)
     _no_out(out, "nanmean")
     return _moments(x, axis, dtype, keepdims, 0.0, "mean")
 
@@ -142,7 +142,7 @@ def nanvar(x, /, *, axis=None, dtype=None, keepdims=False, ddof=None, correction
            out=None) -> DistArray:
     """Variance over `axis` of the non-NaN elements (two passes), divided by
     ``count - ddof``; NaN where that is <= 0 (numpy's answer)."""
-    x = check_array(x)
+    x = ensure_array("nanvar", x)
     _no_out(out, "nanvar")
     return _moments(x, axis, dtype, keepdims,
                     statistical._check_correction(correction, ddof, "nanvar"), "var")
@@ -151,7 +151,7 @@ def nanvar(x, /, *, axis=None, dtype=None, keepdims=False, ddof=None, correction
 def nanstd(x, /, *, axis=None, dtype=None, keepdims=False, ddof=None, correction=0.0,
            out=None) -> DistArray:
     """Standard deviation: sqrt of `nanvar` with the same arguments."""
-    x = check_array(x)
+    x = ensure_array("nanstd", x)
     _no_out(out, "nanstd")
     return _moments(x, axis, dtype, keepdims,
                     statistical._check_correction(correction, ddof, "nanstd"), "std")
@@ -163,7 +163,7 @@ for _f in (nansum, nanprod, nanmax, nanmin, nanmean, nanvar, nanstd):
 
 # -- numpy's cumulative functions and cross ---------------------------------------------------
 def _numpy_cumulative(fn, x, axis, dtype, out, fname):
-    x = check_array(x)
+    x = ensure_array(fname, x)
     _no_out(out, fname)
     if axis is None:  # numpy: over the flattened array
         x, axis = (reshape(x, (-1,)) if x.ndim != 1 else x), 0

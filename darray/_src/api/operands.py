@@ -31,9 +31,6 @@ twin of an Explicit mesh a user passes (see compat.auto_twin), and both mean the
 """
 from __future__ import annotations
 
-import sys
-from types import FrameType
-
 import numpy as np
 
 from darray._src.array import DistArray
@@ -133,15 +130,6 @@ def mesh_error(fname, name1, mesh1, name2, mesh2) -> LayoutError:
         f"placed explicitly (committed) to other devices only when asked. Move one first, e.g. "
         f"{name2} = {name2}.to_device({name1}.device) (or darray.asarray({name2}, "
         f"device={name1}.device))")
-
-
-def caller_name(depth: int = 2) -> str:
-    """Name of the nearest public function up the stack (for messages from shared checks whose
-    call sites do not pass one)."""
-    frame: FrameType | None = sys._getframe(depth)
-    while frame is not None and frame.f_code.co_name.startswith("_"):
-        frame = frame.f_back
-    return frame.f_code.co_name if frame is not None else "darray"
 
 
 def placed(a, mesh):

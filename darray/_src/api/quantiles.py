@@ -71,7 +71,7 @@ def quantile(x, /, q, axis=None, *, method="linear", keepdims=False, out=None,
       The q axes (if any) unsplit, then x's layout without the reduced axes; see the module
       docstring for the communication (none, one all-to-all, or a gather for axis=None).
     """
-    x = common.check_array(x)
+    x = common.ensure_array("quantile", x)
     for name, value in (("out", out), ("weights", weights)):
         if value is not None:
             raise TypeError(f"quantile: {name}= is not supported (got {value!r})")

@@ -64,16 +64,17 @@ def view(x: DistArray, dtype=None) -> DistArray:
       axis with another item size is resized by XLA's partitioner (cells move between
       neighbouring blocks).
     """
-    x = common.check_array(x)
+    x = common.ensure_array("view", x)
     if dtype is None:
         dtype = x.dtype
     dtype = _dt.as_dtype(dtype)
     if dtype == x.dtype:
-        result = DistArray(x.data, x.layout)
+        result = DistArray._make(x.data, x.layout)
     else:
         result = _reinterpreted(x, dtype)
     back = x.dtype
+    same = lambda p: DistArray._make(p.data, p.layout)  # noqa: E731
     return views.make_view(result, x, views.Step(lambda p: _reinterpreted(p, dtype) if
-                                                 p.dtype != dtype else DistArray(p.data, p.layout),
+                                                 p.dtype != dtype else same(p),
                                                  lambda p, v: _reinterpreted(v, back) if
                                                  v.dtype != back else v))

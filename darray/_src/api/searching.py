@@ -12,7 +12,7 @@ from jax.sharding import PartitionSpec
 from darray._src import compat, physical
 from darray._src.api import compaction
 from darray._src.api import dtypes as _dt
-from darray._src.api.common import check_array, masked_physical, valid_mask
+from darray._src.api.common import ensure_array, masked_physical, valid_mask
 from darray._src.api.elementwise import elementwise
 from darray._src.api.operands import check_operand_meshes
 from darray._src.api.statistical import highest, lowest, reduce
@@ -59,7 +59,7 @@ def _arg_kernel(data, layout, axes, keepdims, kind, skip_nan=False):
 
 def _arg(x, axis, keepdims, kind, skip_nan=False):
     fname = ("nanarg" if skip_nan else "arg") + kind
-    x = check_array(x)
+    x = ensure_array(("nan" if skip_nan else "") + "arg" + kind, x)
     if axis is not None and not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{fname}: axis={axis!r} must be an int or None")
     # numpy's rule: only an empty searched axis has no answer ((0, 3) along axis 1 gives (0,))
@@ -121,7 +121,7 @@ def nonzero(x, /) -> tuple[DistArray, ...]:
       jnp.nonzero under the SPMD partitioner, which XLA miscompiles on partly replicated
       layouts.
     """
-    x = check_array(x)
+    x = ensure_array("nonzero", x)
     if x.ndim == 0:
         raise ValueError("nonzero needs an array of rank >= 1, got a 0-d array")
     return compaction.compact(x, with_indices=True)
@@ -166,16 +166,17 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
       x2's layout. Every device needs all of x1 (and sorter), which is replicated; x2 is
       never moved, each device searches for its own block (inside shard_map).
     """
-    x1 = check_array(x1, "x1")
+    x1 = ensure_array("searchsorted", x1, "x1")
     if _dt.is_weak_scalar(x2):  # a Python scalar x2 (2025.12): x1's dtype
         from darray._src.api.creation import asarray
         x2 = asarray(x2, dtype=x1.dtype, device=x1.mesh)
-    x2 = check_array(x2, "x2")
+    x2 = ensure_array("searchsorted", x2, "x2")
     if x1.ndim != 1:
         raise ValueError(f"searchsorted: x1 must be 1-D, got shape {x1.shape}")
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side={side!r}; use 'left' or 'right'")
-    args = [x1, x2] + ([check_array(sorter, "sorter")] if sorter is not None else [])
+    sorters = [] if sorter is None else [ensure_array("searchsorted", sorter, "sorter")]
+    args = [x1, x2] + sorters
     args = list(check_operand_meshes("searchsorted", *zip(args, ("x1", "x2", "sorter"))))
     x1, x2 = args[:2]
     if len(args) == 3 and (args[2].ndim != 1 or args[2].shape != x1.shape):

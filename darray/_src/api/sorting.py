@@ -17,7 +17,7 @@ def _argsort(a, axis, descending, stable):
 
 
 def _run(fn, x, axis, descending, stable, dtype=None):
-    x = common.check_array(x)
+    x = common.ensure_array("sort" if fn is _sort else "argsort", x)
     if x.ndim == 0:
         raise ValueError("sort/argsort need an array of rank >= 1, got a 0-d array")
     axis = normalize_axis(axis, x.ndim)

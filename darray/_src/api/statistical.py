@@ -18,7 +18,7 @@ import numpy as np
 from darray._src.api import dtypes as _dt
 from darray._src.api import reduce_scatter
 from darray._src.api._helpers import is_plain, normalize_axes, normalize_axis, run_physical
-from darray._src.api.common import apply_logical, check_array, masked_physical, valid_mask
+from darray._src.api.common import apply_logical, ensure_array, masked_physical, valid_mask
 from darray._src.array import DistArray
 from darray._src.layout import Layout
 from darray._src.placement import local_layout, local_mesh
@@ -56,7 +56,7 @@ def reduce(x, kernel, axis, keepdims: bool, *extra, fname: str, category: str = 
     The kernel must mask padding itself (with `masked_physical` or `valid_mask`); its output
     must have the physical shape of `reduced_layout(layout, axes, keepdims)`.
     """
-    x = check_array(x)
+    x = ensure_array(fname, x)
     if category != "any" and x.dtype not in _dt.CATEGORIES[category]:
         raise TypeError(f"{fname}: x has dtype {x.dtype}, but {fname} accepts {category} "
                         "dtypes only")
@@ -195,7 +195,7 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False, spec=None) -> DistArray:
         (``lax.psum_scatter``: each device receives only its block of the sum) instead of an
         all-reduce plus a slice; see api/reduce_scatter.py.
     """
-    x = check_array(x)
+    x = ensure_array("sum", x)
     # bool is summed as the default integer (numpy does too; the standard leaves it open)
     dtype = sum_dtype(x.dtype, dtype, "sum")
     if spec is None:
@@ -209,7 +209,7 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False, spec=None) -> DistArray:
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False) -> DistArray:
     """Product over `axis`; arguments and dtype rules as for `sum`."""
-    x = check_array(x)
+    x = ensure_array("prod", x)
     return reduce(x, _prod_kernel, axis, keepdims, sum_dtype(x.dtype, dtype, "prod"),
                   fname="prod")
 
@@ -232,7 +232,7 @@ def _float_dtype(dtype):
 
 def mean(x, /, *, axis=None, keepdims=False) -> DistArray:
     """Arithmetic mean over `axis` (x of floating dtype; integers give the default float)."""
-    x = check_array(x)
+    x = ensure_array("mean", x)
     return reduce(x, _mean_kernel, axis, keepdims, _float_dtype(x.dtype), fname="mean",
                   category="numeric")
 
@@ -262,7 +262,7 @@ def var(x, /, *, axis=None, correction=0.0, keepdims=False, ddof=None) -> DistAr
       correction: degrees of freedom subtracted from N (0: population, 1: sample).
       ddof: numpy's name for `correction` (give one of them).
     """
-    x = check_array(x)
+    x = ensure_array("var", x)
     return reduce(x, _var_kernel, axis, keepdims, _float_dtype(x.dtype),
                   _check_correction(correction, ddof, "var"), False, fname="var",
                   category="numeric")
@@ -270,7 +270,7 @@ def var(x, /, *, axis=None, correction=0.0, keepdims=False, ddof=None) -> DistAr
 
 def std(x, /, *, axis=None, correction=0.0, keepdims=False, ddof=None) -> DistArray:
     """Standard deviation: sqrt of `var` with the same arguments."""
-    x = check_array(x)
+    x = ensure_array("std", x)
     return reduce(x, _var_kernel, axis, keepdims, _float_dtype(x.dtype),
                   _check_correction(correction, ddof, "std"), True, fname="std",
                   category="numeric")
@@ -313,7 +313,7 @@ def _with_initial(logical, axis, dtype, op):
 
 def _cumulative(x, axis, dtype, include_initial, op):
     fname = "cumulative_" + op
-    x = check_array(x)
+    x = ensure_array(f"cumulative_{op}", x)
     if x.dtype not in _dt.CATEGORIES["numeric"] and x.dtype != _dt.bool:
         raise TypeError(f"{fname}: x has dtype {x.dtype}; numeric dtypes only")
     if axis is None:

@@ -23,7 +23,7 @@ from jax.sharding import PartitionSpec
 from darray._src import compat, physical
 from darray._src.api import dtypes as _dt
 from darray._src.api._helpers import make_out_layout, normalize_axes
-from darray._src.api.common import check_array
+from darray._src.api.common import ensure_array
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
 from darray._src.backends.jax import halo_exchange
@@ -85,7 +85,7 @@ def pad(x, pad_width, mode="constant", *, constant_values=0) -> DistArray:
       cells, boundary cells included, from the blocks that hold them with `lax.ppermute`
       rounds planned like a halo exchange; never an all-gather.
     """
-    x = check_array(x)
+    x = ensure_array("pad", x)
     if not isinstance(mode, str) or mode not in PAD_MODES:
         raise ValueError(f"pad: mode={mode!r} is not supported; use one of "
                          f"{tuple(PAD_MODES)}")
@@ -225,7 +225,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
       exchange of width `edge_order` (`lax.ppermute` of face-sized slabs); along an unsplit
       axis the stencil is local. No all-gather.
     """
-    f = check_array(f, "f")
+    f = ensure_array("gradient", f, "f")
     if f.ndim == 0:
         raise ValueError("gradient needs an array of rank >= 1, got a 0-d array")
     axes = tuple(range(f.ndim)) if axis is None else normalize_axes(axis, f.ndim, "axis")

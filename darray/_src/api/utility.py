@@ -6,7 +6,7 @@ import operator
 import jax.numpy as jnp
 
 from darray._src.api._helpers import normalize_axis
-from darray._src.api.common import apply_logical, check_array, masked_physical
+from darray._src.api.common import apply_logical, ensure_array, masked_physical
 from darray._src.api.statistical import plain, reduce
 from darray._src.array import DistArray
 from darray._src.layout import Layout
@@ -65,7 +65,7 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None) -> DistArray:
       x's split with the axis shortened by n (lengthened by prepend/append). Each block needs
       n cells of its neighbour: XLA exchanges them (collective-permute), no gather.
     """
-    x = check_array(x)
+    x = ensure_array("diff", x)
     if x.ndim == 0:
         raise ValueError("diff needs an array of rank >= 1, got a 0-d array")
     axis = normalize_axis(axis, x.ndim)

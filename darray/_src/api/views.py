@@ -24,7 +24,6 @@ copies, as in numpy.
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
 from darray._src import compat
 from darray._src.array import DistArray, mutation_lock
@@ -40,24 +39,38 @@ class Step:
 
 
 class ViewLink:
-    """What a view knows of its base: a weak reference, the steps from it, and the base's
-    version the view's data was read at."""
-    __slots__ = ("base", "steps", "seen")
+    """What a view knows of its base (a view's `_pending` state, see `DistArray._sync`): a
+    weak reference, the steps from it, and the base's version and Layout the view's data was
+    read at."""
+    __slots__ = ("base", "steps", "seen", "seen_layout")
 
     def __init__(self, base: DistArray, steps: tuple, seen: int):
         self.base, self.steps, self.seen = weakref.ref(base), steps, seen
+        self.seen_layout = base._layout
 
     def refresh(self, view: DistArray) -> None:
         base = self.base()
         if base is None or base._version == self.seen:
             return
         with mutation_lock(base):
-            seen = base._version
+            seen, seen_layout = base._version, base._layout
             value = base
             for step in self.steps:
                 value = step.read(value)
-            view._stored, view._layout = value._data, value._layout
-            self.seen = seen
+            view._stored, view._layout = value._data, value.layout
+            self.seen, self.seen_layout = seen, seen_layout
+
+    def layout_of(self, view: DistArray):
+        """The view's Layout, read without refreshing it: the steps map the base's Layout to
+        the view's alone, so a base written in place (same Layout) leaves it as it is. Only a
+        base rebound to another Layout (``x += y`` that moved it) is read again (a compiled
+        read: the split of the view is not known otherwise)."""
+        base = self.base()
+        if base is not None and base._version != self.seen:
+            layout = base._layout
+            if layout is not self.seen_layout and layout != self.seen_layout:
+                self.refresh(view)
+        return view._layout
 
     def write_back(self, view: DistArray) -> None:
         """Write the view's current value into its base, through every step."""
@@ -68,23 +81,22 @@ class ViewLink:
             parents = [base]
             for step in self.steps[:-1]:
                 parents.append(step.read(parents[-1]))
-            value = DistArray(view._stored, view._layout)
+            value = DistArray._make(view._stored, view._layout)
             for step, parent in zip(reversed(self.steps), reversed(parents)):
                 value = step.write(parent, value)
             base._rebind(value)
-            self.seen = base._version
+            self.seen, self.seen_layout = base._version, base._layout
 
 
 def make_view(result: DistArray, parent: DistArray, step: Step) -> DistArray:
     """`result` (read from `parent` by `step`) linked to `parent`'s base as a view."""
     if compat.is_tracer(result._stored) or compat.is_tracer(parent._stored):
         return result
-    link = parent._view
-    if link is not None and link.base() is not None:
-        base, steps = link.base(), link.steps + (step,)
+    link = parent._pending if isinstance(parent._pending, ViewLink) else None
+    root = link.base() if link is not None else None
+    if link is not None and root is not None:
+        base, steps = root, link.steps + (step,)
     else:
         base, steps = parent, (step,)
-    # Any: DistArray's __init__ declares `_view` by its first assignment, None
-    link_to_base: Any = ViewLink(base, steps, base._version)
-    result._view = link_to_base
+    result._pending = ViewLink(base, steps, base._version)
     return result

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
+from darray._src.api.common import ensure_array
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis, positive_length
 from darray._src.backends import FFT_EXECUTORS
@@ -41,15 +42,11 @@ _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
 
 # -- validation -------------------------------------------------------------------------------
-def _as_dist(x, fname: str) -> DistArray:
-    if not isinstance(x, DistArray):
-        if isinstance(x, (jax.Array, np.ndarray)):
-            from darray._src.api.creation import asarray
-            x = asarray(x)
-        else:
-            raise TypeError(f"{fname}: x must be a DistArray (see darray.asarray), got "
-                            f"{type(x).__name__}")
-    if x.layout.has_halo:  # ghost cells are not part of the array: transform its interior
+def _as_dist(x, fname: str, spec=None) -> DistArray:
+    """`x` as a DistArray by the argument policy (common.ensure_array), ghost cells dropped:
+    they are not part of the array, so a transform reads its interior."""
+    x = ensure_array(fname, x, spec=spec)
+    if x.layout.has_halo:
         x = x.unhalo()
     return x
 

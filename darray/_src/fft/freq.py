@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
-from darray._src.api.common import apply_logical
+from darray._src.api.common import apply_logical, ensure_array
 from darray._src.array import DistArray
 from darray._src.axes import positive_length
 from darray._src.layout import Layout
@@ -251,9 +251,7 @@ def wavenumbers(k, s=None, *, d=1.0, kinds=None) -> tuple[DistArray, ...]:
       broadcast on every device's own block: no communication (their compiled programs hold no
       collective). Built in place on every device.
     """
-    if not isinstance(k, DistArray):
-        raise TypeError(f"wavenumbers: k must be a DistArray (a spectrum), got "
-                        f"{type(k).__name__}")
+    k = ensure_array("wavenumbers", k, "k")  # the argument policy (api/common.py)
     if k.ndim == 0:
         raise ValueError("wavenumbers: k is 0-d; a spectrum has at least one axis")
     layout = k.layout.without_halo()
@@ -292,8 +290,7 @@ def _shift_axes(x, axes, fname):
 
 
 def _shift(x, axes, inverse, fname):
-    if not isinstance(x, DistArray):
-        raise TypeError(f"{fname}: x must be a DistArray, got {type(x).__name__}")
+    x = ensure_array(fname, x)
     axes = _shift_axes(x, axes, fname)
     fn = jnp.fft.ifftshift if inverse else jnp.fft.fftshift
     return apply_logical(_ShiftFn(fn, axes), (x,), x.layout.without_halo())

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import operator
 
-import jax
 import numpy as np
 
 from darray._src.array import DistArray
@@ -67,15 +66,13 @@ def _check_length(n, argname, fname):
 
 
 def _check_input(x, fname) -> DistArray:
-    if isinstance(x, (jax.Array, np.ndarray)) and np.ndim(x) == 1:
-        # The default placement splits a 1-D array over every device, and a split 1-D signal
-        # takes the costlier split path (r2r_split: reorders by ppermute, a four-step or
-        # Bluestein FFT with its all-to-alls). Host data is
-        # not distributed yet: place it whole on every device (the devices each compute the
-        # local transform, no collective), as scipy would on one.
-        from darray._src.api.creation import asarray  # the namespace imports darray.fft
-        x = asarray(x, spec=(None,))
-    x = _as_dist(x, fname)
+    # The default placement splits a 1-D array over every device, and a split 1-D signal
+    # takes the costlier split path (r2r_split: reorders by ppermute, a four-step or
+    # Bluestein FFT with its all-to-alls). Host data is not distributed yet: the argument
+    # policy places it whole on every device (each computes the local transform, no
+    # collective), as scipy would on one.
+    one_d = not isinstance(x, DistArray) and np.ndim(x) == 1
+    x = _as_dist(x, fname, spec=(None,) if one_d else None)
     working_dtype(x.dtype)  # raises TypeError naming the dtype for non-numeric input
     return x
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
-from darray._src.api.common import check_array
+from darray._src.api.common import ensure_array
 from darray._src.array import DistArray
 from darray._src.backends import Registry
 from darray._src.halo import plan as halo_plan
@@ -99,7 +99,7 @@ def halo(x, width=1, *, boundary="periodic", axes=None, fill_value=0, backend=No
       one ``ppermute`` of a face-sized slab (more rounds only for multi-hop widths or uneven
       splits); unsplit axes are filled locally. No all-gather.
     """
-    x = check_array(x)
+    x = ensure_array("halo", x)
     widths = halo_spec.normalize_width(width, axes, x.ndim)
     rules = halo_spec.normalize_boundary(boundary, x.ndim)
     halo_spec.check_widths(widths, rules, x.shape)
@@ -154,7 +154,7 @@ def halo_reduce(y, *, boundary="periodic", backend=None) -> DistArray:
     Layout:
       Same split, no halo. Communication: the reverse ppermutes of `halo` (face-sized).
     """
-    y = check_array(y, "y")
+    y = ensure_array("halo_reduce", y, "y")
     if not y.layout.has_halo:
         return y
     rules = halo_spec.normalize_boundary(boundary, y.ndim)
@@ -180,7 +180,7 @@ def unhalo(y) -> DistArray:
     Layout:
       Same split, no halo. No communication (a local slice per block).
     """
-    y = check_array(y, "y")
+    y = ensure_array("unhalo", y, "y")
     if not y.layout.has_halo:
         return y
     return DistArray._new(_unhalo_fn(y.layout)(y.data), y.layout.without_halo())
