@@ -126,7 +126,7 @@ ROWS = {  # each takes the converter of its operands (numpy, jax or darray.asarr
     "cross": lambda c: darray.cross(c(H[:, :3]), c(H[:, 3:6])),
     "diag": lambda c: darray.diag(c(H)),
     "dynamic_slice": lambda c: darray.dynamic_slice(c(H), (1, 2), (3, 4)),
-    "fft.wavenumbers": lambda c: darray.fft.wavenumbers(c(H.astype(np.complex128))),
+    "fft.wavenumbers": lambda c: darray.fft.wavenumbers(c(H.astype(np.complex128)), s=H.shape),
     "save": lambda c: _save_load(c(H)),
 }
 
