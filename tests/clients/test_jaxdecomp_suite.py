@@ -85,7 +85,9 @@ def test_jaxdecomp_suite_passes_on_darray(tmp_path):
             counts["passed"] += 1
     print(f"\njaxDecomp 0.3.1's suite on darray.jaxdecomp: {counts['passed']} passed, "
           f"{len(counts['failed'])} failed, {counts['skipped']} skipped (GPU cluster only)")
-    assert counts["passed"] > 100, done.stdout[-3000:]
+    # measured here: 94 of the tier's selection run on CPU, 379 of the whole suite
+    least = 370 if os.environ.get("DARRAY_CLIENTS_FULL") else 90
+    assert counts["passed"] >= least, done.stdout[-3000:]
     assert not counts["failed"], (counts["failed"], done.stdout[-5000:])
 
 
