@@ -51,7 +51,7 @@ def _matmul_example(draw):
 
 
 _ONE = {1: ("i->", "i", "i->i"), 2: ("ij->", "ij->j", "ji", "ij->i"),
-        3: ("ijk->k", "ijk->ki", "i...->...", "...k->k", "ijk->jik")}
+        3: ("ijk->k", "ijk->ki", "i...->...", "...k->k...", "ijk->jik")}
 
 
 @st.composite
