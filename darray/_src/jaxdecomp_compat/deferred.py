@@ -39,6 +39,7 @@ from jax.interpreters import ad, batching, mlir
 from jax.sharding import NamedSharding, PartitionSpec
 
 from darray._src import compat
+from darray._src.jaxdecomp_compat.placement import effective_entries
 
 darray_jaxdecomp_p = Primitive("darray_jaxdecomp")
 
@@ -85,7 +86,7 @@ class Transposed:
                 continue
             if chosen is None:
                 chosen = (f_in, f_out, body)
-            if _effective(mesh, f_out) == _effective(mesh, spec):
+            if effective_entries(mesh, f_out) == effective_entries(mesh, spec):
                 chosen = (f_in, f_out, body)
                 break
         if chosen is None:
@@ -120,11 +121,6 @@ def _names(entry) -> tuple:
     if entry is None:
         return ()
     return (entry,) if isinstance(entry, str) else tuple(entry)
-
-
-def _effective(mesh, spec) -> tuple:
-    sizes = dict(mesh.shape)
-    return tuple(tuple(n for n in _names(e) if sizes[n] > 1) for e in spec)
 
 
 def _block_shape(mesh, shape, spec) -> tuple:
@@ -262,7 +258,6 @@ def moves(mesh, shape, have_spec, want_spec):
     each mesh-axis group that changes array axis lands on an axis that is unsplit at that
     point: a list of ``(mesh_axes, src, dst, src_len, parts)`` for `all_to_all_move`, or
     None when the change is not such a sequence."""
-    from darray._src.jaxdecomp_compat.placement import effective_entries
     have = list(effective_entries(mesh, have_spec))
     want = effective_entries(mesh, want_spec)
     sizes = dict(mesh.shape)
