@@ -448,7 +448,7 @@ def main(argv=None) -> int:
             git("add", str(init))
     for src, dst in twins:
         merge_into(src, dst)
-        git("rm", "-q", str(src))
+        git("rm", "-q", "-f", str(src))
         changed.append(str(dst))
     # 3. sort the import blocks that changed, as the lint asks
     python = [p for p in dict.fromkeys(changed) if p.endswith(".py") and pathlib.Path(p).exists()]
