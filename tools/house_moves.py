@@ -451,9 +451,8 @@ def main(argv=None) -> int:
         git("rm", "-q", "-f", str(src))
         changed.append(str(dst))
     # 3. sort the import blocks that changed, as the lint asks
-    python = [p for p in dict.fromkeys(changed) if p.endswith(".py") and pathlib.Path(p).exists()]
     python = [str(pathlib.Path(SRC, MOVES[p[len(SRC) + 1:]])) if p[len(SRC) + 1:] in MOVES
-              else p for p in python]
+              else p for p in dict.fromkeys(changed) if p.endswith((".py", ".pyi"))]
     python = [p for p in python if pathlib.Path(p).exists()]
     if python:
         subprocess.run([sys.executable, "-m", "ruff", "check", "--quiet", "--select", "I,F811",
