@@ -82,6 +82,10 @@ MOVES = {
 MERGES = {
     "api/_helpers.py": "api/common.py",
 }
+# twin -> {its top-level name: the name it takes}, where the survivor defines the same name
+MERGE_RENAMES = {
+    "api/_helpers.py": {"_physical_fn": "_run_physical_fn"},
+}
 
 # module (new dotted name under darray._src) -> {old name: new name}: helpers that other
 # modules import on purpose, so they are no longer private
@@ -332,9 +336,25 @@ def rewrite_renames(text: str, path: pathlib.Path) -> str:
 
 
 # -- the merge of twins --------------------------------------------------------------------------
-def merge_into(twin: pathlib.Path, survivor: pathlib.Path) -> None:
+def _top_names(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def merge_into(twin: pathlib.Path, survivor: pathlib.Path, renames: dict[str, str]) -> None:
     """Append `twin`'s definitions to `survivor`, its imports beside the survivor's."""
     t_text, s_text = twin.read_text(), survivor.read_text()
+    for old, new in renames.items():
+        t_text = re.sub(rf"(?<![\w.]){re.escape(old)}\b", new, t_text)
+    clash = _top_names(ast.parse(t_text)) & _top_names(ast.parse(s_text))
+    if clash:
+        sys.exit(f"merging {twin} into {survivor}: both define {sorted(clash)}; "
+                 "add them to MERGE_RENAMES")
     t_tree, s_tree = ast.parse(t_text), ast.parse(s_text)
     t_lines, s_lines = t_text.splitlines(keepends=True), s_text.splitlines(keepends=True)
 
@@ -429,10 +449,11 @@ def main(argv=None) -> int:
     for twin, into in MERGES.items():
         src = pathlib.Path(SRC, twin)
         if src.exists():
-            twins.append((src, pathlib.Path(SRC, MOVES.get(into, into))))
+            twins.append((src, pathlib.Path(SRC, MOVES.get(into, into)),
+                          MERGE_RENAMES.get(twin, {})))
     for src, dst in moves:
         print(f"move {src} -> {dst}")
-    for src, dst in twins:
+    for src, dst, _ in twins:
         print(f"merge {src} -> {dst}")
     for path in changed:
         print(f"rewrite {path}")
@@ -446,8 +467,8 @@ def main(argv=None) -> int:
         if init.parent.is_dir() and not init.exists():
             init.write_text(doc)
             git("add", str(init))
-    for src, dst in twins:
-        merge_into(src, dst)
+    for src, dst, renames in twins:
+        merge_into(src, dst, renames)
         git("rm", "-q", "-f", str(src))
         changed.append(str(dst))
     # 3. sort the import blocks that changed, as the lint asks
