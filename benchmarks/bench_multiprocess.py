@@ -126,7 +126,7 @@ def _fft_job(library, n, dtype_name, repeats, comm):
             return comm.allreduce(float(np.abs(back - u).max()), op=max_op(comm))
     else:
         jax, darray, mesh = _start_darray("mpi" if library == "darray-mpi" else "jax")
-        from darray._src.backends import BackendUnavailableError
+        from darray._src.backends.registry import BackendUnavailableError
         x = darray.random.normal(jax.random.key(0), (n, n, n), dtype, mesh=mesh, spec=("x",))
         x.data.block_until_ready()
         holder = {}

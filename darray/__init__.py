@@ -17,34 +17,32 @@ from math import inf as inf
 from math import nan as nan
 from math import pi as pi
 
-from darray._src.api.data_types import astype as astype
-from darray._src.api.data_types import can_cast as can_cast
-from darray._src.api.data_types import finfo as finfo
-from darray._src.api.data_types import iinfo as iinfo
-from darray._src.api.data_types import isdtype as isdtype
-from darray._src.api.data_types import result_type as result_type
-from darray._src.api.dtypes import bool as bool
-from darray._src.api.dtypes import complex64 as complex64
-from darray._src.api.dtypes import complex128 as complex128
-from darray._src.api.dtypes import float16 as float16
-from darray._src.api.dtypes import float32 as float32
-from darray._src.api.dtypes import float64 as float64
-from darray._src.api.dtypes import int8 as int8
-from darray._src.api.dtypes import int16 as int16
-from darray._src.api.dtypes import int32 as int32
-from darray._src.api.dtypes import int64 as int64
-from darray._src.api.dtypes import uint8 as uint8
-from darray._src.api.dtypes import uint16 as uint16
-from darray._src.api.dtypes import uint32 as uint32
-from darray._src.api.dtypes import uint64 as uint64
+from darray._src.api.data_type_functions import astype as astype
+from darray._src.api.data_type_functions import can_cast as can_cast
+from darray._src.api.data_type_functions import finfo as finfo
+from darray._src.api.data_type_functions import iinfo as iinfo
+from darray._src.api.data_type_functions import isdtype as isdtype
+from darray._src.api.data_type_functions import result_type as result_type
 from darray._src.api.info import __array_namespace_info__ as __array_namespace_info__
+from darray._src.dtypes import bool as bool
+from darray._src.dtypes import complex64 as complex64
+from darray._src.dtypes import complex128 as complex128
+from darray._src.dtypes import float16 as float16
+from darray._src.dtypes import float32 as float32
+from darray._src.dtypes import float64 as float64
+from darray._src.dtypes import int8 as int8
+from darray._src.dtypes import int16 as int16
+from darray._src.dtypes import int32 as int32
+from darray._src.dtypes import int64 as int64
+from darray._src.dtypes import uint8 as uint8
+from darray._src.dtypes import uint16 as uint16
+from darray._src.dtypes import uint32 as uint32
+from darray._src.dtypes import uint64 as uint64
 
 __array_api_version__ = "2025.12"
 newaxis = None
 
 # -- creation (the standard's, then numpy's names and creation without a host array) -------
-from darray._src.api.blockwise import from_callback as from_callback
-from darray._src.api.blockwise import fromfunction as fromfunction
 from darray._src.api.creation import arange as arange
 from darray._src.api.creation import asarray as asarray
 from darray._src.api.creation import empty as empty
@@ -57,12 +55,14 @@ from darray._src.api.creation import ones as ones
 from darray._src.api.creation import ones_like as ones_like
 from darray._src.api.creation import zeros as zeros
 from darray._src.api.creation import zeros_like as zeros_like
-from darray._src.api.creation_extra import diag as diag
-from darray._src.api.creation_extra import from_dlpack as from_dlpack
-from darray._src.api.creation_extra import logspace as logspace
-from darray._src.api.creation_extra import meshgrid as meshgrid
-from darray._src.api.creation_extra import tril as tril
-from darray._src.api.creation_extra import triu as triu
+from darray._src.extras.blockwise import from_callback as from_callback
+from darray._src.extras.blockwise import fromfunction as fromfunction
+from darray._src.extras.creation_extra import diag as diag
+from darray._src.extras.creation_extra import from_dlpack as from_dlpack
+from darray._src.extras.creation_extra import logspace as logspace
+from darray._src.extras.creation_extra import meshgrid as meshgrid
+from darray._src.extras.creation_extra import tril as tril
+from darray._src.extras.creation_extra import triu as triu
 
 # isort: split
 # -- elementwise (one table: darray._src.api.elementwise.TABLE) ---------------------------
@@ -188,27 +188,27 @@ from darray._src.api.utility import diff as diff
 # isort: split
 # -- numpy's names beyond the standard: nan-reductions, cumulative, quantiles, numerical
 # -- tools, stencils, binning ---------------------------------------------------------------
-from darray._src.api.binning import bincount as bincount
-from darray._src.api.binning import histogram as histogram
-from darray._src.api.numerical import einsum as einsum
-from darray._src.api.numerical import interp as interp
-from darray._src.api.numpy_reductions import cross as cross
-from darray._src.api.numpy_reductions import cumprod as cumprod
-from darray._src.api.numpy_reductions import cumsum as cumsum
-from darray._src.api.numpy_reductions import nanargmax as nanargmax
-from darray._src.api.numpy_reductions import nanargmin as nanargmin
-from darray._src.api.numpy_reductions import nanmax as nanmax
-from darray._src.api.numpy_reductions import nanmean as nanmean
-from darray._src.api.numpy_reductions import nanmin as nanmin
-from darray._src.api.numpy_reductions import nanprod as nanprod
-from darray._src.api.numpy_reductions import nanstd as nanstd
-from darray._src.api.numpy_reductions import nansum as nansum
-from darray._src.api.numpy_reductions import nanvar as nanvar
-from darray._src.api.quantiles import median as median
-from darray._src.api.quantiles import percentile as percentile
-from darray._src.api.quantiles import quantile as quantile
-from darray._src.api.stencils import gradient as gradient
-from darray._src.api.stencils import pad as pad
+from darray._src.extras.binning import bincount as bincount
+from darray._src.extras.binning import histogram as histogram
+from darray._src.extras.numerical import einsum as einsum
+from darray._src.extras.numerical import interp as interp
+from darray._src.extras.numpy_reductions import cross as cross
+from darray._src.extras.numpy_reductions import cumprod as cumprod
+from darray._src.extras.numpy_reductions import cumsum as cumsum
+from darray._src.extras.numpy_reductions import nanargmax as nanargmax
+from darray._src.extras.numpy_reductions import nanargmin as nanargmin
+from darray._src.extras.numpy_reductions import nanmax as nanmax
+from darray._src.extras.numpy_reductions import nanmean as nanmean
+from darray._src.extras.numpy_reductions import nanmin as nanmin
+from darray._src.extras.numpy_reductions import nanprod as nanprod
+from darray._src.extras.numpy_reductions import nanstd as nanstd
+from darray._src.extras.numpy_reductions import nansum as nansum
+from darray._src.extras.numpy_reductions import nanvar as nanvar
+from darray._src.extras.quantiles import median as median
+from darray._src.extras.quantiles import percentile as percentile
+from darray._src.extras.quantiles import quantile as quantile
+from darray._src.extras.stencils import gradient as gradient
+from darray._src.extras.stencils import pad as pad
 
 # isort: split
 # -- submodules: the fft and linalg extensions, random fields, particles, multi-process -----

@@ -140,14 +140,14 @@ class DistArray(_AttachedMethods):
     # `_data`, which first settles the lazy state (`_sync`); metadata reads (shape, dtype,
     # ndim, size, layout, repr) never do device work.
     # _pending: the lazy state, None for a settled array (its data has its Layout's rank):
-    # a ViewLink (api/views.py) for a view, which re-reads its base once the base was written,
+    # a ViewLink (engine/views.py) for a view, which re-reads its base once the base was written,
     # or REBUILT when JAX rebuilt it around a leaf its Layout does not describe (a Jacobian's
     # nest, stacked extra axes, a vmap view: darray/_src/rebuilt.py).
     # _version: bumped by every mutation (views compare it); _lock: made on first mutation.
     __slots__ = ("_stored", "_layout", "_pending", "_version", "_lock", "__weakref__")
     _stored: Any
     _layout: Layout
-    _pending: Any  # None, REBUILT or an api/views.py ViewLink
+    _pending: Any  # None, REBUILT or an engine/views.py ViewLink
     _version: int
     _lock: threading.RLock | None
     __array_priority__ = 100  # numpy defers binary operators to DistArray
@@ -404,7 +404,7 @@ class DistArray(_AttachedMethods):
     def device(self):
         """The Array API device of a DistArray is its mesh: pass it as `device=` to co-locate.
         It is the mesh the user gave (``x.device == mesh``), also where darray stores the Auto
-        twin of an Explicit mesh (see api/operands.py)."""
+        twin of an Explicit mesh (see engine/operands.py)."""
         return user_mesh(self._layout.mesh)
 
     def to_jax(self) -> jax.Array:

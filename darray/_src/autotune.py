@@ -21,9 +21,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from darray._src import backends as backend_registry
 from darray._src import compat, config
 from darray._src.api.creation import asarray
+from darray._src.backends import registry as backend_registry
 from darray._src.fft.api import fftn, ifftn
 from darray._src.halo.api import halo
 from darray._src.program_cache import FFT, program_cache

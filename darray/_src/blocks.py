@@ -68,7 +68,7 @@ class BlockInfo:
         return jnp.broadcast_to(mask if mask is not None else jnp.bool_(True), block)
 
 
-def _block_info(layout: Layout) -> BlockInfo:
+def block_info_of(layout: Layout) -> BlockInfo:
     starts, extents = [], []
     for axis in range(layout.ndim):
         if layout.parts(axis) > 1:
@@ -117,7 +117,7 @@ def _poison_padding(block, layout: Layout):
     or bool blocks; one select per block otherwise."""
     if not _has_padding(layout) or not jnp.issubdtype(block.dtype, jnp.inexact):
         return block
-    info = _block_info(layout)
+    info = block_info_of(layout)
     keep = None
     for axis, (lo, hi) in enumerate(layout.halo):
         if layout.parts(axis) * layout.chunk(axis) == layout.shape[axis]:
@@ -155,7 +155,7 @@ def _mapped(f, kinds, out_layouts, block_info: bool, ref: Layout, nan_padding: b
         blocks = tuple(_poison_padding(b, k) if nan_padding and isinstance(k, Layout) else b
                        for b, k in zip(blocks, kinds))
         if block_info:
-            return f(*blocks, block_info=_block_info(ref))
+            return f(*blocks, block_info=block_info_of(ref))
         return f(*blocks)
 
     mapped = compat.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
@@ -220,8 +220,8 @@ def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False,
     dists = [a for a in arrays if isinstance(a, DistArray)]
     if not dists and not all(isinstance(a, (bool, int, float, complex)) for a in arrays):
         # no DistArray: the arrays are placed as darray.asarray places them (the argument
-        # policy, api/common.py); beside a DistArray they reach every device whole
-        from darray._src.api.common import ensure_array
+        # policy, engine/common.py); beside a DistArray they reach every device whole
+        from darray._src.engine.common import ensure_array
         arrays = tuple(a if isinstance(a, (bool, int, float, complex))
                        else ensure_array("map_blocks", a, f"arrays[{i}]")
                        for i, a in enumerate(arrays))
@@ -258,7 +258,7 @@ def _infer(f, kinds, leaves, ref: Layout, block_info: bool):
     def probe(*args):
         # block_info needs the mesh axes bound: run under a one-device-per-block shard_map.
         mapped = compat.shard_map(
-            lambda *bs: (f(*bs, block_info=_block_info(ref)) if block_info else f(*bs)),
+            lambda *bs: (f(*bs, block_info=block_info_of(ref)) if block_info else f(*bs)),
             mesh=ref.mesh, in_specs=tuple(k.spec if isinstance(k, Layout) else PartitionSpec()
                                           for k in kinds),
             out_specs=PartitionSpec(), check_vma=False)

@@ -7,8 +7,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from darray._src.api.at import AtIndexer
 from darray._src.array import DistArray
+from darray._src.extras.at import AtIndexer
 
 _Operand = DistArray | bool | int | float | complex | np.ndarray | np.generic | jax.Array
 _Axis = int | Sequence[int] | None

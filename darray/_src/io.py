@@ -25,9 +25,9 @@ import shutil
 import jax
 import numpy as np
 
-from darray._src.api.blockwise import from_callback, logical_ranges
 from darray._src.array import DistArray
 from darray._src.errors import LayoutError
+from darray._src.extras.blockwise import from_callback, logical_ranges
 from darray._src.layout import normalize_spec
 
 PARTIAL, PREVIOUS = ".darray-partial", ".darray-previous"
@@ -89,7 +89,7 @@ def _metadata(x: DistArray, chunks) -> dict:
 
 
 def _savable(x) -> DistArray:
-    from darray._src.api.common import ensure_array  # the argument policy
+    from darray._src.engine.common import ensure_array  # the argument policy
     x = ensure_array("save", x)
     if x.layout.has_halo:
         from darray._src.halo.api import unhalo

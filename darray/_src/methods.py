@@ -24,13 +24,14 @@ import operator
 import jax
 import numpy as np
 
-from darray._src.api import reinterpret, versions
-from darray._src.api.at import AtIndexer
+from darray._src.api import versions
 from darray._src.api.creation import asarray, redistribute, zeros_like
 from darray._src.api.elementwise import check_inplace
 from darray._src.api.indexing import getitem, setitem
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
+from darray._src.extras import reinterpret
+from darray._src.extras.at import AtIndexer
 from darray._src.halo.api import halo, halo_reduce, unhalo
 from darray._src.placement import make_layout, resolve_mesh
 from darray._src.printing import values_text
@@ -340,7 +341,7 @@ def _unary(name):
 # -- the protocol and the rest ----------------------------------------------------------------
 def _setitem(self, key, value):
     """Rebinds this DistArray to an updated copy (jax arrays are immutable), atomically (see
-    DistArray._mutate); through a view, the base is written too (api/views.py)."""
+    DistArray._mutate); through a view, the base is written too (engine/views.py)."""
     self._mutate(lambda current: setitem(current, key, value))
 
 

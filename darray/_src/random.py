@@ -27,9 +27,9 @@ import numpy as np
 from jax.extend.random import threefry2x32_p
 
 from darray._src import compat, physical
-from darray._src.api.blockwise import block_coordinates
 from darray._src.api.creation import _canonical, _check_dtype, _created, _shape_tuple
 from darray._src.array import DistArray
+from darray._src.extras.blockwise import block_coordinates
 from darray._src.layout import Layout
 from darray._src.placement import make_layout
 from darray._src.program_cache import SMALL, program_cache

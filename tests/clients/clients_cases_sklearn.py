@@ -60,7 +60,7 @@ for _name in ("f1_score", "precision_score", "recall_score", "jaccard_score"):
            getattr(_m(), _n)(y_cls, y_pred_cls, average="macro"))
 
 # No true positive: sklearn makes its per-class sums with xp.zeros(n) (no device=), an
-# uncommitted array that must join the labels' mesh (JAX's placement rule, api/operands.py).
+# uncommitted array that must join the labels' mesh (JAX's placement rule, engine/operands.py).
 for _name in ("f1_score", "precision_score", "recall_score", "jaccard_score",
               "multilabel_confusion_matrix"):
     metric(_name + "_no_true_positive", ("y_cls",), lambda y_cls, _n=_name: getattr(_m(), _n)(

@@ -1,5 +1,5 @@
 """Binning, padding, derivatives, contractions: bincount, histogram, pad, gradient, einsum,
-interp (darray/_src/api/binning.py, stencils.py, numerical.py) against numpy."""
+interp (darray/_src/extras/binning.py, stencils.py, numerical.py) against numpy."""
 from __future__ import annotations
 
 import diff_support as ds

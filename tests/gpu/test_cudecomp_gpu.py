@@ -38,7 +38,8 @@ _REASON = _why_not()
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(_REASON is not None, reason=f"GPU tier skipped: {_REASON}")]
 
-from darray._src.backends import FFT_EXECUTORS, cudecomp  # noqa: E402
+from darray._src.backends import cudecomp  # noqa: E402
+from darray._src.backends.registry import FFT_EXECUTORS  # noqa: E402
 from darray._src.fft.api import fft_plan  # noqa: E402
 from darray._src.halo.api import _HALO_BACKENDS  # noqa: E402
 

@@ -27,7 +27,7 @@ _REASON = _why_not()
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(_REASON is not None, reason=f"GPU tier skipped: {_REASON}")]
 
-from darray._src.backends import FFT_EXECUTORS  # noqa: E402
+from darray._src.backends.registry import FFT_EXECUTORS  # noqa: E402
 from darray._src.fft.api import fft_plan  # noqa: E402
 from darray._src.halo.api import _HALO_BACKENDS  # noqa: E402
 
@@ -147,7 +147,7 @@ def test_grad_and_jvp_match_jax():
 
 def test_inverse_fft_beyond_2_31_elements():
     # XLA:GPU skips the 1/N of inverse FFTs with more than 2^31 - 1 outputs (openxla/xla#45009);
-    # darray cuts the call (backends/jax/local_fft.py). ifftn of all-ones is exactly a delta.
+    # darray cuts the call (kernels/local_fft.py). ifftn of all-ones is exactly a delta.
     n = 1292  # 1292^3 = 2.157e9 > 2^31 - 1
     need = 3 * n ** 3 * 8
     free = (jax.devices()[0].memory_stats() or {}).get("bytes_limit", 0)

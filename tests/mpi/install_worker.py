@@ -25,7 +25,7 @@ host = np.random.default_rng(0).standard_normal(shape)
 mesh = jax.make_mesh((size,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
 x = darray.asarray(host, mesh=mesh, spec=("x", None, None))
 with darray.config_context(fft_backend="mpi"):
-    selection = darray._src.backends.select_fft_backend()
+    selection = darray._src.backends.registry.select_fft_backend()
     assert selection.backend == "mpi", selection
     y = darray.fft.fftn(x)
 want = np.fft.fftn(host)

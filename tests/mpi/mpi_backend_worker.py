@@ -24,7 +24,8 @@ from mpi4py import MPI  # noqa: E402,F401  (initialises MPI before any exchange)
 
 jax.config.update("jax_enable_x64", True)
 import darray  # noqa: E402
-from darray._src.backends import mpi_exec, mpi_transport, select_fft_backend  # noqa: E402
+from darray._src.backends import mpi_exec, mpi_transport  # noqa: E402
+from darray._src.backends.registry import select_fft_backend  # noqa: E402
 from darray.distributed import gather  # noqa: E402  (collective host reads: every rank)
 
 info = darray.distributed.initialize(heartbeat_timeout=15, shutdown_timeout=10)

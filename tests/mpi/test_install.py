@@ -20,7 +20,7 @@ from mpi_launch import HERE, ROOT, run_bounded
 PLAIN = r"""
 import sys
 import darray
-from darray._src.backends import BackendUnavailableError, select_fft_backend
+from darray._src.backends.registry import BackendUnavailableError, select_fft_backend
 info = darray.build_info()
 assert info["mpi"] is True and "mpi4py is not installed" in info["mpi_library"], info
 try:

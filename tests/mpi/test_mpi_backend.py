@@ -20,7 +20,7 @@ from mpi_launch import mpiexec, run_bounded
 
 import darray
 from darray._src import native
-from darray._src.backends import BackendUnavailableError, select_fft_backend
+from darray._src.backends.registry import BackendUnavailableError, select_fft_backend
 
 CHECKS = ("fft", "halo", "ordering", "grad", "errors", "mismatch")
 

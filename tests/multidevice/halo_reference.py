@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from darray._src.halo.spec import NUMPY_MODE
+from darray._src.plans.halo_spec import NUMPY_MODE
 
 
 def _pad(a, widths, rules, fill_value=0):

@@ -8,7 +8,7 @@ import pytest
 
 import darray
 from darray._src import autotune as at
-from darray._src import backends
+from darray._src.backends import registry as backends
 
 SHAPE = (16, 16, 8)
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import darray
-from darray._src import backends, compat, config
+from darray._src import compat, config
+from darray._src.backends import registry as backends
 from darray._src.fft import api as fft_api
 from darray._src.halo import api as halo_api
 

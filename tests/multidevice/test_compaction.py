@@ -3,7 +3,7 @@ numpy, with the output layout asserted.
 
 The family that broke (issue 9): XLA's partitioner miscompiled jnp.nonzero(size=...) on partly
 replicated operands, e.g. a 1-D array split over one axis of a (2, 4) mesh gave
-x[x > 4] == [6 .. 12, 0]. darray now compacts on the physical blocks (api/compaction.py);
+x[x > 4] == [6 .. 12, 0]. darray now compacts on the physical blocks (engine/compaction.py);
 these tests pin the layouts where it went wrong plus one per mesh family, uneven extents and
 splits that leave mesh axes unused. The full sweep is in the slow tier.
 """

@@ -2,7 +2,7 @@
 
 Left to XLA, ``concatenate`` along an axis split over mesh axes all-gathers every input (each
 device then holds the whole result). darray assembles each output block from the pieces of the
-input blocks it overlaps, moved in a few ppermute rounds planned on the host (api/joining.py).
+input blocks it overlaps, moved in a few ppermute rounds planned on the host (engine/joining.py).
 Each case compiles the join once, runs it (values against numpy in float64, output layout and
 sharding) and reads the compiled HLO: no all-gather, all-reduce, reduce-scatter or all-to-all.
 The host plan itself is checked up to 1024 blocks (every cell moved once, bounded traffic).
@@ -16,7 +16,7 @@ from jax.sharding import NamedSharding
 
 import darray
 from darray._src import compat
-from darray._src.api import joining
+from darray._src.engine import joining
 
 _MESHES = {}
 

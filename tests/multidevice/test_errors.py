@@ -8,10 +8,10 @@ import pytest
 import darray
 import darray.errors
 from darray._src import axes, host
-from darray._src import backends as backend_registry
 from darray._src.backends import errors as backend_errors
-from darray._src.fft import plan as fft_plan_module
+from darray._src.backends import registry as backend_registry
 from darray._src.fft.api import fft_plan
+from darray._src.plans import fft_plan as fft_plan_module
 
 BASES = {
     "LayoutError": (ValueError,),

@@ -11,8 +11,8 @@ import pytest
 import darray
 import darray.fft as dfft
 from darray._src import compat
-from darray._src.api.common import masked_physical
 from darray._src.array import DistArray
+from darray._src.engine.common import masked_physical
 
 SHAPE = (8, 6, 4)
 

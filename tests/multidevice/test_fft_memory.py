@@ -112,7 +112,7 @@ def test_type_1_kernels_run_in_row_slices_and_match_scipy(family):
     # even M = N -+ 1, the even recursion's inner odd steps, and a prime M
     import scipy.fft
 
-    from darray._src.fft.r2r_local import R2RKernel, apply_kernel
+    from darray._src.kernels.r2r_local import R2RKernel, apply_kernel
 
     rng = np.random.default_rng(4)
     ref_fn = scipy.fft.dct if family == "dct" else scipy.fft.dst

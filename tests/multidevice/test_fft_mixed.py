@@ -13,7 +13,7 @@ import darray.fft as dfft
 from darray._src import compat
 from darray._src.fft.api import fft_plan
 from darray._src.fft.mixed import _in_order, _kernel, _plan_kind
-from darray._src.fft.planner import plan_fft
+from darray._src.plans.fft_planner import plan_fft
 
 ISSUE_KINDS = [("dct2", "fft", "rfft"), ("fft", "dct1", "rfft"), ("dst2", "dct2", "dst4")]
 LAYOUTS = {

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import darray
 from darray._src import compat
-from darray._src.halo import plan as halo_plan
+from darray._src.plans import halo_plan
 
 RULES = ("periodic", "constant", "edge", "reflect")
 MESHES = {(8,): ("d",), (2, 4): ("x", "y"), (4, 2): ("x", "y"), (1, 8): ("x", "y")}

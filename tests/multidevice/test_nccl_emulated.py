@@ -10,8 +10,9 @@ import pytest
 import darray
 import darray.fft as dfft
 from darray._src import compat
-from darray._src.backends import FFT_EXECUTORS, nccl
+from darray._src.backends import nccl
 from darray._src.backends.jax import fft_exec
+from darray._src.backends.registry import FFT_EXECUTORS
 from tests.multidevice.test_fft import assert_layout, close, mesh_of, rand, spec_of
 
 

@@ -22,7 +22,7 @@ from jax.sharding import PartitionSpec as P
 import darray
 from darray._src import compat
 from darray._src.fft.api import fft_plan
-from darray._src.fft.plan import LocalFFT, Merge, Transpose
+from darray._src.plans.fft_plan import LocalFFT, Merge, Transpose
 
 RULES = ("periodic", "constant", "edge", "reflect", "symmetric")
 

@@ -9,8 +9,8 @@ from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src import compat
-from darray._src.api.common import valid_mask
 from darray._src.array import DistArray
+from darray._src.engine.common import valid_mask
 
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(99)

@@ -12,7 +12,8 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 import darray
-from darray._src.backends import FFT_EXECUTORS, BackendUnavailableError, cudecomp
+from darray._src.backends import cudecomp
+from darray._src.backends.registry import FFT_EXECUTORS, BackendUnavailableError
 from darray._src.fft.api import fft_plan
 from darray._src.native import build_info
 

@@ -23,13 +23,13 @@ SRC = pathlib.Path(darray.__file__).parent / "_src"
 
 # Bottom to top. Each entry: (floor name, module or package names relative to darray._src).
 FLOORS = (
-    ("foundation", ("errors", "config", "compat", "native", "program_cache", "api.dtypes",
-                    "api.complex_special", "fft.r2r_local", "fft.r2r_local_2d", "halo.plan",
+    ("foundation", ("errors", "config", "compat", "native", "program_cache", "dtypes",
+                    "kernels.complex_special", "kernels.r2r_local", "kernels.r2r_local_2d", "plans.halo_plan",
                     "backends.jax.transpose", "backends.errors")),
     ("layout", ("axes", "layout", "host", "memory")),
-    ("placement and plans", ("physical", "placement", "halo.spec", "fft.plan", "distributed",
+    ("placement and plans", ("physical", "placement", "plans.halo_spec", "plans.fft_plan", "distributed",
                              "rebuilt")),
-    ("mechanism", ("backends", "fft.planner")),
+    ("mechanism", ("backends", "plans.fft_planner")),
     ("the type", ("array",)),
     ("namespace", ("api", "blocks", "transforms")),
     ("extensions", ("fft", "halo", "printing", "io", "random", "autotune", "jaxdecomp_compat",

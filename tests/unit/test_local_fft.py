@@ -1,7 +1,7 @@
 """The >2^31 guard for inverse FFTs on GPU: the pure decision, and the split path run on CPU.
 
 XLA:GPU skips the 1/N of inverse FFTs whose output exceeds 2^31 - 1 elements
-(openxla/xla#45009); darray cuts such calls (darray/_src/backends/jax/local_fft.py). The split
+(openxla/xla#45009); darray cuts such calls (darray/_src/kernels/local_fft.py). The split
 path is exercised here with a small artificial limit and compared with numpy; the real-size
 check is tests/gpu/test_nccl_gpu.py::test_inverse_fft_beyond_2_31_elements.
 """
@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from darray._src.backends.jax import local_fft
-from darray._src.backends.jax.local_fft import Pass, inverse_passes
+from darray._src.kernels import local_fft
+from darray._src.kernels.local_fft import Pass, inverse_passes
 
 LIMIT = local_fft.XLA_GPU_SCALE_LIMIT
 

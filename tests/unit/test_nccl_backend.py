@@ -12,9 +12,10 @@ from jax.sharding import PartitionSpec as P
 
 import darray
 from darray._src import native
-from darray._src.backends import FFT_EXECUTORS, nccl
-from darray._src.fft.plan import Merge, Transpose
+from darray._src.backends import nccl
+from darray._src.backends.registry import FFT_EXECUTORS
 from darray._src.halo.api import _HALO_BACKENDS
+from darray._src.plans.fft_plan import Merge, Transpose
 
 GOOD = {"nccl": True}
 

@@ -1,4 +1,4 @@
-"""Local DCT/DST kernels (darray._src.fft.r2r_local) against scipy.fft, on one device."""
+"""Local DCT/DST kernels (darray._src.kernels.r2r_local) against scipy.fft, on one device."""
 import itertools
 import re
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.fft as sf
 
-from darray._src.fft.r2r_local import R2RKernel, apply_kernel
+from darray._src.kernels.r2r_local import R2RKernel, apply_kernel
 
 FAMILY_TYPE_INVERSE = list(itertools.product(("dct", "dst"), (1, 2, 3, 4), (False, True)))
 # (norm, orthogonalize): None and "backward" are the same norm, so one of them per flag value

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import scipy.fft as sf
 
-from darray._src.fft.r2r_local import R2RKernel, apply_kernel
-from darray._src.fft.r2r_local_2d import apply_kernels, apply_pair, pair_eligible, pair_fits
+from darray._src.kernels.r2r_local import R2RKernel, apply_kernel
+from darray._src.kernels.r2r_local_2d import apply_kernels, apply_pair, pair_eligible, pair_fits
 
 jax.config.update("jax_enable_x64", True)
 

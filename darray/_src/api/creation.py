@@ -325,7 +325,7 @@ def full(shape, fill_value, *, dtype=None, device=None, mesh=None, spec=None) ->
 
 def _like(fname, x, dtype, device, mesh, spec):
     if not isinstance(x, DistArray):  # the argument policy (common.ensure_array)
-        from darray._src.api.arguments import array_operand
+        from darray._src.engine.arguments import array_operand
         x = asarray(array_operand(fname, x))
     return x, (_check_dtype(dtype) or x.dtype), device, mesh, spec
 

@@ -27,10 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-from darray._src.api import common
-from darray._src.api import complex_special as _cs
-from darray._src.api import dtypes as _dt
-from darray._src.api.common import (
+from darray._src import dtypes as _dt
+from darray._src.array import DistArray
+from darray._src.config import get_config
+from darray._src.engine import common
+from darray._src.engine.common import (
     all_local,
     apply_local,
     apply_logical,
@@ -39,10 +40,9 @@ from darray._src.api.common import (
     is_dist,
     local_scalar_data,
 )
-from darray._src.api.operands import check_operand_meshes
-from darray._src.array import DistArray
-from darray._src.config import get_config
+from darray._src.engine.operands import check_operand_meshes
 from darray._src.errors import LayoutError
+from darray._src.kernels import complex_special as _cs
 from darray._src.layout import Layout
 
 _PY_SCALARS = (bool, int, float, complex)

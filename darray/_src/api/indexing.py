@@ -15,16 +15,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import compat
-from darray._src.api import common, compaction, slicing, views
-from darray._src.api._helpers import (
+from darray._src.array import DistArray
+from darray._src.engine import common, compaction, slicing, views
+from darray._src.engine.common import (
     default_layout,
     is_plain,
     make_out_layout,
     normalize_axis,
     settle,
 )
-from darray._src.api.operands import check_operand_meshes, placed
-from darray._src.array import DistArray
+from darray._src.engine.operands import check_operand_meshes, placed
 from darray._src.layout import Layout
 from darray._src.placement import local_mesh
 
@@ -222,7 +222,7 @@ def getitem(x: DistArray, key) -> DistArray:
       ghosts or a transposed order take the logical path. Integer-array and boolean-mask keys
       use the logical path into the default layout for the output shape; a boolean mask needs
       a concrete mask (its count sets the shape). A basic key gives a view of x
-      (api/views.py): writing it writes x, as in numpy. Under jit, an int may be a traced
+      (engine/views.py): writing it writes x, as in numpy. Under jit, an int may be a traced
       integer: read as JAX reads it (negative from the end, out-of-range clamped); slice
       bounds must stay static (see `dynamic_slice`).
     """

@@ -6,7 +6,7 @@ spans every device (see `darray.default_mesh`).
 from __future__ import annotations
 
 from darray._src import compat
-from darray._src.api import dtypes as _dt
+from darray._src import dtypes as _dt
 from darray._src.placement import default_mesh
 
 _KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floating",

@@ -19,15 +19,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api import common
-from darray._src.api._helpers import (
+from darray._src.api.manipulation import matrix_transpose
+from darray._src.array import DistArray
+from darray._src.engine import common
+from darray._src.engine.common import (
     check_same_mesh,
     make_out_layout,
     normalize_axes,
     normalize_axis,
 )
-from darray._src.api.manipulation import matrix_transpose
-from darray._src.array import DistArray
 from darray._src.layout import Layout
 
 

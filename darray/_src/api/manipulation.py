@@ -16,10 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import compat
-from darray._src.api import common, joining, views
-from darray._src.api._helpers import (
+from darray._src.array import DistArray
+from darray._src.engine import common, joining, views
+from darray._src.engine.common import (
     AxisError,
     check_same_mesh,
+    ensure_array,
     is_plain,
     make_out_layout,
     normalize_axes,
@@ -27,9 +29,7 @@ from darray._src.api._helpers import (
     run_physical,
     settle,
 )
-from darray._src.api.common import ensure_array
-from darray._src.api.operands import placed
-from darray._src.array import DistArray
+from darray._src.engine.operands import placed
 from darray._src.layout import Layout
 
 
@@ -120,7 +120,7 @@ def reshape(x: DistArray, /, shape, *, copy=None) -> DistArray:
       communication). A split axis that is merged or cut moves its mesh axes to the leading
       output axis of its group; XLA's partitioner then moves the data (an all-to-all or a
       collective-permute; for even sizes merging leading split axes moves nothing).
-      Unless copy=True, the result is a view of x (api/views.py): writing it writes x.
+      Unless copy=True, the result is a view of x (engine/views.py): writing it writes x.
     """
     x = ensure_array("reshape", x)
     new = _resolve_shape(shape, x.size)
@@ -152,7 +152,7 @@ def permute_dims(x: DistArray, /, axes) -> DistArray:
 
     Layout:
       The split is permuted with the axes (output axis i has input axis ``axes[i]``'s split).
-      Local: no communication. The result is a view of x (api/views.py): writing it writes x.
+      Local: no communication. The result is a view of x (engine/views.py): writing it writes x.
     """
     x = ensure_array("permute_dims", x)
     axes = normalize_axes(axes, x.ndim, "axes")
@@ -370,7 +370,7 @@ def concat(arrays, /, *, axis=0) -> DistArray:
       uses). Inputs in another layout are redistributed to it first. Along an unsplit axis
       each device joins its own blocks; along a split axis each output block is assembled from
       the input blocks it overlaps by a few fixed neighbour shifts (`lax.ppermute`), never an
-      all-gather (see api/joining.py).
+      all-gather (see engine/joining.py).
     """
     arrays = _as_list("concat", arrays)
     first = arrays[0]
@@ -533,8 +533,8 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
     per-element counts is a cumulative sum plus a scatter, the family XLA's partitioner
     miscompiles on partly replicated layouts.
     """
-    from darray._src.api import compaction
-    from darray._src.api.operands import check_operand_meshes
+    from darray._src.engine import compaction
+    from darray._src.engine.operands import check_operand_meshes
     x = ensure_array("repeat", x)
     if axis is not None:
         axis = normalize_axis(axis, x.ndim)

@@ -10,13 +10,13 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
-from darray._src.api import compaction
-from darray._src.api import dtypes as _dt
-from darray._src.api.common import ensure_array, masked_physical, valid_mask
+from darray._src import dtypes as _dt
 from darray._src.api.elementwise import elementwise
-from darray._src.api.operands import check_operand_meshes
 from darray._src.api.statistical import highest, lowest, reduce
 from darray._src.array import DistArray
+from darray._src.engine import compaction
+from darray._src.engine.common import ensure_array, masked_physical, valid_mask
+from darray._src.engine.operands import check_operand_meshes
 from darray._src.program_cache import MEDIUM, program_cache
 
 

@@ -18,10 +18,10 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api import common, compaction
-from darray._src.api._helpers import default_layout
-from darray._src.api.operands import check_operand_meshes, same_mesh
 from darray._src.array import DistArray
+from darray._src.engine import common, compaction
+from darray._src.engine.common import default_layout
+from darray._src.engine.operands import check_operand_meshes, same_mesh
 
 
 class UniqueAllResult(NamedTuple):

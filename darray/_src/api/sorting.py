@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from darray._src.api import common
-from darray._src.api._helpers import is_plain, normalize_axis, run_physical
 from darray._src.array import DistArray
+from darray._src.engine import common
+from darray._src.engine.common import is_plain, normalize_axis, run_physical
 
 
 def _sort(a, axis, descending, stable):

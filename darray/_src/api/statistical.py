@@ -15,11 +15,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api import dtypes as _dt
-from darray._src.api import reduce_scatter
-from darray._src.api._helpers import is_plain, normalize_axes, normalize_axis, run_physical
-from darray._src.api.common import apply_logical, ensure_array, masked_physical, valid_mask
+from darray._src import dtypes as _dt
 from darray._src.array import DistArray
+from darray._src.engine import reduce_scatter
+from darray._src.engine.common import (
+    apply_logical,
+    ensure_array,
+    is_plain,
+    masked_physical,
+    normalize_axes,
+    normalize_axis,
+    run_physical,
+    valid_mask,
+)
 from darray._src.layout import Layout
 from darray._src.placement import local_layout, local_mesh
 from darray._src.program_cache import SMALL, program_cache
@@ -193,7 +201,7 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False, spec=None) -> DistArray:
         in darray.asarray); default: x's layout without the reduced axes. Splitting result
         axes over the mesh axes the reduction frees compiles to a reduce-scatter
         (``lax.psum_scatter``: each device receives only its block of the sum) instead of an
-        all-reduce plus a slice; see api/reduce_scatter.py.
+        all-reduce plus a slice; see engine/reduce_scatter.py.
     """
     x = ensure_array("sum", x)
     # bool is summed as the default integer (numpy does too; the standard leaves it open)

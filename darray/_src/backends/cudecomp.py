@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import compat, config, native
-from darray._src.fft.plan import LocalFFT, Merge, Plan, Transpose
+from darray._src.plans.fft_plan import LocalFFT, Merge, Plan, Transpose
 
 TRANSPOSE_TARGET = "darray_cudecomp_transpose_cuda"
 HALO_TARGET = "darray_cudecomp_halo_cuda"
@@ -266,8 +266,8 @@ def _workspace(elements: int, dtype):
 
 
 def _local_fft(block, stage: LocalFFT, norm: str):
-    from darray._src.backends.jax import local_fft
     from darray._src.backends.jax.fft_exec import apply_r2r
+    from darray._src.kernels import local_fft
     if stage.kind == "r2r":
         for a, kernel in zip(stage.axes, stage.kernels):
             block = apply_r2r(block, a, kernel)

@@ -1,6 +1,6 @@
 """What a backend that cannot run raises, and how to get each native backend.
 
-Below every executor and the registry (backends/__init__.py), so an executor can refuse to run
+Below every executor and the registry (backends/registry.py), so an executor can refuse to run
 without importing the registry that loads it.
 """
 from __future__ import annotations

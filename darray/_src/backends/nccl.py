@@ -35,7 +35,7 @@ import numpy as np
 from jax import lax
 
 from darray._src import compat, native
-from darray._src.fft.plan import Merge, Plan, Transpose
+from darray._src.plans.fft_plan import Merge, Plan, Transpose
 
 TRANSPOSE_TARGET = "darray_nccl_transpose_cuda"
 SENDRECV_TARGET = "darray_nccl_sendrecv_cuda"

@@ -3,7 +3,7 @@
 Three routes, never an all-gather:
 
 * A transform that can move each split to another axis builds a pure-data `Plan`
-  (darray._src.fft.planner, darray._src.fft.plan) from the input Layout and runs it inside one
+  (darray._src.plans.fft_planner, darray._src.plans.fft_plan) from the input Layout and runs it inside one
   jitted shard_map (`_compiled`) on the selected FFT backend (darray._src.backends); a native
   backend that cannot run the plan leaves it to the JAX executor. `run_r2r` (the DCTs and DSTs
   of darray._src.fft.r2r) takes this route too.
@@ -28,13 +28,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
-from darray._src.api.common import ensure_array
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis, positive_length
-from darray._src.backends import FFT_EXECUTORS
+from darray._src.backends.registry import FFT_EXECUTORS
+from darray._src.engine.common import ensure_array
 from darray._src.fft import split_axis
-from darray._src.fft.planner import find_plan, no_plan_error
 from darray._src.layout import Layout
+from darray._src.plans.fft_planner import find_plan, no_plan_error
 from darray._src.program_cache import FFT, program_cache
 
 NORMS = ("backward", "ortho", "forward")
@@ -42,7 +42,7 @@ _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
 
 # -- validation -------------------------------------------------------------------------------
-def _as_dist(x, fname: str, spec=None) -> DistArray:
+def as_dist(x, fname: str, spec=None) -> DistArray:
     """`x` as a DistArray by the argument policy (common.ensure_array), ghost cells dropped:
     they are not part of the array, so a transform reads its interior."""
     x = ensure_array(fname, x, spec=spec)
@@ -205,7 +205,7 @@ def _padded(x, s, axes, kind, inverse, norm, padding, cast, fname) -> DistArray:
 def fft_plan(x: DistArray, *, axes=None, kind="c2c", inverse=False, s=None,
              decomposition="auto"):
     """The `Plan` darray would run for a transform of `x` (for inspection and tests)."""
-    x = _as_dist(x, "fft_plan")
+    x = as_dist(x, "fft_plan")
     axes, sizes = _axes_and_sizes(x, s, axes, "fft_plan")
     if kind == "c2r" and s is None:
         sizes = sizes[:-1] + (2 * (sizes[-1] - 1),)
@@ -216,7 +216,7 @@ def fft_plan(x: DistArray, *, axes=None, kind="c2c", inverse=False, s=None,
     return plan
 
 
-# -- real-to-real transforms (the kernels live in darray._src.fft.r2r_local) ----------------
+# -- real-to-real transforms (the kernels live in darray._src.kernels.r2r_local) ----------------
 def run_r2r(x: DistArray, axes: tuple[int, ...], kernels: tuple, inverse_of=None, *,
             backend=None, decomposition="auto") -> DistArray:
     """Distributed real-to-real transform: ``kernels[k]`` runs along ``axes[k]``.
@@ -242,17 +242,17 @@ def run_r2r(x: DistArray, axes: tuple[int, ...], kernels: tuple, inverse_of=None
       kernels exists (a split 1-D array); darray.fft.dctn and its siblings run such layouts
       by the distributed complex FFT instead (r2r_split.py).
     """
-    out = _r2r_planned(x, axes, kernels, inverse_of, backend=backend,
+    out = r2r_planned(x, axes, kernels, inverse_of, backend=backend,
                        decomposition=decomposition)
     if out is None:
         raise no_plan_error(x.layout, tuple(int(a) for a in axes), "run_r2r")
     return out
 
 
-def _r2r_planned(x: DistArray, axes, kernels, inverse_of=None, *, backend=None,
+def r2r_planned(x: DistArray, axes, kernels, inverse_of=None, *, backend=None,
                  decomposition="auto") -> DistArray | None:
     """run_r2r, or None where no plan of local kernels exists."""
-    x = _as_dist(x, "r2r")
+    x = as_dist(x, "r2r")
     axes, kernels = tuple(int(a) for a in axes), tuple(kernels)
     if len(axes) != len(kernels):
         raise ValueError(f"r2r: axes={axes} and kernels (len {len(kernels)}) must have the "
@@ -272,7 +272,7 @@ def _r2r_planned(x: DistArray, axes, kernels, inverse_of=None, *, backend=None,
 
 # -- complex transforms -----------------------------------------------------------------------
 def _c2c(x, s, axes, norm, inverse, fname, decomposition="auto", padding=None):
-    x = _as_dist(x, fname)
+    x = as_dist(x, fname)
     _check_norm(norm, fname)
     _check_decomposition(decomposition, fname)
     dt = _check_dtype(x, fname)
@@ -340,14 +340,14 @@ def fft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
       all-to-alls, layout kept, when P*P divides the length for P devices on `axis`; any
       other length runs Bluestein's chirp-z form on a padded length (nine all-to-alls).
     """
-    x = _as_dist(x, "fft")
+    x = as_dist(x, "fft")
     a = _axis(axis, x.ndim, "fft")
     return _c2c(x, None if n is None else (_length(n, "fft"),), (a,), norm, False, "fft")
 
 
 def ifft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
     """One-dimensional inverse discrete Fourier transform (arguments and layout as `fft`)."""
-    x = _as_dist(x, "ifft")
+    x = as_dist(x, "ifft")
     a = _axis(axis, x.ndim, "ifft")
     return _c2c(x, None if n is None else (_length(n, "ifft"),), (a,), norm, True, "ifft")
 
@@ -364,7 +364,7 @@ def rfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto",
       The real-to-complex stage runs first on the last axis (made local first if it is split),
       so no complex copy of the real input is made. Then as `fftn`.
     """
-    x = _as_dist(x, "rfftn")
+    x = as_dist(x, "rfftn")
     _check_norm(norm, "rfftn")
     _check_decomposition(decomposition, "rfftn")
     dt = _check_dtype(x, "rfftn", real_only=True)
@@ -387,7 +387,7 @@ def irfftn(x, /, *, s=None, axes=None, norm="backward", decomposition="auto",
     Layout:
       Retraces the path of `rfftn`; the complex-to-real stage runs last, on a local axis.
     """
-    x = _as_dist(x, "irfftn")
+    x = as_dist(x, "irfftn")
     _check_norm(norm, "irfftn")
     _check_decomposition(decomposition, "irfftn")
     dt = _check_dtype(x, "irfftn")
@@ -411,14 +411,14 @@ def rfft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
       four-step FFT of length n (about twice the flops of a local real FFT; three all-to-alls
       of the complex data) and keeps the first ``n//2 + 1`` entries, split like `x`.
     """
-    x = _as_dist(x, "rfft")
+    x = as_dist(x, "rfft")
     a = _axis(axis, x.ndim, "rfft")
     return rfftn(x, s=None if n is None else (_length(n, "rfft"),), axes=(a,), norm=norm)
 
 
 def irfft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
     """Inverse of `rfft`: real output of length `n` (default ``2*(m-1)``)."""
-    x = _as_dist(x, "irfft")
+    x = as_dist(x, "irfft")
     a = _axis(axis, x.ndim, "irfft")
     return irfftn(x, s=None if n is None else (_length(n, "irfft"),), axes=(a,), norm=norm)
 
@@ -429,7 +429,7 @@ def hfft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
     Computed as ``irfft(conj(x), n)`` with the normalisation direction swapped (numpy's
     definition). Layout as `irfft`.
     """
-    x = _as_dist(x, "hfft")
+    x = as_dist(x, "hfft")
     _check_norm(norm, "hfft")
     dt = _check_dtype(x, "hfft")
     a = _axis(axis, x.ndim, "hfft")
@@ -441,7 +441,7 @@ def hfft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
 
 def ihfft(x, /, *, n=None, axis=-1, norm="backward") -> DistArray:
     """Inverse of `hfft`: ``conj(rfft(x, n))`` with the normalisation direction swapped."""
-    x = _as_dist(x, "ihfft")
+    x = as_dist(x, "ihfft")
     _check_norm(norm, "ihfft")
     _check_dtype(x, "ihfft", real_only=True)
     a = _axis(axis, x.ndim, "ihfft")

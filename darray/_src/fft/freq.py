@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
-from darray._src.api.common import apply_logical, ensure_array
 from darray._src.array import DistArray
 from darray._src.axes import positive_length
+from darray._src.engine.common import apply_logical, ensure_array
 from darray._src.layout import Layout
 from darray._src.placement import make_layout
 from darray._src.program_cache import SMALL, program_cache
@@ -251,7 +251,7 @@ def wavenumbers(k, s=None, *, d=1.0, kinds=None) -> tuple[DistArray, ...]:
       broadcast on every device's own block: no communication (their compiled programs hold no
       collective). Built in place on every device.
     """
-    k = ensure_array("wavenumbers", k, "k")  # the argument policy (api/common.py)
+    k = ensure_array("wavenumbers", k, "k")  # the argument policy (engine/common.py)
     if k.ndim == 0:
         raise ValueError("wavenumbers: k is 0-d; a spectrum has at least one axis")
     layout = k.layout.without_halo()

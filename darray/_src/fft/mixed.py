@@ -7,10 +7,10 @@ applied along each axis: the real-to-real ones and the real FFT on the real inpu
 the complex FFTs (every one of these is linear over the complex numbers and they act on
 different axes, so only the real FFT's place matters: it must see real data).
 
-One plan does it all (darray._src.fft.planner, the plan of `fftn`): the planner is asked for
+One plan does it all (darray._src.plans.fft_planner, the plan of `fftn`): the planner is asked for
 a c2c plan (r2c with an "rfft" axis, r2r when every kind is real-to-real) whose complex
 stages carry one kernel per axis, a `FFTKernel` or an `R2RKernel`
-(darray._src.fft.r2r_local), and the pure-JAX executor runs each local stage's real kernels
+(darray._src.kernels.r2r_local), and the pure-JAX executor runs each local stage's real kernels
 then its FFT kernels as one multi-axis FFT (fft_exec.apply_mixed_stage). Splits move by the
 very exchanges `fftn` would make (pencil, slab, merged or folded, never an all-gather), and
 the inverse retraces the forward path back to the input's layout.
@@ -23,10 +23,10 @@ import numpy as np
 
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
-from darray._src.backends import FFT_EXECUTORS
+from darray._src.backends.registry import FFT_EXECUTORS
 from darray._src.fft import api
-from darray._src.fft.planner import find_plan
-from darray._src.fft.r2r_local import R2RKernel
+from darray._src.kernels.r2r_local import R2RKernel
+from darray._src.plans.fft_planner import find_plan
 
 KINDS = ("fft", "rfft", "dct1", "dct2", "dct3", "dct4", "dst1", "dst2", "dst3", "dst4")
 
@@ -138,7 +138,7 @@ def _one_axis_at_a_time(x, kinds, axes, sizes, norm, inverse):
 
 
 def _prepare(x, kinds, axes, norm, fname):
-    x = api._as_dist(x, fname)
+    x = api.as_dist(x, fname)
     api._check_norm(norm, fname)
     api._check_dtype(x, fname)
     kinds, axes = _check_kinds(kinds, x.ndim, axes, fname)

@@ -7,7 +7,7 @@ spectrum to the fine grid (the same band-limited function, sampled more densely)
 taken there, and the forward transform truncates the product's spectrum back to ``s``. With
 padding 3/2 the truncated spectrum of a quadratic product has no aliased modes.
 
-How it runs: the plan of the unpadded transform (darray._src.fft.planner), with each axis's
+How it runs: the plan of the unpadded transform (darray._src.plans.fft_planner), with each axis's
 local FFT replaced by a kernel that zero-pads the spectrum in the middle and then transforms
 to the fine length (inverse), or transforms the fine length and keeps the coarse modes
 (forward). Each pad or truncation happens where its axis is local, inside the one shard_map,
@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.backends.jax import local_fft
+from darray._src.kernels import local_fft
 
 
 def fine_length(coarse: int, factor: float) -> int:

@@ -2,7 +2,7 @@
 
 Each public function validates its arguments the way scipy.fft does (with messages that name
 the argument, the value and what is accepted), builds one `R2RKernel` per transform axis
-(darray._src.fft.r2r_local) and hands them to the FFT planner's `run_r2r`, which moves splits
+(darray._src.kernels.r2r_local) and hands them to the FFT planner's `run_r2r`, which moves splits
 by all-to-all so that every kernel runs on a local axis. No all-gather is ever performed.
 
 `overwrite_x` and `workers` are accepted for scipy compatibility and do nothing: JAX arrays are
@@ -17,8 +17,8 @@ import numpy as np
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
 from darray._src.fft import r2r_split
-from darray._src.fft.api import _as_dist, _r2r_planned
-from darray._src.fft.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
+from darray._src.fft.api import as_dist, r2r_planned
+from darray._src.kernels.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
 
 
 # -- validation (scipy's rules, darray's wording) ---------------------------------------------
@@ -72,7 +72,7 @@ def _check_input(x, fname) -> DistArray:
     # policy places it whole on every device (each computes the local transform, no
     # collective), as scipy would on one.
     one_d = not isinstance(x, DistArray) and np.ndim(x) == 1
-    x = _as_dist(x, fname, spec=(None,) if one_d else None)
+    x = as_dist(x, fname, spec=(None,) if one_d else None)
     working_dtype(x.dtype)  # raises TypeError naming the dtype for non-numeric input
     return x
 
@@ -119,7 +119,7 @@ def _r2r(x, family, inverse, type, lengths, axes, norm, orthogonalize, workers, 
         k.check_length(k.out_length(x.shape[a]), a)  # DCT-I needs 2 points: fail before tracing
     if not axes:
         return x
-    out = _r2r_planned(x, tuple(axes), kernels, inverse_of=True if inverse else None)
+    out = r2r_planned(x, tuple(axes), kernels, inverse_of=True if inverse else None)
     if out is None:
         # every array axis is split (a split 1-D signal): transform each axis where it lies,
         # through the distributed complex FFT (r2r_split), still never gathering

@@ -50,7 +50,7 @@ import types
 import jax
 import numpy as np
 
-from darray._src.fft.r2r_local import R2RKernel, _orthogonal_weights, _scale, working_dtype
+from darray._src.kernels.r2r_local import R2RKernel, kernel_scale, orthogonal_weights, working_dtype
 from darray._src.program_cache import FFT, program_cache
 
 
@@ -58,7 +58,15 @@ from darray._src.program_cache import FFT, program_cache
 def _ops():
     """The namespace functions used here, from their own modules (never the public darray,
     which stands above this module)."""
-    from darray._src.api import creation, data_types, elementwise, manipulation, searching
+    from darray._src.api import (
+        creation,
+        elementwise,
+        manipulation,
+        searching,
+    )
+    from darray._src.api import (
+        data_type_functions as data_types,
+    )
     from darray._src.fft import api as fft_api
     return types.SimpleNamespace(
         arange=creation.arange, expand_dims=manipulation.expand_dims, where=searching.where,
@@ -312,8 +320,8 @@ def _type4_odd(x, axis: int, family: str, n: int, real_dtype):
     q = i, or n-1-i for the DST's reversal) apply before the permutation, the output weights
     (set by k mod 4) after the two reorders of the DFT's real part; both reorders and the input
     permutation are `split_permute.permute` calls (ppermutes of what moves, no all-gather)."""
-    from darray._src.fft.r2r_local import _dct4_odd_tables
     from darray._src.fft.split_permute import permute
+    from darray._src.kernels.r2r_local import _dct4_odd_tables
     da = _ops()
     have = x.shape[axis]
     source, _, _, bins, mirror, _, _ = _dct4_odd_tables(n)
@@ -372,11 +380,11 @@ def _type1(x, axis: int, family: str, n: int, real_dtype):
 
 def _real_transform(x, axis: int, kernel: R2RKernel, n: int, real_dtype):
     typ = kernel.executed_type
-    pre, post = (_orthogonal_weights(kernel.family, typ, n) if kernel.orthogonal
+    pre, post = (orthogonal_weights(kernel.family, typ, n) if kernel.orthogonal
                  else ((), ()))
     y = _unnormalised(x, axis, kernel.family, typ, n, pre, real_dtype)
     y = _scale_entries(y, axis, post, n, real_dtype)
-    scale = _scale(kernel, n)
+    scale = kernel_scale(kernel, n)
     return y if scale == 1.0 else y * np.asarray(scale, real_dtype)
 
 

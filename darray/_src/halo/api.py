@@ -13,12 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
-from darray._src.api.common import ensure_array
 from darray._src.array import DistArray
-from darray._src.backends import Registry
-from darray._src.halo import plan as halo_plan
-from darray._src.halo import spec as halo_spec
+from darray._src.backends.registry import Registry
+from darray._src.engine.common import ensure_array
 from darray._src.layout import Layout
+from darray._src.plans import halo_plan, halo_spec
 from darray._src.program_cache import MEDIUM, program_cache
 
 

@@ -18,7 +18,7 @@ from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
 from darray._src.array import DistArray
-from darray._src.blocks import _block_info
+from darray._src.blocks import block_info_of
 from darray._src.errors import LayoutError
 from darray._src.errors import ParticleError as ParticleError
 from darray._src.halo.api import halo, halo_reduce
@@ -149,7 +149,7 @@ def _paint_fn(disp_layout: Layout, weights_layout, geom: dep.Geometry, scheme: S
     haloed = grid.with_halo([(w, w) for w in geom.ghosts])
 
     def body(disp_b, weights_b):
-        info = _block_info(grid)
+        info = block_info_of(grid)
         owned = info.owned_mask(ghosts=False)
         finite = jnp.all(jnp.isfinite(disp_b), axis=-1)
         ok = owned & finite
@@ -275,7 +275,7 @@ def _readout_fn(field_layout: Layout, disp_layout: Layout, geom: dep.Geometry, s
     out_layout = field_layout.without_halo()
 
     def body(field_b, disp_b):
-        info = _block_info(grid)
+        info = block_info_of(grid)
         owned = info.owned_mask(ghosts=False)
         finite = jnp.all(jnp.isfinite(disp_b), axis=-1)
         ok = owned & finite
@@ -376,7 +376,7 @@ def _needed_fn(disp_layout: Layout, geom: dep.Geometry, scheme: Scheme):
     grid = disp_layout.with_shape(geom.shape)
 
     def body(disp_b):
-        info = _block_info(grid)
+        info = block_info_of(grid)
         ok = info.owned_mask(ghosts=False) & jnp.all(jnp.isfinite(disp_b), axis=-1)
         pos = dep.positions(geom, disp_b, info.start, ok)
         st = dep.classify(geom, scheme, pos, info.start, info.extent)
@@ -437,7 +437,7 @@ def window(shape, scheme: str = "cic", *, real: bool = True, like=None, dtype=No
     Layout:
       ``like``'s mesh and split (no halo); no communication (each device computes its block).
     """
-    from darray._src.api.blockwise import fromfunction
+    from darray._src.extras.blockwise import fromfunction
     where = "darray.particles.window"
     sch = check_scheme(scheme, where)
     shape = tuple(int(n) for n in shape)

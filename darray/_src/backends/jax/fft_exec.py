@@ -26,15 +26,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import compat
-from darray._src.backends.jax import local_fft  # inverse FFTs right on GPU at any size
 from darray._src.backends.jax.transpose import (
     all_to_all_move,
     lax_exchange,
     merge_move,
     scatter_move,
 )
-from darray._src.fft import r2r_local, r2r_local_2d  # foundation: jax and numpy only
-from darray._src.fft.plan import LocalFFT, Merge, Plan, Stage, Transpose
+from darray._src.kernels import (  # foundation: jax and numpy only
+    local_fft,  # inverse FFTs right on GPU at any size
+    r2r_local,
+    r2r_local_2d,
+)
+from darray._src.plans.fft_plan import LocalFFT, Merge, Plan, Stage, Transpose
 
 
 def _working_order(order: list, axes) -> list:
@@ -138,7 +141,7 @@ def _reorder(block, order: list, new: list):
 
 
 def apply_r2r(block, axis: int, kernel):
-    """One real-to-real kernel along local `axis`: darray._src.fft.r2r_local's kernels, or a
+    """One real-to-real kernel along local `axis`: darray._src.kernels.r2r_local's kernels, or a
     callable ``kernel(block, axis)`` (test stand-ins, user extensions)."""
     if callable(kernel):
         return kernel(block, axis)

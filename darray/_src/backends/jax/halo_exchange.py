@@ -1,6 +1,6 @@
 """Pure-JAX halo exchange: `lax.ppermute` of face-sized buffers inside one `shard_map`.
 
-Executes the static per-axis plans of `darray._src.halo.plan`. Axes are exchanged one after the
+Executes the static per-axis plans of `darray._src.plans.halo_plan`. Axes are exchanged one after the
 other, each sending slabs that already carry the ghosts of the axes before it, so corner and
 edge ghosts arrive without extra messages (and match `np.pad`, which pads axis by axis too).
 
@@ -17,8 +17,8 @@ import numpy as np
 from jax import lax
 
 from darray._src import compat
-from darray._src.halo import plan as planning
 from darray._src.layout import Layout
+from darray._src.plans import halo_plan as planning
 
 
 def _row(table: np.ndarray, block):

@@ -2,7 +2,7 @@
 
 Not in the standard, but numpy code uses it (scipy's RBFInterpolator views complex data as
 float pairs and back). As in numpy, the result is a view: writing it writes `x`
-(api/views.py), with the bytes reinterpreted back. The values follow numpy's (C order,
+(engine/views.py), with the bytes reinterpreted back. The values follow numpy's (C order,
 little-endian bytes as every JAX platform stores them); a dtype of another item size changes
 the length of the last axis, which must then hold a whole number of the new items.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from darray._src.api import common, views
-from darray._src.api import dtypes as _dt
-from darray._src.api._helpers import make_out_layout, run_physical
+from darray._src import dtypes as _dt
 from darray._src.array import DistArray
+from darray._src.engine import common, views
+from darray._src.engine.common import make_out_layout, run_physical
 from darray._src.layout import Layout
 
 

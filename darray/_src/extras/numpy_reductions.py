@@ -12,11 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api import linalg, statistical
-from darray._src.api.common import ensure_array, valid_mask
 from darray._src.api.manipulation import reshape
 from darray._src.api.searching import nanargmax, nanargmin  # noqa: F401 - re-exported
 from darray._src.api.statistical import highest, lowest, reduce, sum_dtype
 from darray._src.array import DistArray
+from darray._src.engine.common import ensure_array, valid_mask
 
 
 def _present(data, layout):

@@ -10,11 +10,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import physical
-from darray._src.api._helpers import check_same_mesh, make_out_layout
-from darray._src.api.common import apply_logical, apply_physical, ensure_array
 from darray._src.api.creation import linspace
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
+from darray._src.engine.common import (
+    apply_logical,
+    apply_physical,
+    check_same_mesh,
+    ensure_array,
+    make_out_layout,
+)
 from darray._src.layout import Layout
 from darray._src.placement import make_layout
 from darray._src.program_cache import SMALL, program_cache
@@ -131,7 +136,7 @@ def meshgrid(*arrays, indexing="xy") -> tuple[DistArray, ...]:
     arrays = tuple(ensure_array("meshgrid", a, f"arrays[{i}]") for i, a in enumerate(arrays))
     if not arrays:  # a tuple since Array API 2025.12 (a list before: see api/versions.py)
         return ()
-    arrays = tuple(check_same_mesh("meshgrid", arrays))  # the mesh rule (api/operands.py)
+    arrays = tuple(check_same_mesh("meshgrid", arrays))  # the mesh rule (engine/operands.py)
     for i, a in enumerate(arrays):
         if a.ndim != 1:
             raise ValueError(f"meshgrid: arrays[{i}] must be 1-D, got shape {a.shape}")

@@ -27,7 +27,7 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
-from darray._src.api import compaction
+from darray._src.engine import compaction
 from darray._src.layout import Layout
 from darray._src.program_cache import SMALL, program_cache
 

@@ -16,16 +16,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api import common
-from darray._src.api._helpers import (
-    is_plain,
-    make_out_layout,
-    normalize_axes,
-    run_physical,
-)
 from darray._src.api.creation import redistribute
 from darray._src.api.statistical import reduced_layout
 from darray._src.array import DistArray
+from darray._src.engine import common
+from darray._src.engine.common import is_plain, make_out_layout, normalize_axes, run_physical
 from darray._src.layout import Layout
 
 METHODS = ("linear", "lower", "higher", "midpoint", "nearest")

@@ -395,7 +395,7 @@ _FORWARD = {("dct", 1): _dct1, ("dct", 2): _dct2, ("dct", 3): _dct3, ("dct", 4):
             ("dst", 1): _dst1, ("dst", 2): _dst2, ("dst", 3): _dst3, ("dst", 4): _dst4}
 
 
-def _orthogonal_weights(family: str, typ: int, n: int):
+def orthogonal_weights(family: str, typ: int, n: int):
     """(input entry scalings, output entry scalings) that make types 1-3 orthogonal."""
     if family == "dct" and typ == 1:
         return ((0, _SQRT2), (n - 1, _SQRT2)), ((0, 1 / _SQRT2), (n - 1, 1 / _SQRT2))
@@ -412,7 +412,7 @@ def _logical_length(family: str, typ: int, n: int) -> int:
     return 2 * n
 
 
-def _scale(kernel: R2RKernel, n: int) -> float:
+def kernel_scale(kernel: R2RKernel, n: int) -> float:
     norm = "backward" if kernel.norm is None else kernel.norm
     f = float(_logical_length(kernel.family, kernel.type, n))
     if norm == "ortho":
@@ -425,13 +425,13 @@ def _scale(kernel: R2RKernel, n: int) -> float:
 def _real_transform(x, kernel: R2RKernel):
     n = x.shape[-1]
     typ = kernel.executed_type
-    pre, post = _orthogonal_weights(kernel.family, typ, n) if kernel.orthogonal else ((), ())
+    pre, post = orthogonal_weights(kernel.family, typ, n) if kernel.orthogonal else ((), ())
     for index, factor in pre:
         x = _scale_entry(x, index, factor)
     y = _FORWARD[(kernel.family, typ)](x)
     for index, factor in post:
         y = _scale_entry(y, index, factor)
-    scale = _scale(kernel, n)
+    scale = kernel_scale(kernel, n)
     return y if scale == 1.0 else y * jnp.asarray(scale, y.dtype)
 
 

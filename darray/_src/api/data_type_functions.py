@@ -11,9 +11,9 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api import dtypes as _dt
-from darray._src.api.common import apply_physical, ensure_array
+from darray._src import dtypes as _dt
 from darray._src.array import DistArray
+from darray._src.engine.common import apply_physical, ensure_array
 
 
 def isdtype(dtype, kind) -> bool:

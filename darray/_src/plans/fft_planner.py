@@ -37,7 +37,8 @@ from __future__ import annotations
 import functools
 import itertools
 
-from darray._src.fft.plan import (
+from darray._src.layout import Layout
+from darray._src.plans.fft_plan import (
     LocalFFT,
     Merge,
     Plan,
@@ -49,7 +50,6 @@ from darray._src.fft.plan import (
     apply_stage,
     real_kernel,
 )
-from darray._src.layout import Layout
 
 STRATEGIES = ("auto", "pencil")
 _FORWARD_KIND = {"c2r": "r2c", "c2c": "c2c", "r2r": "r2r"}

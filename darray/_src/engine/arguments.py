@@ -1,6 +1,6 @@
 """The argument policy's first half: what a public function accepts where it takes an array
 (as jax.numpy's ensure_arraylike). The second half, placement, is `common.ensure_array`
-(darray.asarray's rule). Kept apart from api/common.py so that api/creation.py, which common
+(darray.asarray's rule). Kept apart from engine/common.py so that api/creation.py, which common
 calls for the placement, can use it without an import cycle."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def array_operand(fname: str, x, argname: str = "x"):
     holds pass unchanged; anything else (lists, strings...) is a TypeError naming `fname`,
     as jax.numpy refuses them. Elementwise functions keep the scalars and foreign arrays as
     they are (they broadcast against the DistArray operands, placed where those are, see
-    api/operands.py); functions that need an array call `ensure_array`."""
+    engine/operands.py); functions that need an array call `ensure_array`."""
     if isinstance(x, DistArray) or isinstance(x, _PY_SCALARS):
         return x
     if isinstance(x, _FOREIGN_ARRAYS):

@@ -20,10 +20,15 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
-from darray._src.api._helpers import check_same_mesh, make_out_layout, run_physical
-from darray._src.api.common import ensure_array, masked_physical
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
+from darray._src.engine.common import (
+    check_same_mesh,
+    ensure_array,
+    make_out_layout,
+    masked_physical,
+    run_physical,
+)
 from darray._src.layout import Layout
 from darray._src.program_cache import SMALL, program_cache
 

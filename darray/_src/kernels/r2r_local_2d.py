@@ -41,8 +41,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.fft import r2r_local as one
-from darray._src.fft.r2r_local import R2RKernel
+from darray._src.kernels import r2r_local as one
+from darray._src.kernels.r2r_local import R2RKernel
 
 
 def pair_eligible(kernel_a, kernel_b) -> bool:
@@ -151,7 +151,7 @@ def _pre(x, kernel: R2RKernel, axis: int):
     n = x.shape[axis]
     typ = kernel.executed_type
     if kernel.orthogonal:
-        x = _scale_entries(x, axis, one._orthogonal_weights(kernel.family, typ, n)[0])
+        x = _scale_entries(x, axis, one.orthogonal_weights(kernel.family, typ, n)[0])
     if kernel.family == "dst":
         # DST-II(x) = reversed DCT-II((-1)^n x); DST-III(x) = (-1)^k DCT-III(reversed x)
         x = x * _along(one._alternating(n), x, axis) if typ == 2 else jnp.flip(x, axis=axis)
@@ -164,7 +164,7 @@ def _post(y, kernel: R2RKernel, axis: int):
     if kernel.family == "dst":
         y = jnp.flip(y, axis=axis) if typ == 2 else y * _along(one._alternating(n), y, axis)
     if kernel.orthogonal:
-        y = _scale_entries(y, axis, one._orthogonal_weights(kernel.family, typ, n)[1])
+        y = _scale_entries(y, axis, one.orthogonal_weights(kernel.family, typ, n)[1])
     return y
 
 
@@ -172,7 +172,7 @@ def _real_pair(x, kernel_a: R2RKernel, kernel_b: R2RKernel):
     x = _pre(_pre(x, kernel_a, -2), kernel_b, -1)
     y = (_dct2_2d if kernel_a.executed_type == 2 else _dct3_2d)(x)
     y = _post(_post(y, kernel_a, -2), kernel_b, -1)
-    scale = one._scale(kernel_a, x.shape[-2]) * one._scale(kernel_b, x.shape[-1])
+    scale = one.kernel_scale(kernel_a, x.shape[-2]) * one.kernel_scale(kernel_b, x.shape[-1])
     return y if scale == 1.0 else y * jnp.asarray(scale, y.dtype)
 
 

@@ -5,7 +5,7 @@ A plan turns an input Layout into an output Layout by two kinds of stage:
 * `LocalFFT`: a 1D or nD FFT over array axes that are *not* split, done by each device on its
   own block (``kind`` c2c, r2c or c2r; ``sizes`` is the transform length along each axis, so a
   c2c stage also pads or truncates like numpy's ``s``). Kind r2r carries one real-to-real
-  kernel per axis (``kernels``, see darray._src.fft.r2r_local) and ``sizes`` is its output
+  kernel per axis (``kernels``, see darray._src.kernels.r2r_local) and ``sizes`` is its output
   length; the planner treats it like c2c, so DCTs/DSTs move by the very same transposes.
 * `Transpose`: an all-to-all over the mesh axes ``mesh_axes`` that moves their split from array
   axis ``src`` (which becomes local) to array axis ``dst`` (which becomes split). Uneven sizes

@@ -1,7 +1,7 @@
 """pad and gradient: numpy's functions on distributed arrays, built on the halo exchange.
 
 Both need cells of neighbouring blocks along split axes. They use the halo machinery
-(`darray/_src/halo/plan.py` plans, `darray/_src/backends/jax/halo_exchange.py` executes with
+(`darray/_src/plans/halo_plan.py` plans, `darray/_src/backends/jax/halo_exchange.py` executes with
 `lax.ppermute`), never an all-gather:
 
 * `pad` grows the axes, which changes the blocking of a split axis (its chunk grows), so each
@@ -21,12 +21,11 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
-from darray._src.api import dtypes as _dt
-from darray._src.api._helpers import make_out_layout, normalize_axes
-from darray._src.api.common import ensure_array
+from darray._src import dtypes as _dt
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
 from darray._src.backends.jax import halo_exchange
+from darray._src.engine.common import ensure_array, make_out_layout, normalize_axes
 from darray._src.layout import Layout
 from darray._src.program_cache import SMALL, program_cache
 

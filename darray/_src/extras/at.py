@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api import common, elementwise, indexing
-from darray._src.api._helpers import is_plain
-from darray._src.api.data_types import astype
+from darray._src.api import elementwise, indexing
+from darray._src.api.data_type_functions import astype
 from darray._src.array import DistArray
+from darray._src.engine import common
+from darray._src.engine.common import is_plain
 
 _COMBINE = {"add": "add", "multiply": "multiply", "divide": "divide", "power": "pow",
             "min": "minimum", "max": "maximum"}

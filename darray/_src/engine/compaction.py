@@ -28,7 +28,7 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
-from darray._src.api import dtypes as _dt
+from darray._src import dtypes as _dt
 from darray._src.api.statistical import count_nonzero
 from darray._src.array import DistArray
 from darray._src.layout import Layout

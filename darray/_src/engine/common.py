@@ -19,12 +19,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import physical
-from darray._src.api.arguments import array_operand
+from darray._src import compat, physical
 from darray._src.array import DistArray
+from darray._src.axes import AxisError, normalize_axis  # noqa: F401 (re-exported here)
+from darray._src.engine.arguments import array_operand
 from darray._src.layout import Layout
 from darray._src.placement import local_layout, local_mesh
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.program_cache import MEDIUM, SMALL, program_cache
 
 
 def is_dist(x) -> bool:
@@ -36,13 +37,13 @@ def first_dist(args) -> DistArray | None:
 
 
 # -- the argument policy: one rule for every namespace function, method and extension -------
-# (array_operand, what is accepted, lives in api/arguments.py, below api/creation.py, which
+# (array_operand, what is accepted, lives in engine/arguments.py, below api/creation.py, which
 # uses it too; ensure_array adds the placement: darray.asarray's)
 def ensure_array(fname: str, x, argname: str = "x", *, spec=None) -> DistArray:
     """`x` as a DistArray, for the public function `fname` where it needs an array: a
     DistArray passes; a numpy or jax array or a Python scalar is placed as `darray.asarray(x)`
     places it (the default mesh, or the one device of small arrays; uncommitted, so it joins
-    the mesh of any committed operand: api/operands.py), as jax.numpy places host data; the
+    the mesh of any committed operand: engine/operands.py), as jax.numpy places host data; the
     rest is refused by `array_operand`.
 
     spec: the one exception, for a function whose docs place host data otherwise (fft's
@@ -191,3 +192,96 @@ def masked_physical(data, layout: Layout, fill):
     if mask is None:
         return data
     return jnp.where(mask, data, jnp.asarray(fill, data.dtype))
+
+
+# -- from _helpers.py: Small shared pieces for the shape-changing families (manipulation, indexing,
+# sorting, sets, linalg): axis normalisation with clear errors, output-layout construction, and a
+# physical apply path whose output layout may differ from its input layouts (common.apply_physical
+# keeps one).
+def normalize_axes(axes, ndim: int, argname: str = "axis") -> tuple[int, ...]:
+    """Non-negative, distinct axes from an int or a sequence of ints."""
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    out = tuple(normalize_axis(a, ndim, argname) for a in axes)
+    if len(set(out)) != len(out):
+        raise AxisError(f"{argname}={tuple(axes)!r} repeats an axis; give each axis once")
+    return out
+
+
+def is_plain(layout: Layout) -> bool:
+    """No ghosts and natural axis order: physical index i along any axis is logical index i
+    (padding sits at the end of each split axis), so physical kernels may index directly."""
+    return not layout.has_halo and layout.order == tuple(range(layout.ndim))
+
+
+def make_out_layout(mesh, shape, split) -> Layout:
+    """A layout on `mesh` with the given per-axis split; a mesh axis used twice keeps only its
+    first use (the later axis goes unsplit), so rules may propose freely."""
+    seen: set[str] = set()
+    clean = []
+    for s in split:
+        s = tuple(s)
+        if any(name in seen for name in s):
+            s = ()
+        seen.update(s)
+        clean.append(s)
+    n = len(shape)
+    return Layout(tuple(int(d) for d in shape), mesh, tuple(clean), ((0, 0),) * n, tuple(range(n)))
+
+
+def default_layout(shape, like: Layout) -> Layout:
+    """Layout for a result whose shape has no axis-by-axis relation to its input (advanced
+    indexing, unique values): a slab, the longest axis split over every mesh axis the input
+    used (so the result is spread as widely as the input was)."""
+    shape = tuple(int(n) for n in shape)
+    names = like.used_mesh_axes
+    split: list[tuple[str, ...]] = [()] * len(shape)
+    if shape and names and max(shape) > 1:
+        split[int(np.argmax(shape))] = names
+    return make_out_layout(like.mesh, shape, split)
+
+
+def check_same_mesh(fname: str, arrays: Sequence[DistArray], argname: str = "arrays") -> list:
+    """The mesh rule (operands.check_operand_meshes) for the arrays of the public function
+    `fname` (a sequence argument, or several named by a comma-separated `argname`): the
+    arrays, placed on one mesh."""
+    from darray._src.engine.operands import check_operand_meshes
+    names = [n.strip() for n in argname.split(",")]
+    if len(names) == len(arrays):
+        named = list(zip(arrays, names))
+    else:
+        named = [(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
+    return list(check_operand_meshes(fname, *named))
+
+
+def run_physical(fn: Callable, arrays: Sequence[DistArray], out_layouts, static=()):
+    """fn(*physical_datas, *static) compiled once; inputs pinned to their layouts, outputs to
+    `out_layouts` (a Layout or a tuple of Layouts). `fn` must not read padding into logical
+    cells. No communication beyond what `fn` itself asks for."""
+    in_layouts = tuple(a.layout for a in arrays)
+    compiled = _run_physical_fn(fn, in_layouts, out_layouts, static)
+    outs = compiled(*[a.data for a in arrays])
+    if isinstance(out_layouts, Layout):
+        return DistArray._new(outs, out_layouts)
+    return tuple(DistArray._new(o, lay) for o, lay in zip(outs, out_layouts))
+
+
+@program_cache(MEDIUM)
+def _run_physical_fn(fn, in_layouts, out_layouts, static):
+    def run(*datas):
+        datas = [physical.constrain(d, lay) for d, lay in zip(datas, in_layouts)]
+        out = fn(*datas, *static)
+        if isinstance(out_layouts, Layout):
+            return physical.constrain(out, out_layouts)
+        return tuple(physical.constrain(o, lay) for o, lay in zip(out, out_layouts))
+    return jax.jit(run)
+
+
+def settle(data):
+    """Bound eager in-flight collective programs (jax 0.10 CPU deadlock; see
+    compat.bound_in_flight). DistArray._new applies it to every result already."""
+    return compat.bound_in_flight(data)
+
+
+def is_tracing(*arrays) -> bool:
+    return any(isinstance(a, DistArray) and isinstance(a.data, jax.core.Tracer) for a in arrays)

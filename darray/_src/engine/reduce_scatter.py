@@ -20,8 +20,8 @@ import jax
 import jax.numpy as jnp
 
 from darray._src import compat, physical
-from darray._src.api.common import masked_physical
 from darray._src.array import DistArray
+from darray._src.engine.common import masked_physical
 from darray._src.layout import Layout
 from darray._src.program_cache import SMALL, program_cache
 
