@@ -67,7 +67,8 @@ x = darray.from_callback(host.shape, np.float64, lambda idx: calls.append(idx) o
                          mesh=mesh, spec=("x", "y"))
 assert not x.data.is_fully_addressable and x.data.sharding.spec == x.layout.spec
 # this process made only its own devices' blocks (the non-empty ones), each once
-own = {tuple((r.start, r.stop) for r in darray._src.extras.blockwise.logical_ranges(x.layout, s.index))
+ranges = darray._src.extras.blockwise.logical_ranges
+own = {tuple((r.start, r.stop) for r in ranges(x.layout, s.index))
        for s in x.data.addressable_shards}
 own = {o for o in own if all(b > a for a, b in o)}
 assert sorted(tuple((s.start, s.stop) for s in c) for c in calls) == sorted(own), calls

@@ -3,10 +3,10 @@
 Three routes, never an all-gather:
 
 * A transform that can move each split to another axis builds a pure-data `Plan`
-  (darray._src.plans.fft_planner, darray._src.plans.fft_plan) from the input Layout and runs it inside one
-  jitted shard_map (`_compiled`) on the selected FFT backend (darray._src.backends); a native
-  backend that cannot run the plan leaves it to the JAX executor. `run_r2r` (the DCTs and DSTs
-  of darray._src.fft.r2r) takes this route too.
+  (darray._src.plans.fft_planner, darray._src.plans.fft_plan) from the input Layout and runs
+  it inside one jitted shard_map (`_compiled`) on the selected FFT backend
+  (darray._src.backends); a native backend that cannot run the plan leaves it to the JAX
+  executor. `run_r2r` (the DCTs and DSTs of darray._src.fft.r2r) takes this route too.
 * Padded transforms (``padding=``, darray._src.fft.padding) run the same kind of plan with
   per-axis kernels that pad or truncate, always on the JAX executor (as do the mixed transforms
   of darray._src.fft.mixed, through `_compiled`).

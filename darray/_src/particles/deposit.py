@@ -9,9 +9,10 @@ reach -- is a *stray*: it is sent to the device that owns its stencil's base cel
 (for readout) its value sent back. Overflow is counted, never dropped silently: the caller
 raises or poisons the result with NaN.
 
-Ghosted block along a split axis (see darray/_src/plans/halo_plan.py): ``[W ghosts | e owned | W ghosts
-| padding]``; the cell at offset ``o`` from the block's first owned cell, ``-W <= o < e + W``,
-sits at ``W + o``. Unsplit axes have no ghosts; cells there wrap locally.
+Ghosted block along a split axis (see darray/_src/plans/halo_plan.py):
+``[W ghosts | e owned | W ghosts | padding]``; the cell at offset ``o`` from the block's first
+owned cell, ``-W <= o < e + W``, sits at ``W + o``. Unsplit axes have no ghosts; cells there
+wrap locally.
 """
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Pure-JAX halo exchange: `lax.ppermute` of face-sized buffers inside one `shard_map`.
 
-Executes the static per-axis plans of `darray._src.plans.halo_plan`. Axes are exchanged one after the
-other, each sending slabs that already carry the ghosts of the axes before it, so corner and
+Executes the static per-axis plans of `darray._src.plans.halo_plan`. Axes are exchanged one after
+the other, each sending slabs that already carry the ghosts of the axes before it, so corner and
 edge ghosts arrive without extra messages (and match `np.pad`, which pads axis by axis too).
-
 Every operation used (slice, gather with per-device index rows, select, ppermute, concatenate,
 dynamic_update_slice) is linear in the data with JAX's own transpose rule, so the VJP of the
 fill is the sum-back of ghosts into their owners (`halo_reduce`) and the JVP is the fill itself.
