@@ -29,8 +29,8 @@ from jax.sharding import PartitionSpec
 
 from darray._src import compat, physical
 from darray._src import dtypes as _dt
-from darray._src.api.statistical import count_nonzero
 from darray._src.array import DistArray
+from darray._src.engine.common import masked_physical
 from darray._src.layout import Layout
 from darray._src.program_cache import COMPACTION, program_cache
 
@@ -48,7 +48,7 @@ def concrete_count(arr: DistArray, what: str) -> None:
 
 def plain_like(arr: DistArray, spec) -> DistArray:
     """`arr` in natural axis order, no ghosts, split as `spec` (moves data only if needed)."""
-    from darray._src.api.creation import asarray
+    from darray._src.engine.placing import asarray
     lay = arr.layout
     spec = tuple(tuple(s) for s in spec)
     if not lay.has_halo and lay.order == tuple(range(lay.ndim)) and lay.split == spec:
@@ -228,7 +228,15 @@ def _compact_fn(mask_lay: Layout, payload_lays: tuple, count: int, with_indices:
 
 
 def count_true(mask: DistArray) -> int:
-    return int(count_nonzero(mask))
+    """How many cells of `mask` are nonzero: the blocks' counts (padding and ghosts masked out)
+    summed by one all-reduce. Counted here, not by statistical.count_nonzero, so the engine
+    depends on no namespace section."""
+    return int(_count_fn(mask.layout)(mask.data))
+
+
+@program_cache(COMPACTION)
+def _count_fn(layout: Layout):
+    return jax.jit(lambda data: jnp.count_nonzero(masked_physical(data != 0, layout, False)))
 
 
 def compact(mask: DistArray, payloads: Sequence[DistArray] = (), *, with_indices: bool,
@@ -257,7 +265,7 @@ def compact(mask: DistArray, payloads: Sequence[DistArray] = (), *, with_indices
 
 def _empty_results(mask, payloads, with_indices):
     """Nothing selected: empty arrays in the layouts a selection would have had."""
-    from darray._src.api.creation import asarray
+    from darray._src.engine.placing import asarray
     k, names = mask.ndim, (mask.layout.used_mesh_axes,)
     outs = []
     if with_indices:
