@@ -379,7 +379,7 @@ def _to_device(self, device, /, *, stream=None):
     NamedSharding (its mesh and spec). A Mesh keeps the split where the target has the
     mesh axes it uses (same sizes); otherwise the default split for the target is used.
 
-    Layout: as requested, moved block-wise by `darray._src.api.creation.redistribute` (the
+    Layout: as requested, moved block-wise by `darray._src.engine.placing.redistribute` (the
     one way darray moves data: no device ever holds the whole array).
     """
     if stream is not None:

@@ -27,8 +27,8 @@ import numpy as np
 from jax.extend.random import threefry2x32_p
 
 from darray._src import compat, physical
-from darray._src.api.creation import _canonical, _check_dtype, _created, _shape_tuple
 from darray._src.array import DistArray
+from darray._src.engine.placing import canonical, check_dtype, created, shape_tuple
 from darray._src.extras.blockwise import block_coordinates
 from darray._src.layout import Layout
 from darray._src.placement import make_layout
@@ -103,7 +103,7 @@ def _generate(layout: Layout, key, transform, out_dtype):
     compiled generator is cached) on the random words of every cell, block by block."""
     keypair = _keypair(key, layout.shape)
     fn = _generator(layout, transform, np.dtype(out_dtype))
-    return _created(fn(keypair), layout)
+    return created(fn(keypair), layout)
 
 
 @program_cache(SMALL)
@@ -120,7 +120,7 @@ def _generator(layout: Layout, transform, out_dtype):
 
 
 def _float_dtype(dtype, fn_name):
-    dt = _check_dtype(np.float64 if dtype is None or dtype is float else dtype)
+    dt = check_dtype(np.float64 if dtype is None or dtype is float else dtype)
     if dt.kind not in "fc" or dt.itemsize < 4:
         raise TypeError(f"{fn_name}: dtype={dtype!r} is not accepted; use "
                         "darray.float32, darray.float64, complex64 or complex128")
@@ -160,7 +160,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0, *, mesh=None,
     lo, hi = _scalar(minval, "minval", "uniform"), _scalar(maxval, "maxval", "uniform")
     if not lo < hi:
         raise ValueError(f"uniform: needs minval < maxval, got minval={lo!r}, maxval={hi!r}")
-    shape = _shape_tuple(shape)
+    shape = shape_tuple(shape)
     _check_counters(shape)
     return _generate(make_layout(shape, mesh, spec, dtype=dt, what="darray.random.uniform"),
                      key, ("uniform", dt, lo, hi), dt)
@@ -183,17 +183,17 @@ def normal(key, shape=(), dtype=None, *, mesh=None, spec=None) -> DistArray:
     Args and Layout: as `uniform` (dtype may also be complex64 or complex128).
     """
     dt = _float_dtype(dtype, "normal")
-    shape = _shape_tuple(shape)
+    shape = shape_tuple(shape)
     _check_counters(shape)
     layout = make_layout(shape, mesh, spec, dtype=dt, what="darray.random.normal")
     if dt.kind == "c":
-        real = _canonical(np.float64 if dt.itemsize == 16 else np.float32)
+        real = canonical(np.float64 if dt.itemsize == 16 else np.float32)
         k_re, k_im = _split_key(key)
         re = _generate(layout, k_re, ("normal", real), real)
         im = _generate(layout, k_im, ("normal", real), real)
         scale = real.type(np.sqrt(0.5))
         data = _combine_complex(layout, dt)(re.data, im.data, scale)
-        return _created(data, layout)
+        return created(data, layout)
     return _generate(layout, key, ("normal", dt), dt)
 
 
@@ -232,7 +232,7 @@ def integers(key, low, high=None, shape=(), dtype=None, *, mesh=None, spec=None)
 
     Layout: as requested; no communication.
     """
-    dt = _check_dtype(np.int64 if dtype is None or dtype is int else dtype)
+    dt = check_dtype(np.int64 if dtype is None or dtype is int else dtype)
     if dt.kind not in "iu":
         raise TypeError(f"integers: dtype={dtype!r} is not an integer dtype; use e.g. "
                         "darray.int32 or darray.int64")
@@ -248,7 +248,7 @@ def integers(key, low, high=None, shape=(), dtype=None, *, mesh=None, spec=None)
     if low < info.min or high - 1 > info.max:
         raise ValueError(f"integers: [low, high) = [{low}, {high}) does not fit dtype {dt} "
                          f"([{info.min}, {info.max}])")
-    shape = _shape_tuple(shape)
+    shape = shape_tuple(shape)
     _check_counters(shape)
     return _generate(make_layout(shape, mesh, spec, dtype=dt, what="darray.random.integers"),
                      key, ("integers", dt, low, high - low), dt)

@@ -1,5 +1,5 @@
 """Moving an array to another device assignment is block-wise (#36.3): one function
-(`darray._src.api.creation.redistribute`) behind asarray(mesh=...), x.to_device and every
+(`darray._src.engine.placing.redistribute`) behind asarray(mesh=...), x.to_device and every
 internal move, and no device ever holds much more than its own blocks.
 
 The peak is measured from outside: every `jax.device_put` and

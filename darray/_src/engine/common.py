@@ -51,7 +51,7 @@ def ensure_array(fname: str, x, argname: str = "x", *, spec=None) -> DistArray:
     if isinstance(x, DistArray):
         return x
     x = array_operand(fname, x, argname)
-    from darray._src.api.creation import asarray
+    from darray._src.engine.placing import asarray
     return asarray(x) if spec is None else asarray(x, spec=spec)
 
 

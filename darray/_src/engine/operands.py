@@ -119,7 +119,7 @@ def move_to(a: DistArray, mesh) -> DistArray:
     """`a` on `mesh` (itself if already there), split by the mesh's default for its shape."""
     if same_mesh(a.mesh, mesh):
         return a
-    from darray._src.api.creation import asarray
+    from darray._src.engine.placing import asarray
     return asarray(a, mesh=mesh)
 
 

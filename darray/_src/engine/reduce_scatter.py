@@ -86,7 +86,7 @@ def sum_to(x: DistArray, axes, keepdims: bool, dtype, default: Layout, spec,
         return plain_sum()
     plan = _scatter_plan(x.layout, axes, default, target)
     if plan is None:
-        from darray._src.api.creation import redistribute
+        from darray._src.engine.placing import redistribute
         return redistribute(plain_sum(), target, None)
     fn = _sum_scatter_fn(x.layout, axes, keepdims, jnp.dtype(dtype), default, target, plan)
     return DistArray._new(fn(x.data), target)

@@ -121,8 +121,8 @@ def _weights(weights, x: DistArray, fname: str):
     x, weights = check_operand_meshes(fname, (x, "x"), (weights, "weights"))
     weights = plain(weights)
     if weights.layout != x.layout:
-        from darray._src.api.creation import _redistribute
-        weights = _redistribute(weights, x.layout, None)
+        from darray._src.engine.placing import redistribute
+        weights = redistribute(weights, x.layout, None)
     return weights
 
 

@@ -12,8 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src import compat, physical
-from darray._src.api.creation import _check_dtype, _created, _default_dtype, _shape_tuple
+from darray._src.api.creation import _default_dtype
 from darray._src.array import DistArray
+from darray._src.engine.placing import check_dtype, created, shape_tuple
 from darray._src.layout import Layout
 from darray._src.placement import make_layout
 from darray._src.program_cache import MEDIUM, program_cache
@@ -53,8 +54,8 @@ def from_callback(shape, dtype, callback, *, mesh=None, spec=None) -> DistArray:
       >>> x = darray.from_callback((13, 10), darray.float32,
       ...                          lambda idx: np.ones([s.stop - s.start for s in idx]))
     """
-    shape = _shape_tuple(shape)
-    dtype = _check_dtype(dtype, "dtype")
+    shape = shape_tuple(shape)
+    dtype = check_dtype(dtype, "dtype")
     if dtype is None:
         raise TypeError("dtype=None is not accepted by from_callback; give the result dtype "
                         "(e.g. darray.float32)")
@@ -79,7 +80,7 @@ def from_callback(shape, dtype, callback, *, mesh=None, spec=None) -> DistArray:
         return out
 
     data = jax.make_array_from_callback(padded, physical.sharding_of(layout), block)
-    return _created(data, layout)
+    return created(data, layout)
 
 
 def _one_block(callback, region, dtype) -> np.ndarray:
@@ -143,11 +144,11 @@ def fromfunction(fn, shape, *, dtype=None, mesh=None, spec=None) -> DistArray:
     """
     if not callable(fn):
         raise TypeError(f"fn={fn!r} must be callable: fn(*index_arrays) -> array")
-    shape = _shape_tuple(shape)
-    dtype = _check_dtype(dtype) or _default_dtype(0.0)
+    shape = shape_tuple(shape)
+    dtype = check_dtype(dtype) or _default_dtype(0.0)
     layout = make_layout(shape, mesh, spec)
     data = _fromfunction_fn(fn, layout, dtype)()
-    return _created(data, layout)
+    return created(data, layout)
 
 
 @program_cache(MEDIUM)
