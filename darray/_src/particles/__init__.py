@@ -1,6 +1,9 @@
-"""Particles on a distributed grid: paint, readout and the schemes' k-space windows."""
-from darray._src.particles.api import ParticleError as ParticleError
-from darray._src.particles.api import needed_capacity as needed_capacity
-from darray._src.particles.api import paint as paint
-from darray._src.particles.api import readout as readout
-from darray._src.particles.api import window as window
+"""Particles on a distributed grid: paint, readout and the schemes' k-space windows.
+
+api.py: `paint`, `readout`, `window` and `needed_capacity` on DistArrays (what darray.particles
+re-exports); deposit.py: the block-level code every device runs inside `shard_map`;
+schemes.py: the mass-assignment schemes (which cells a particle touches, with what weights).
+
+This face imports nothing: `api.py` imports `deposit.py`, which runs this file first, so a
+re-export of `api` here was a package-level import cycle. Import `darray._src.particles.api`.
+"""
