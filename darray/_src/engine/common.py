@@ -1,13 +1,17 @@
-"""The shared mechanism behind namespace functions: operand handling and the two apply paths.
+"""The shared mechanism behind namespace functions: operands, the apply paths, output layouts.
 
 * physical path (`apply_physical`): every array operand is a DistArray of one layout without
   halo; the function runs on the physical arrays directly (padding computes garbage that nobody
-  reads). No communication.
+  reads). No communication. `run_physical` is the same path where the output layouts differ
+  from the inputs' (the shape-changing families: manipulation, indexing, sorting, sets,
+  linalg).
 * logical path (`apply_logical`): operands are converted to their logical arrays inside one jit,
   the function runs with JAX's SPMD partitioner, and the result is padded into the output
   layout. Inputs and outputs are pinned, so XLA sees the shardings at both ends.
 
-Both compile once per (function, layouts, dtypes) thanks to the caches below.
+Both compile once per (function, layouts, dtypes) thanks to the caches below. Beside them:
+axis normalisation with clear errors (`normalize_axes`) and output-layout construction
+(`make_out_layout`, `default_layout`).
 """
 from __future__ import annotations
 
@@ -194,10 +198,7 @@ def masked_physical(data, layout: Layout, fill):
     return jnp.where(mask, data, jnp.asarray(fill, data.dtype))
 
 
-# -- from _helpers.py: Small shared pieces for the shape-changing families (manipulation, indexing,
-# sorting, sets, linalg): axis normalisation with clear errors, output-layout construction, and a
-# physical apply path whose output layout may differ from its input layouts (common.apply_physical
-# keeps one).
+# -- the shape-changing families: axes, output layouts, a physical path of their own -------
 def normalize_axes(axes, ndim: int, argname: str = "axis") -> tuple[int, ...]:
     """Non-negative, distinct axes from an int or a sequence of ints."""
     if isinstance(axes, (int, np.integer)):

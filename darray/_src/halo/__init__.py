@@ -1,7 +1,7 @@
-"""Ghost cells: `halo.api` fills them from neighbouring blocks (`halo`) and sums them back
-(`halo_reduce`); `plans.halo_plan` and `plans.halo_spec` are the pure-data parts it builds on.
+"""Ghost cells: api.py fills them from neighbouring blocks (`halo`), sums them back
+(`halo_reduce`) and drops them (`unhalo`).
 
-This package's `__init__` imports nothing: `backends/jax/halo_exchange.py` imports
-`plans.halo_plan`, which runs this file first, and a re-export of `halo.api` here (which imports the
-backends) made a package-level import cycle. Import `darray._src.halo.api` directly.
+The pure-data parts it builds on are plans/halo_plan.py and plans/halo_spec.py; the exchange
+itself is backends/jax/halo_exchange.py (or a native backend). This face imports nothing, so
+that importing `halo.api` runs no other module; import `darray._src.halo.api` directly.
 """
