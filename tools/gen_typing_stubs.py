@@ -100,8 +100,8 @@ def render_methods() -> str:
 
     lines = [HEADER, "from collections.abc import Sequence\nfrom types import ModuleType\n",
              "from typing import Any\n\n", "import jax\nimport numpy as np\n\n",
-             "from darray._src.extras.at import AtIndexer\nfrom darray._src.array import "
-             "DistArray\n\n",
+             "from darray._src.array import DistArray\n"
+             "from darray._src.extras.at import AtIndexer\n\n",
              "_Operand = DistArray | bool | int | float | complex | np.ndarray | np.generic "
              "| jax.Array\n",
              "_Axis = int | Sequence[int] | None\n_DType = Any\n\n\n",
