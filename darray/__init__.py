@@ -233,6 +233,7 @@ from darray._src.transforms import vmap as vmap
 # isort: split
 # -- configuration, checkpoints, tuning, the native part -----------------------------------
 from darray._src.autotune import autotune as autotune
+from darray._src.backends.registry import record_backends as record_backends
 from darray._src.config import config_context as config_context
 from darray._src.config import get_config as get_config
 from darray._src.config import set_config as set_config

@@ -61,7 +61,7 @@ def test_eager_program_has_four_all_to_alls_and_no_gather():
     stages, out = split_axis.plan_split_axes(x.layout, (0,), "c2c", False, (13,))
     dtype = np.dtype(x.dtype)
     fn = split_axis._compiled(x.layout, out, stages, "backward", None, False, False, dtype,
-                              False)
+                              False, "jax")
     tables = tuple(split_axis._stage_tables(x.layout.mesh, dict(p), "backward", dtype)
                    for p in stages)
     hlo = fn.lower(x.data, tables).compile().as_text()

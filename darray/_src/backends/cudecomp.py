@@ -94,6 +94,9 @@ def plan_ops(plan: Plan):
         if isinstance(stage, Merge):
             return "the plan merges several splits in one exchange (no cuDecomp equivalent)"
         if isinstance(stage, LocalFFT):
+            if stage.kernels and stage.kind != "r2r":  # see _local_fft: r2r kernels only
+                return ("the plan has padded or mixed per-axis kernels, which cuDecomp's "
+                        "local stages do not run")
             ops.append(None)
             continue
         if len(stage.mesh_axes) != 1 or stage.src_keep != 1 or stage.dst_keep != 1:

@@ -100,7 +100,7 @@ def communicator(mesh, names) -> object:
     return comm
 
 
-class _Exchanges:
+class Exchanges:
     """The exchanges of one program (one shard_map body): each takes the token of the one
     before, so all of them run in trace order on every rank."""
 
@@ -138,7 +138,7 @@ def execute(plan, data, norm: str):
     mesh = plan.in_layout.mesh
 
     def body(block):
-        return fft_exec.run_stages(block, plan, norm, exchange=_Exchanges(mesh).all_to_all)
+        return fft_exec.run_stages(block, plan, norm, exchange=Exchanges(mesh).all_to_all)
     return compat.shard_map(body, mesh=mesh, in_specs=(plan.in_layout.spec,),
                             out_specs=plan.out_layout.spec)(data)
 
@@ -151,7 +151,7 @@ def halo_fill(data, fill_value, *, in_layout, out_layout, rules):
 
     def permute(x, names, pairs, mesh):
         if not chain:  # first face of the (one) shard_map body: the chain starts there
-            chain.append(_Exchanges(mesh))
+            chain.append(Exchanges(mesh))
         return chain[0].permute(x, names, pairs, mesh)
     return halo_exchange.fill(data, fill_value, in_layout=in_layout, out_layout=out_layout,
                               rules=rules, permute=permute)

@@ -10,13 +10,16 @@ An executor is ``execute(plan, data, norm) -> data``: it takes the physical inpu
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from darray._src import config
+from darray._src import compat, config
 from darray._src.backends.errors import HOW_TO_GET, BackendUnavailableError  # noqa: F401
+from darray._src.backends.jax.transpose import lax_exchange
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,3 +219,89 @@ register_fft_executor = FFT_EXECUTORS.register
 available_fft_backends = FFT_EXECUTORS.names
 select_fft_backend = FFT_EXECUTORS.select
 fft_executor = FFT_EXECUTORS.get
+
+
+def _jax_halo_fill():
+    from darray._src.backends.jax import halo_exchange
+    return halo_exchange.fill
+
+
+HALO_BACKEND_ENV = "DARRAY_HALO_BACKEND"
+HALO_FILLS = Registry("halo", HALO_BACKEND_ENV, _jax_halo_fill)
+
+
+# -- the exchanges of darray's own routes ----------------------------------------------------
+# The split-axis FFT (four-step, Bluestein, and the split real-to-real transforms built on it)
+# and the stencils (`pad`) are not plans an executor runs whole: they are darray's own steps
+# with all-to-alls and face moves in between. A backend runs them when it offers those two
+# moves per program: `all_to_all(x, names)` (row i of the leading axis to block i of the mesh
+# axes `names`) and `permute(x, names, pairs, mesh)` (block-numbered ppermute).
+class JaxExchanges:
+    """XLA's collectives: lax.all_to_all and lax.ppermute."""
+
+    def __init__(self, mesh):
+        self.mesh = mesh
+
+    @staticmethod
+    def all_to_all(x, names):
+        return lax_exchange(x, names)
+
+    @staticmethod
+    def permute(x, names, pairs, mesh):
+        return compat.ppermute_blocks(x, names, pairs, mesh)
+
+
+def _mpi_exchanges(mesh):
+    from darray._src.backends import mpi_exec
+    return mpi_exec.Exchanges(mesh)
+
+
+# backend name -> factory(mesh) of the exchanges of one program (created inside the shard_map
+# body: the MPI backend chains every exchange of a program through one order token)
+EXCHANGES: dict[str, Callable] = {"jax": JaxExchanges, "mpi": _mpi_exchanges}
+
+_WHOLE_PLANS = {
+    "cudecomp": "cuDecomp's handlers run whole pencil transposes and halo updates of its own "
+                "grid, not darray's row exchanges",
+    "nccl": "the NCCL handlers run plan transposes and halo faces, not darray's row exchanges",
+}
+
+
+def select_exchanges(route: str, registry: Registry, name: str | None = None) -> Selection:
+    """The backend whose exchanges run `route` (e.g. "FFT split-axis", "pad"): the one in force
+    for `registry` when it offers them, else "jax" with the reason. Raises as
+    `Registry.select` does for a backend that cannot run here."""
+    chosen = registry.select(name)
+    if chosen.backend in EXCHANGES:
+        return dataclasses.replace(chosen, kind=route, impl=EXCHANGES[chosen.backend])
+    reason = _WHOLE_PLANS.get(chosen.backend,
+                              f"backend {chosen.backend!r} registers no row exchanges")
+    return Selection(route, chosen.requested, "jax", f"{reason}; {route} runs on JAX's",
+                     (), JaxExchanges)
+
+
+# -- which backend each call ran on, for those who ask ----------------------------------------
+_RECORDS = threading.local()
+
+
+@contextlib.contextmanager
+def record_backends():
+    """Within the block, every darray call that exchanges data appends its `Selection` (the
+    route, the backend asked for, the one that runs and why) to the list this yields. Recorded
+    at each call, cached program or not; thread-local, as config_context is."""
+    log: list[Selection] = []
+    stack = getattr(_RECORDS, "stack", None)
+    if stack is None:
+        stack = _RECORDS.stack = []
+    stack.append(log)
+    try:
+        yield log
+    finally:
+        stack.remove(log)
+
+
+def record(selection: Selection) -> Selection:
+    """Append `selection` to every open `record_backends` log; returns it."""
+    for log in getattr(_RECORDS, "stack", ()):
+        log.append(selection)
+    return selection

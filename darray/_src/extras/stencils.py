@@ -1,8 +1,11 @@
 """pad and gradient: numpy's functions on distributed arrays, built on the halo exchange.
 
 Both need cells of neighbouring blocks along split axes. They use the halo machinery
-(`darray/_src/plans/halo_plan.py` plans, `darray/_src/backends/jax/halo_exchange.py` executes with
-`lax.ppermute`), never an all-gather:
+(`darray/_src/plans/halo_plan.py` plans, `darray/_src/backends/jax/halo_exchange.py` executes),
+never an all-gather, with the face moves on the halo backend in force: `gradient` fills its
+ghosts through the halo registry; `pad`'s regrid rounds run on that backend's exchanges when it
+offers them (JAX's ppermute, MPI_Sendrecv), else on JAX's, recorded
+(`darray.record_backends`):
 
 * `pad` grows the axes, which changes the blocking of a split axis (its chunk grows), so each
   output block gathers its cells, boundary cells included, by the rounds of
@@ -25,6 +28,7 @@ from darray._src import dtypes as _dt
 from darray._src.api.statistical import plain
 from darray._src.array import DistArray
 from darray._src.backends.jax import halo_exchange
+from darray._src.backends.registry import EXCHANGES, HALO_FILLS, record, select_exchanges
 from darray._src.engine.common import ensure_array, make_out_layout, normalize_axes
 from darray._src.layout import Layout
 from darray._src.program_cache import SMALL, program_cache
@@ -55,11 +59,11 @@ def _pairs(value, ndim: int, name: str, integer: bool) -> np.ndarray:
 
 
 @program_cache(SMALL)
-def _pad_fn(in_layout: Layout, out_layout: Layout, widths, rules):
+def _pad_fn(in_layout: Layout, out_layout: Layout, widths, rules, exchanges: str):
     def run(data, values):
         data = physical.constrain(data, in_layout)
         out = halo_exchange.pad(data, values, in_layout=in_layout, out_layout=out_layout,
-                                widths=widths, rules=rules)
+                                widths=widths, rules=rules, permute=_chained_permute(exchanges))
         return physical.constrain(out, out_layout)
     return jax.jit(run)
 
@@ -108,7 +112,9 @@ def pad(x, pad_width, mode="constant", *, constant_values=0) -> DistArray:
         host = np.pad(np.asarray(x), widths, mode="constant",
                       constant_values=values.astype(x.dtype))
         return asarray(host, mesh=out.mesh, spec=out.spec)
-    fn = _pad_fn(x.layout, out, widths, (rule,) * x.ndim)
+    # the face moves run on the halo backend in force when it offers them (MPI), else JAX's
+    chosen = record(select_exchanges("pad", HALO_FILLS))
+    fn = _pad_fn(x.layout, out, widths, (rule,) * x.ndim, chosen.backend)
     return DistArray._new(fn(x.data, jnp.asarray(values)), out)
 
 
@@ -149,8 +155,26 @@ def _weights(n: int, spacing, edge_order: int) -> np.ndarray:
     return t
 
 
+def _chained_permute(exchanges: str):
+    """`permute` for halo_exchange.pad: the backend's face move, one chain per program."""
+    chain: list = []
+
+    def permute(x, names, pairs, mesh):
+        if not chain:  # first move of the program: its exchanges start here
+            chain.append(EXCHANGES[exchanges](mesh))
+        return chain[0].permute(x, names, pairs, mesh)
+    return permute
+
+
+def _gradient_backend(f, axis: int, edge_order: int) -> str:
+    """The halo backend that fills gradient's ghosts (recorded; see _gradient_fn)."""
+    widths = tuple((edge_order, edge_order) if a == axis else (0, 0) for a in range(f.ndim))
+    key = (f.layout, f.layout.with_halo(widths), ("constant",) * f.ndim)
+    return record(HALO_FILLS.select(None, key)).requested
+
+
 @program_cache(SMALL)
-def _gradient_fn(layout: Layout, axis: int, edge_order: int, dtype):
+def _gradient_fn(layout: Layout, axis: int, edge_order: int, dtype, backend: str):
     w = edge_order
     widths = tuple((w, w) if a == axis else (0, 0) for a in range(layout.ndim))
     haloed = layout.with_halo(widths)
@@ -158,6 +182,7 @@ def _gradient_fn(layout: Layout, axis: int, edge_order: int, dtype):
     names = layout.split[axis]
     table_spec = PartitionSpec(None, names if names else None)
     rules = ("constant",) * layout.ndim  # ghosts past the ends get weight 0
+    fill = HALO_FILLS.select(backend, (layout, haloed, rules)).impl
 
     def stencil(block, table):
         shape = [1] * block.ndim
@@ -170,7 +195,7 @@ def _gradient_fn(layout: Layout, axis: int, edge_order: int, dtype):
 
     def run(data, table):
         data = physical.constrain(data, layout).astype(dtype)
-        filled = halo_exchange.fill(data, None, in_layout=layout, out_layout=haloed, rules=rules)
+        filled = fill(data, None, in_layout=layout, out_layout=haloed, rules=rules)
         out = compat.shard_map(stencil, mesh=layout.mesh, in_specs=(haloed.spec, table_spec),
                                out_specs=layout.spec)(filled, table)
         return physical.constrain(out, layout)
@@ -247,6 +272,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         table = _weights(f.shape[a], s, edge_order)
         padded = f.layout.padded_shape[a]
         table = np.pad(table, ((0, 0), (0, padded - f.shape[a]))).astype(real)
-        fn = _gradient_fn(f.layout, a, edge_order, np.dtype(dtype))
+        fn = _gradient_fn(f.layout, a, edge_order, np.dtype(dtype),
+                          _gradient_backend(f, a, edge_order))
         results.append(DistArray._new(fn(f.data, table), f.layout))
     return results[0] if len(results) == 1 else tuple(results)  # numpy's rule

@@ -30,7 +30,7 @@ import numpy as np
 from darray._src import physical
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis, positive_length
-from darray._src.backends.registry import FFT_EXECUTORS
+from darray._src.backends.registry import FFT_EXECUTORS, record
 from darray._src.engine.common import ensure_array
 from darray._src.fft import split_axis
 from darray._src.layout import Layout
@@ -111,6 +111,14 @@ def _axes_and_sizes(x, s, axes, fname):
 
 
 # -- the one core path ------------------------------------------------------------------------
+def _run_plan(plan, norm, cast, conj_in, conj_out, backend, data):
+    """Run `plan` on the backend in force (`backend`, else the options), recording the
+    Selection (`darray.record_backends`): a backend that cannot run the plan leaves it to
+    "jax", and the record says why."""
+    chosen = record(FFT_EXECUTORS.select(FFT_EXECUTORS.requested(backend), plan))
+    return _compiled(plan, norm, cast, conj_in, conj_out, chosen.requested)(data)
+
+
 @program_cache(FFT)
 def _compiled(plan, norm, cast, conj_in, conj_out, backend):
     execute = FFT_EXECUTORS.select(backend, plan).impl  # "jax" where backend can't run plan
@@ -155,9 +163,9 @@ def _transform(x: DistArray, axes, sizes, kind, inverse, norm, cast=None, *, con
     plan = find_plan(layout, tuple(axes), kind, inverse, tuple(sizes), (), decomposition)
     if plan is None:  # a split 1-D array, or chunks that cannot fold: four-step in place
         return split_axis.transform(x, axes, sizes, kind, inverse, norm, cast, conj_in=conj_in,
-                                    conj_out=conj_out, fname="darray.fft")
-    out = _compiled(plan, norm, None if cast is None else np.dtype(cast), conj_in, conj_out,
-                    backend)(data)
+                                    conj_out=conj_out, fname="darray.fft", backend=backend)
+    out = _run_plan(plan, norm, None if cast is None else np.dtype(cast), conj_in, conj_out,
+                    backend, data)
     return DistArray._new(out, plan.out_layout)
 
 
@@ -197,8 +205,8 @@ def _padded(x, s, axes, kind, inverse, norm, padding, cast, fname) -> DistArray:
         raise NotImplementedError(
             f"{fname}: padding on layout {x.layout!r}, where every axis is split and no plan "
             f"of local transforms exists, is not implemented; leave one axis unsplit") from None
-    out = _compiled(plan, norm, None if cast is None else np.dtype(cast), False, False,
-                    FFT_EXECUTORS.requested("jax"))(x.data)
+    out = _run_plan(plan, norm, None if cast is None else np.dtype(cast), False, False, None,
+                    x.data)
     return DistArray._new(out, plan.out_layout)
 
 
@@ -265,8 +273,7 @@ def r2r_planned(x: DistArray, axes, kernels, inverse_of=None, *, backend=None,
                      tuple(sizes), kernels, _check_decomposition(decomposition, "r2r"))
     if plan is None:
         return None
-    out = _compiled(plan, "backward", None, False, False,
-                    FFT_EXECUTORS.requested(backend))(x.data)
+    out = _run_plan(plan, "backward", None, False, False, backend, x.data)
     return DistArray._new(out, plan.out_layout)
 
 

@@ -38,6 +38,8 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
+from darray._src.backends.jax.transpose import lax_exchange
+
 # (norm, inverse) -> power of 1/N applied after the unnormalised DFT
 NORM_SCALE = {
     ("backward", False): 0.0, ("ortho", False): 0.5, ("forward", False): 1.0,
@@ -164,14 +166,14 @@ def _twiddled(c, r, w: int, m1: int, m: int, sign: int):
 
 
 # -- layout changes ------------------------------------------------------------------------------
-def natural_to_columns(a, *, name, parts, cs, valid, m1, m2):
+def natural_to_columns(a, *, name, parts, cs, valid, m1, m2, exchange=lax_exchange):
     """a[..., t] = x[r cs + t] (read as zero at positions >= valid) -> columns (..., w, m1)."""
     w = m2 // parts
     if cs % m2 == 0 and parts * (cs // m2) <= m1:  # every block is whole rows: a reshape
         rows = cs // m2
         piece = a.reshape(a.shape[:-1] + (rows, parts, w))
         piece = jnp.swapaxes(jnp.moveaxis(piece, -2, 0), -1, -2)       # (P_d, ..., w, rows)
-        recv = lax.all_to_all(piece, name, 0, 0, tiled=True)           # (P_s, ..., w, rows)
+        recv = exchange(piece, name)           # (P_s, ..., w, rows)
         cols = jnp.moveaxis(recv, 0, -2)
         cols = cols.reshape(cols.shape[:-2] + (parts * rows,))
         return jnp.pad(cols, [(0, 0)] * (cols.ndim - 1) + [(0, m1 - parts * rows)])
@@ -189,7 +191,7 @@ def natural_to_columns(a, *, name, parts, cs, valid, m1, m2):
     piece = jnp.take(a, jnp.clip(idx, 0, cs - 1).reshape(-1), axis=-1)
     piece = piece.reshape(a.shape[:-1] + (parts, w, rows))
     piece = jnp.where(mask, piece, jnp.zeros((), piece.dtype))
-    recv = lax.all_to_all(jnp.moveaxis(piece, -3, 0), name, 0, 0, tiled=True)
+    recv = exchange(jnp.moveaxis(piece, -3, 0), name)
     out = None
     for s in live:  # sender s's rows start at lo[s]; a row two senders share arrives in halves
         top = min(rows, m1 - lo[s])
@@ -200,7 +202,7 @@ def natural_to_columns(a, *, name, parts, cs, valid, m1, m2):
     return out
 
 
-def columns_to_natural(c, *, name, parts, m1, m2, out_len, cd):
+def columns_to_natural(c, *, name, parts, m1, m2, out_len, cd, exchange=lax_exchange):
     """Columns (..., w, m1) -> y[..., t] = Y[r cd + t] for t < cd; positions >= out_len are
     left for the caller to zero (its output chirp is zero there)."""
     if cd % m2 == 0 and parts * (cd // m2) <= m1:
@@ -216,7 +218,7 @@ def columns_to_natural(c, *, name, parts, m1, m2, out_len, cd):
         piece = jnp.take(c, jnp.asarray(table.reshape(-1), jnp.int32), axis=-1)
         piece = piece.reshape(c.shape[:-1] + (parts, rows))
         offsets = np.array([d * cd - m2 * lo[d] for d in range(parts)])
-    recv = lax.all_to_all(jnp.moveaxis(piece, -2, 0), name, 0, 0, tiled=True)  # (P_s,...,w,rows)
+    recv = exchange(jnp.moveaxis(piece, -2, 0), name)  # (P_s,...,w,rows)
     nat = jnp.moveaxis(jnp.moveaxis(recv, 0, -1), -3, -1)                      # (..., rows, P_s, w)
     flat = nat.reshape(nat.shape[:-3] + (rows * m2,))  # position - lo[this device] * m2
     if offsets is None:
@@ -228,30 +230,31 @@ def columns_to_natural(c, *, name, parts, m1, m2, out_len, cd):
     return lax.dynamic_slice_in_dim(flat, start, cd, axis=-1)
 
 
-def columns_to_spectrum(c, *, name, parts, m1, m2, r):
+def columns_to_spectrum(c, *, name, parts, m1, m2, r, exchange=lax_exchange):
     """Columns (..., w, m1) -> the spectrum order (..., h1, m2) (the forward half)."""
     w, h1 = m2 // parts, m1 // parts
     c = _twiddled(jnp.fft.fft(c, axis=-1), r, w, m1, m1 * m2, -1)
     piece = c.reshape(c.shape[:-1] + (parts, h1))
     piece = jnp.swapaxes(jnp.moveaxis(piece, -2, 0), -1, -2)        # (P_d, ..., h1, w)
-    recv = lax.all_to_all(piece, name, 0, 0, tiled=True)            # (P_s, ..., h1, w)
+    recv = exchange(piece, name)            # (P_s, ..., h1, w)
     s = jnp.moveaxis(recv, 0, -2)
     return jnp.fft.fft(s.reshape(s.shape[:-2] + (m2,)), axis=-1)
 
 
-def spectrum_to_columns(s, *, name, parts, m1, m2, r):
+def spectrum_to_columns(s, *, name, parts, m1, m2, r, exchange=lax_exchange):
     """The inverse of `columns_to_spectrum` (the inverse DFT, normalised by 1/M)."""
     w = m2 // parts
     s = jnp.fft.ifft(s, axis=-1)
     piece = jnp.moveaxis(s.reshape(s.shape[:-1] + (parts, w)), -2, 0)   # (P_d, ..., h1, w)
-    recv = lax.all_to_all(piece, name, 0, 0, tiled=True)               # (P_s, ..., h1, w)
+    recv = exchange(piece, name)               # (P_s, ..., h1, w)
     c = jnp.moveaxis(jnp.moveaxis(recv, 0, -1), -3, -1)                # (..., w, P_s, h1)
     c = _twiddled(c.reshape(c.shape[:-2] + (m1,)), r, w, m1, m1 * m2, 1)
     return jnp.fft.ifft(c, axis=-1)
 
 
 # -- the transform -------------------------------------------------------------------------------
-def transform(b, tables, *, name, parts, cs, valid, n, m1, m2, out_len, cd, weight):
+def transform(b, tables, *, name, parts, cs, valid, n, m1, m2, out_len, cd, weight,
+              exchange=lax_exchange):
     """The chirp-z transform of the last axis of block b (length n, split over `parts`).
 
     tables: (chirp_in (cs,), filter spectrum (h1, m2), chirp_out (cd,)) for this device, from
@@ -265,13 +268,14 @@ def transform(b, tables, *, name, parts, cs, valid, n, m1, m2, out_len, cd, weig
         g = r * cs + jnp.arange(cs, dtype=jnp.int32)
         a = jnp.where(g < min(valid, n), a, jnp.zeros((), a.dtype))
     cols = natural_to_columns(a, name=name, parts=parts, cs=cs, valid=min(valid, n), m1=m1,
-                              m2=m2)
-    s = columns_to_spectrum(cols, name=name, parts=parts, m1=m1, m2=m2, r=r) * spectrum
-    cols = spectrum_to_columns(s, name=name, parts=parts, m1=m1, m2=m2, r=r)
+                              m2=m2, exchange=exchange)
+    s = columns_to_spectrum(cols, name=name, parts=parts, m1=m1, m2=m2, r=r,
+                            exchange=exchange) * spectrum
+    cols = spectrum_to_columns(s, name=name, parts=parts, m1=m1, m2=m2, r=r, exchange=exchange)
     if callable(chirp_out):
         chirp_out = chirp_out(cols)
     out = columns_to_natural(cols, name=name, parts=parts, m1=m1, m2=m2, out_len=out_len,
-                             cd=cd) * chirp_out
+                             cd=cd, exchange=exchange) * chirp_out
     return out.real if weight == "irfft" else out
 
 
@@ -283,7 +287,7 @@ def _block_chirp(r, length: int, parts: int, n: int, sign: int, dtype):
 
 
 def tables_in_program(b, *, name, parts, cs, valid, n, m1, m2, inverse, norm, out_len, cd,
-                      weight, dtype):
+                      weight, dtype, exchange=lax_exchange):
     """This device's tables (see `transform`), computed in the program from exact small
     tables (`chirp_grid`). Returns (b, tables); each table is made to wait, through
     `_zero_after`, for the array it is used with (module doc)."""
@@ -298,7 +302,8 @@ def tables_in_program(b, *, name, parts, cs, valid, n, m1, m2, inverse, norm, ou
         (r * w + jnp.arange(w, dtype=jnp.int32))[:, None]
     h = grid * jnp.where(k > m - k, far_factor, jnp.ones((), grid.dtype))
     h = jnp.where(jnp.minimum(k, m - k) < n, h, jnp.zeros((), h.dtype)).astype(dtype)
-    spectrum = columns_to_spectrum(h, name=name, parts=parts, m1=m1, m2=m2, r=r)
+    spectrum = columns_to_spectrum(h, name=name, parts=parts, m1=m1, m2=m2, r=r,
+                                   exchange=exchange)
     # the input chirp waits for the spectrum, so the data path does not run beside its FFTs
     r_in = lax.axis_index(name) + _zero_after(spectrum)
     g = r_in * cs + jnp.arange(cs, dtype=jnp.int32)

@@ -23,7 +23,6 @@ import numpy as np
 
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
-from darray._src.backends.registry import FFT_EXECUTORS
 from darray._src.fft import api
 from darray._src.kernels.r2r_local import R2RKernel
 from darray._src.plans.fft_planner import find_plan
@@ -109,8 +108,9 @@ def _run(x, kinds, axes, sizes, norm, inverse):
     plan = find_plan(x.layout, tuple(axes), kind, inverse, tuple(sizes), kernels)
     if plan is None:
         return None
-    # the pure-JAX executor: native backends run plain FFT stages, not per-axis kernels
-    out = api._compiled(plan, norm, None, False, False, FFT_EXECUTORS.requested("jax"))(x.data)
+    # per-axis kernels run inside each backend's local stages; cuDecomp's refuse them and
+    # the plan then runs on "jax" (recorded)
+    out = api._run_plan(plan, norm, None, False, False, None, x.data)
     return DistArray._new(out, plan.out_layout)
 
 

@@ -34,6 +34,8 @@ import numpy as np
 from jax import lax
 
 from darray._src import compat, physical
+from darray._src.backends.jax.transpose import lax_exchange
+from darray._src.backends.registry import EXCHANGES, FFT_EXECUTORS, record, select_exchanges
 from darray._src.fft import bluestein
 from darray._src.fft.bluestein import bluestein_length
 from darray._src.layout import Layout
@@ -52,7 +54,7 @@ def factor(n: int, parts: int) -> tuple[int, int] | None:
 
 
 # -- the per-device body ----------------------------------------------------------------------
-def _to_columns(b, *, name, parts, cs, valid, n1, n2, weight):
+def _to_columns(b, *, name, parts, cs, valid, n1, n2, weight, exchange=lax_exchange):
     """Step 1. Local block b[..., t] = x[r*cs + t] -> A[..., n1, n2 block of this device].
 
     Entries at positions >= `valid` are read as zero (numpy's zero-padding to `n`); `weight`
@@ -62,7 +64,7 @@ def _to_columns(b, *, name, parts, cs, valid, n1, n2, weight):
     if cs * parts == n and valid == n and weight is None:  # aligned: a local reshape
         piece = b.reshape(b.shape[:-1] + (n1 // parts, parts, w))
         piece = jnp.moveaxis(piece, -2, 0)
-        recv = lax.all_to_all(piece, name, 0, 0, tiled=True)
+        recv = exchange(piece, name)
         recv = jnp.moveaxis(recv, 0, -3)
         return recv.reshape(recv.shape[:-3] + (n1, w))
     # Rows n1lo[r] .. n1lo[r]+rows-1 of A hold the cells of device r's block.
@@ -84,7 +86,7 @@ def _to_columns(b, *, name, parts, cs, valid, n1, n2, weight):
         piece = piece * jnp.where(both_ends, 1, 2).astype(piece.real.dtype)
     piece = jnp.where(mask, piece, jnp.zeros((), piece.dtype))
     piece = jnp.moveaxis(piece, -3, 0)
-    recv = lax.all_to_all(piece, name, 0, 0, tiled=True)    # (parts_r, ..., rows, w)
+    recv = exchange(piece, name)    # (parts_r, ..., rows, w)
     recv = jnp.moveaxis(recv, 0, -3)
     recv = recv.reshape(recv.shape[:-3] + (parts * rows, w))
     targets = np.minimum(n1lo[:, None] + np.arange(rows)[None, :], n1 - 1).reshape(-1)
@@ -93,7 +95,7 @@ def _to_columns(b, *, name, parts, cs, valid, n1, n2, weight):
     return out.at[..., targets, :].add(recv)
 
 
-def _to_natural(c, *, name, parts, n1, n2, out_len, cd):
+def _to_natural(c, *, name, parts, n1, n2, out_len, cd, exchange=lax_exchange):
     """Step 4. C[..., k1 block of this device, k2] -> X[d*cd + t] (t < cd) with
     k = k1 + N1*k2; entries k >= out_len are zeroed (rfft's truncation, layout padding)."""
     n = n1 * n2
@@ -101,7 +103,7 @@ def _to_natural(c, *, name, parts, n1, n2, out_len, cd):
         w = n2 // parts
         piece = c.reshape(c.shape[:-1] + (parts, w))        # (..., h, parts, w)
         piece = jnp.moveaxis(piece, -2, 0)                  # (parts_d, ..., h, w)
-        recv = lax.all_to_all(piece, name, 0, 0, tiled=True)  # (parts_r, ..., h, w)
+        recv = exchange(piece, name)  # (parts_r, ..., h, w)
         recv = jnp.moveaxis(recv, 0, -3)                    # (..., parts_r, h, w)
         recv = recv.reshape(recv.shape[:-3] + (n1, w))      # (..., k1, k2 - d*w)
         return jnp.swapaxes(recv, -1, -2).reshape(recv.shape[:-2] + (cd,))
@@ -112,7 +114,7 @@ def _to_natural(c, *, name, parts, n1, n2, out_len, cd):
     piece = jnp.take(c, jnp.asarray(table.reshape(-1)), axis=-1)   # (..., h, parts*cols)
     piece = piece.reshape(c.shape[:-1] + (parts, cols))
     piece = jnp.moveaxis(piece, -2, 0)                              # (parts_d, ..., h, cols)
-    recv = lax.all_to_all(piece, name, 0, 0, tiled=True)            # (parts_r, ..., h, cols)
+    recv = exchange(piece, name)            # (parts_r, ..., h, cols)
     recv = jnp.moveaxis(recv, 0, -3)                                # (..., parts_r, h, cols)
     recv = recv.reshape(recv.shape[:-3] + (n1, cols))               # (..., k1, q)
     flat = jnp.swapaxes(recv, -1, -2).reshape(recv.shape[:-2] + (cols * n1,))
@@ -126,11 +128,21 @@ def _to_natural(c, *, name, parts, n1, n2, out_len, cd):
     return jnp.where(k < out_len, out, jnp.zeros((), out.dtype))
 
 
-def _four_step(b, *, name, parts, cs, valid, n, n1, n2, inverse, norm, out_len, cd, weight):
+def _rows_exchange(a, name, parts, n1, w, exchange):
+    """(..., n1, w) -> (..., n1 / parts, parts * w): row block d of axis -2 goes to device d,
+    and the blocks received are concatenated along the last axis in sender order."""
+    a = a.reshape(a.shape[:-2] + (parts, n1 // parts, w))
+    a = exchange(jnp.moveaxis(a, -3, 0), name)               # (parts_s, ..., k1 block, w)
+    a = jnp.moveaxis(a, 0, -2)
+    return a.reshape(a.shape[:-3] + (n1 // parts, parts * w))
+
+
+def _four_step(b, *, name, parts, cs, valid, n, n1, n2, inverse, norm, out_len, cd, weight,
+               exchange=lax_exchange):
     """One split axis (the last of block b): a length-n c2c transform, three all-to-alls."""
     fft = jnp.fft.ifft if inverse else jnp.fft.fft
     a = _to_columns(b, name=name, parts=parts, cs=cs, valid=valid, n1=n1, n2=n2,
-                    weight=weight)                           # (..., n1, n2/P)
+                    weight=weight, exchange=exchange)        # (..., n1, n2/P)
     a = fft(a, axis=-2, norm=norm)                           # (..., k1, n2/P)
     # Twiddles W_N^(n2*k1): n2*k1 < N fits int32 for any N < 2^31; the remainder keeps the
     # angle accurate in single precision.
@@ -141,11 +153,15 @@ def _four_step(b, *, name, parts, cs, valid, n, n1, n2, inverse, norm, out_len, 
     real = a.real.dtype
     angle = (2 * np.pi / n) * prod.astype(real)
     a = a * lax.complex(jnp.cos(angle), (1 if inverse else -1) * jnp.sin(angle))
-    a = lax.all_to_all(a, name, a.ndim - 2, a.ndim - 1, tiled=True)  # (..., k1 block, n2)
+    if exchange is lax_exchange:  # XLA's all-to-all takes the axes as they are
+        a = lax.all_to_all(a, name, a.ndim - 2, a.ndim - 1, tiled=True)  # (..., k1 block, n2)
+    else:  # the same exchange as leading-axis rows (the MPI backend's form)
+        a = _rows_exchange(a, name, parts, n1, w, exchange)
     a = fft(a, axis=-1, norm=norm)                           # (..., k1 block, k2)
     if weight == "irfft":
         a = a.real  # c2r: halve what the last all-to-all moves
-    return _to_natural(a, name=name, parts=parts, n1=n1, n2=n2, out_len=out_len, cd=cd)
+    return _to_natural(a, name=name, parts=parts, n1=n1, n2=n2, out_len=out_len, cd=cd,
+                       exchange=exchange)
 
 
 # -- stages and the compiled program ----------------------------------------------------------
@@ -175,7 +191,7 @@ def _stage(layout: Layout, axis: int, kind: str, inverse: bool, size: int, fname
     return params, out
 
 
-def _run_stage(block, p, norm, consts):
+def _run_stage(block, p, norm, consts, exchange=lax_exchange):
     axis, kind = p["axis"], p["kind"]
     if p["parts"] == 1:  # a size-1 mesh axis: the whole axis is local
         if kind == "r2c":
@@ -192,15 +208,16 @@ def _run_stage(block, p, norm, consts):
                   cd=p["cd"], weight="irfft" if kind == "c2r" else None)
     if "m1" in p:
         del common["inverse"], common["norm"]  # carried by the tables
-        out = bluestein.transform(b, consts, m1=p["m1"], m2=p["m2"], **common)
+        out = bluestein.transform(b, consts, m1=p["m1"], m2=p["m2"], exchange=exchange,
+                                  **common)
     else:
-        out = _four_step(b, n1=p["n1"], n2=p["n2"], **common)
+        out = _four_step(b, n1=p["n1"], n2=p["n2"], exchange=exchange, **common)
     return jnp.moveaxis(out, -1, axis)
 
 
 @program_cache(FFT)
 def _compiled(in_layout, out_layout, stages, norm, cast, conj_in, conj_out, dtype,
-              inline_tables):
+              inline_tables, exchanges: str):
     params = [dict(p) for p in stages]
     # Bluestein stages take their tables as arguments (bluestein.host_tables) unless the
     # transform is traced inside a caller's jit (then the program builds them)
@@ -208,13 +225,14 @@ def _compiled(in_layout, out_layout, stages, norm, cast, conj_in, conj_out, dtyp
                         if "m1" in p and not inline_tables else () for p in params)
 
     def body(block, consts):
+        exchange = EXCHANGES[exchanges](in_layout.mesh).all_to_all  # one chain per program
         for p, c in zip(params, consts):
             if inline_tables and "m1" in p:
                 moved = jnp.moveaxis(block, p["axis"], -1)
                 moved, c = bluestein.tables_in_program(moved, **_bluestein_args(p, norm),
-                                                       dtype=dtype)
+                                                       dtype=dtype, exchange=exchange)
                 block = jnp.moveaxis(moved, -1, p["axis"])
-            block = _run_stage(block, p, norm, c)
+            block = _run_stage(block, p, norm, c, exchange)
         return block
 
     mapped = compat.shard_map(body, mesh=in_layout.mesh, in_specs=(in_layout.spec, const_specs),
@@ -251,7 +269,7 @@ def plan_split_axes(layout: Layout, axes, kind, inverse, sizes, fname="fft"):
 
 
 def transform(x, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
-              conj_out=False, fname="fft"):
+              conj_out=False, fname="fft", backend=None):
     """FFT of DistArray `x` over `axes` when no unsplit axis is available (see module doc).
 
     Args:
@@ -280,9 +298,11 @@ def transform(x, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
     # Host tables (built once, cached) are arguments of an eager call; inside a caller's trace
     # they would become constants embedded whole in every device's program: computed in it.
     inline = isinstance(x.data, jax.core.Tracer)
+    # the all-to-alls run on the FFT backend in force when it offers row exchanges (MPI)
+    chosen = record(select_exchanges("FFT split-axis", FFT_EXECUTORS, backend))
     fn = _compiled(x.layout, out_layout, stages, norm,
                    None if cast is None else np.dtype(cast), conj_in, conj_out, complex_dtype,
-                   inline)
+                   inline, chosen.backend)
     consts = tuple(() if inline else _stage_tables(x.layout.mesh, dict(p), norm, complex_dtype)
                    for p in stages)
     return DistArray._new(fn(x.data, consts), out_layout)

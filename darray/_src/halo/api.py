@@ -14,20 +14,15 @@ import numpy as np
 
 from darray._src import physical
 from darray._src.array import DistArray
-from darray._src.backends.registry import Registry
+from darray._src.backends.registry import HALO_BACKEND_ENV, HALO_FILLS, record
 from darray._src.engine.common import ensure_array
 from darray._src.layout import Layout
 from darray._src.plans import halo_plan, halo_spec
 from darray._src.program_cache import MEDIUM, program_cache
 
-
-def _jax_halo_fill():
-    from darray._src.backends.jax import halo_exchange
-    return halo_exchange.fill
-
-
-BACKEND_ENV = "DARRAY_HALO_BACKEND"
-_HALO_BACKENDS = Registry("halo", BACKEND_ENV, _jax_halo_fill)
+# the halo registry lives with the others (the stencils below this floor use it too)
+BACKEND_ENV = HALO_BACKEND_ENV
+_HALO_BACKENDS = HALO_FILLS
 
 
 def register_halo_backend(name: str, fill: Callable) -> None:
@@ -108,8 +103,9 @@ def halo(x, width=1, *, boundary="periodic", axes=None, fill_value=0, backend=No
         raise TypeError(f"boundary={odd[0]!r} negates ghosts, which a bool array cannot hold; "
                         f"use a numeric dtype or another boundary rule")
     out_layout = x.layout.without_halo().with_halo(widths)
-    fn = _fill_fn(x.layout, out_layout, _rules_key(widths, rules),
-                  _HALO_BACKENDS.requested(backend))
+    key = _rules_key(widths, rules)
+    chosen = record(_HALO_BACKENDS.select(backend, (x.layout, out_layout, key)))
+    fn = _fill_fn(x.layout, out_layout, key, chosen.requested)
     data = fn(x.data, jnp.asarray(fill_value, x.dtype))
     return DistArray._new(data, out_layout)
 
@@ -157,8 +153,9 @@ def halo_reduce(y, *, boundary="periodic", backend=None) -> DistArray:
     if not y.layout.has_halo:
         return y
     rules = halo_spec.normalize_boundary(boundary, y.ndim)
-    fn = _reduce_fn(y.layout, _rules_key(y.layout.halo, rules),
-                    _HALO_BACKENDS.requested(backend))
+    key = _rules_key(y.layout.halo, rules)
+    chosen = record(_HALO_BACKENDS.select(backend, (y.layout.without_halo(), y.layout, key)))
+    fn = _reduce_fn(y.layout, key, chosen.requested)
     return DistArray._new(fn(y.data), y.layout.without_halo())
 
 
