@@ -104,14 +104,16 @@ def _join_label(components, leaf) -> Layout:
     return label
 
 
-_PICKLE_FORMAT = 1
+_PICKLE_FORMAT = 2  # 2: no axis order (always the identity); 1 carried it
 
 
-def _unpickle(version, blocks, shape, split, halo, order, where) -> DistArray:
-    """Rebuild a pickled DistArray (see `DistArray.__reduce__`) on this process's devices."""
-    if version != _PICKLE_FORMAT:
+def _unpickle(version, blocks, shape, split, halo, *rest) -> DistArray:
+    """Rebuild a pickled DistArray (see `DistArray.__reduce__`) on this process's devices.
+    Format 1 also carried the axis order, which was always the identity."""
+    if version not in (1, _PICKLE_FORMAT):
         raise ValueError(f"this pickle holds a DistArray of format {version}; this darray "
-                         f"reads format {_PICKLE_FORMAT}")
+                         f"reads formats 1 and {_PICKLE_FORMAT}")
+    where = rest[-1]
     ids, platform, names, sizes = where
     have = {d.id: d for d in jax.devices() if d.platform == platform}
     missing = [i for i in ids if i not in have]
@@ -123,7 +125,7 @@ def _unpickle(version, blocks, shape, split, halo, order, where) -> DistArray:
             "devices exist, or pickle np.array(x) and place it with darray.asarray")
     mesh = compat.auto_twin(jax.sharding.Mesh(
         np.array([have[i] for i in ids], dtype=object).reshape(sizes), names))
-    layout = Layout(tuple(shape), mesh, tuple(split), tuple(halo), tuple(order))
+    layout = Layout(tuple(shape), mesh, tuple(split), tuple(halo))
     data = jax.device_put(blocks, physical.sharding_of(layout))
     return DistArray._new(data, layout)
 
@@ -273,8 +275,7 @@ class DistArray(_AttachedMethods):
         mesh = lay.mesh
         where = (tuple(int(d.id) for d in mesh.devices.flat), mesh.devices.flat[0].platform,
                  tuple(mesh.axis_names), tuple(int(n) for n in mesh.devices.shape))
-        return _unpickle, (_PICKLE_FORMAT, blocks, lay.shape, lay.split, lay.halo, lay.order,
-                           where)
+        return _unpickle, (_PICKLE_FORMAT, blocks, lay.shape, lay.split, lay.halo, where)
 
     # -- pytree ------------------------------------------------------------------------------
     def tree_flatten(self):

@@ -11,8 +11,8 @@ and how it is stored *physically* as one sharded `jax.Array`:
   and all-to-all need equal blocks). The padding content is unspecified: ops never read it.
 * ``halo[i] = (lo, hi)`` ghost cells are stored on both sides of every block of axis ``i``, so a
   device's physical block along that axis is ``lo + chunk + hi`` long.
-* ``order`` is the physical axis order (physical axis ``k`` holds logical axis ``order[k]``),
-  identity unless a backend stores the array transposed.
+* The physical array keeps the logical axis order: a transform whose k-space is stored
+  transposed records that as a different split, never as a permutation of the axes.
 
 The mesh may be a `jax.sharding.Mesh`, an `AbstractMesh`, or anything with ``axis_names`` and a
 ``shape`` mapping (unit tests use `AbstractMesh`, which needs no devices).
@@ -96,20 +96,16 @@ class Layout:
     mesh: Any
     split: tuple[Split, ...]
     halo: tuple[tuple[int, int], ...]
-    order: tuple[int, ...]
 
     @classmethod
-    def create(cls, shape, mesh, spec=None, *, halo=None, order=None) -> Layout:
+    def create(cls, shape, mesh, spec=None, *, halo=None) -> Layout:
         """Validated construction: the one path that checks every invariant."""
         shape = tuple(int(n) for n in shape)
         if any(n < 0 for n in shape):
             raise LayoutError(f"shape={shape!r} has a negative extent")
         ndim = len(shape)
         split = normalize_spec(spec, ndim, mesh)
-        order = tuple(range(ndim)) if order is None else tuple(int(a) for a in order)
-        if sorted(order) != list(range(ndim)):
-            raise LayoutError(f"order={order!r} is not a permutation of range({ndim})")
-        return cls(shape, mesh, split, _normalize_halo(halo, ndim), order)
+        return cls(shape, mesh, split, _normalize_halo(halo, ndim))
 
     # -- basic facts -------------------------------------------------------------------------
     @property
@@ -204,7 +200,7 @@ class Layout:
 
     # -- derived layouts ---------------------------------------------------------------------
     def with_spec(self, spec) -> Layout:
-        return Layout.create(self.shape, self.mesh, spec, halo=None, order=self.order)
+        return Layout.create(self.shape, self.mesh, spec, halo=None)
 
     def with_split(self, split: Sequence[Split]) -> Layout:
         return dataclasses.replace(self, split=tuple(tuple(s) for s in split),
@@ -222,7 +218,7 @@ class Layout:
         """Same mesh and split (truncated/extended with unsplit axes), new logical shape."""
         shape = tuple(int(n) for n in shape)
         split = tuple(self.split[:len(shape)]) + ((),) * max(0, len(shape) - self.ndim)
-        return Layout(shape, self.mesh, split, ((0, 0),) * len(shape), tuple(range(len(shape))))
+        return Layout(shape, self.mesh, split, ((0, 0),) * len(shape))
 
     # -- display -----------------------------------------------------------------------------
     def describe_split(self) -> str:
@@ -235,7 +231,5 @@ class Layout:
         extra = ""
         if self.has_halo:
             extra += f", halo={self.halo}"
-        if self.order != tuple(range(self.ndim)):
-            extra += f", order={self.order}"
         return (f"Layout(shape={self.shape}, mesh={_describe_mesh(self.mesh)}, "
                 f"split={self.describe_split()}{extra})")

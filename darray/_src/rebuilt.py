@@ -132,10 +132,9 @@ def plan(components, shape, spec=None):
             logical.append(n)
             halos.append((0, 0))
             stripped.append(a)
-    order = tuple(range(len(axes)))
-    layout = Layout(tuple(logical), mesh, tuple(targets), tuple(halos), order)
+    layout = Layout(tuple(logical), mesh, tuple(targets), tuple(halos))
     source = Layout(tuple(shape[a] if n is None else n for a, (n, *_) in enumerate(axes)), mesh,
-                    tuple(s for _, s, _, _ in axes), tuple(h for _, _, h, _ in axes), order)
+                    tuple(s for _, s, _, _ in axes), tuple(h for _, _, h, _ in axes))
     return layout, source, tuple(stripped)
 
 
@@ -206,7 +205,7 @@ def resolve(components, data, *, pin_traced: bool):
 def axis_layouts(layout: Layout) -> tuple[Layout, ...]:
     """`layout` as one 1-d Layout per axis (for placing an axis between two of them)."""
     return tuple(Layout((layout.shape[a],), layout.mesh, (layout.split[a],),
-                        (layout.halo[a],), (0,)) for a in range(layout.ndim))
+                        (layout.halo[a],)) for a in range(layout.ndim))
 
 
 def join_label(components, ndim: int):
@@ -245,8 +244,7 @@ def reconcile_rank(layout: Layout, data) -> Layout:
         keep = [a for a in range(layout.ndim) if a not in dropped]
         if tuple(physical_shape[a] for a in keep) == shape:
             return Layout(tuple(layout.shape[a] for a in keep), layout.mesh,
-                          tuple(layout.split[a] for a in keep), tuple(layout.halo[a] for a in keep),
-                          tuple(range(len(keep))))
+                          tuple(layout.split[a] for a in keep), tuple(layout.halo[a] for a in keep))
     raise ValueError(f"data of shape {shape} is not {layout!r} with axes removed")
 
 

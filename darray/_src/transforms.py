@@ -79,7 +79,7 @@ def _with_batch_axis_leaf(leaf, names, out_axes):
     for name in names:
         parts *= mesh.shape[name]
     split = names if names and data.shape[axis] % parts == 0 else ()
-    axes.insert(axis, Layout((data.shape[axis],), mesh, (split,), ((0, 0),), (0,)))
+    axes.insert(axis, Layout((data.shape[axis],), mesh, (split,), ((0, 0),)))
     resolved = rebuilt.resolve(tuple(axes), data, pin_traced=True)
     if resolved is None:
         return leaf

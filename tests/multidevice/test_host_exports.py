@@ -103,13 +103,22 @@ def test_pickle_of_scalars_and_default_placement():
 def test_unpickle_without_the_devices_says_why():
     x = _x()
     fn, args = x.__reduce__()
-    version, blocks, shape, split, halo, order, (ids, platform, names, sizes) = args
+    version, blocks, shape, split, halo, (ids, platform, names, sizes) = args
+    assert version == 2
     missing = tuple(i + 1000 for i in ids)
     with pytest.raises(ValueError, match=r"no cpu device with id \[1000"):
-        fn(version, blocks, shape, split, halo, order, (missing, platform, names, sizes))
+        fn(version, blocks, shape, split, halo, (missing, platform, names, sizes))
     with pytest.raises(ValueError, match="format 99"):
-        fn(99, blocks, shape, split, halo, order, (ids, platform, names, sizes))
+        fn(99, blocks, shape, split, halo, (ids, platform, names, sizes))
     assert fn is array_module._unpickle
+
+
+def test_unpickle_reads_format_1_with_its_identity_axis_order():
+    x = _x()
+    _, (_, blocks, shape, split, halo, where) = x.__reduce__()
+    old = array_module._unpickle(1, blocks, shape, split, halo, tuple(range(len(shape))), where)
+    assert old.layout == x.layout and old.data.sharding.spec == x.layout.spec
+    np.testing.assert_array_equal(np.asarray(old), np.asarray(x))
 
 
 def test_pickle_under_jit_is_refused():

@@ -204,8 +204,7 @@ def _result_layout(ops, shape) -> Layout:
             if s and not split[axis] and n == shape[axis] and not used.intersection(s):
                 split[axis] = tuple(s)
                 used.update(s)
-    return Layout(shape, first.mesh, tuple(split), ((0, 0),) * len(shape),
-                  tuple(range(len(shape))))
+    return Layout(shape, first.mesh, tuple(split), ((0, 0),) * len(shape))
 
 
 def _fits(a, out: Layout) -> bool:
@@ -214,8 +213,6 @@ def _fits(a, out: Layout) -> bool:
         return True
     if is_dist(a):
         return _layout_fits(a.layout, out)
-    if out.order != tuple(range(out.ndim)):
-        return False  # a transposed physical array broadcasts only against scalars
     # A replicated host/jax array broadcasts against unpadded axes only.
     off = out.ndim - np.ndim(a)
     return all(n == 1 or out.physical_shape[i + off] == out.shape[i + off]
@@ -226,7 +223,7 @@ def _layout_fits(lay: Layout, out: Layout) -> bool:
     """Same split for full-length axes, unsplit length-1 axes, no halo, same mesh."""
     if lay == out:
         return True
-    if lay.has_halo or lay.mesh != out.mesh or out.order != tuple(range(out.ndim)):
+    if lay.has_halo or lay.mesh != out.mesh:
         return False
     off = out.ndim - lay.ndim
     return all((n == 1 and not s) or (n == out.shape[i + off] and s == out.split[i + off])

@@ -182,8 +182,6 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
     if len(args) == 3 and (args[2].ndim != 1 or args[2].shape != x1.shape):
         raise ValueError(f"searchsorted: sorter must have x1's shape {x1.shape}, got "
                          f"{args[2].shape}")
-    if x2.layout.order != tuple(range(x2.ndim)):
-        x2 = compaction.plain_like(x2, x2.layout.split)
     fn, out = _searchsorted_fn(x1.layout, x2.layout,
                                args[2].layout if len(args) == 3 else None, side)
     return DistArray._new(fn(x1.data, x2.data, *[a.data for a in args[2:]]), out)

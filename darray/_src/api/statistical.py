@@ -40,7 +40,7 @@ def plain(x: DistArray) -> DistArray:
         return x
     from darray._src.api.creation import redistribute
     lay = x.layout
-    target = Layout(lay.shape, lay.mesh, lay.split, ((0, 0),) * lay.ndim, tuple(range(lay.ndim)))
+    target = Layout(lay.shape, lay.mesh, lay.split, ((0, 0),) * lay.ndim)
     return redistribute(x, target, None)
 
 
@@ -54,7 +54,7 @@ def reduced_layout(layout: Layout, axes, keepdims: bool) -> Layout:
         shape = tuple(n for a, n in enumerate(layout.shape) if a not in axes)
         split = tuple(s for a, s in enumerate(layout.split) if a not in axes)
     nd = len(shape)
-    return Layout(shape, layout.mesh, split, ((0, 0),) * nd, tuple(range(nd)))
+    return Layout(shape, layout.mesh, split, ((0, 0),) * nd)
 
 
 def reduce(x, kernel, axis, keepdims: bool, *extra, fname: str, category: str = "any",
@@ -335,8 +335,7 @@ def _cumulative(x, axis, dtype, include_initial, op):
     if include_initial:
         shape = list(x.shape)
         shape[axis] += 1
-        out = Layout(tuple(shape), x.mesh, x.layout.split, ((0, 0),) * x.ndim,
-                     tuple(range(x.ndim)))
+        out = Layout(tuple(shape), x.mesh, x.layout.split, ((0, 0),) * x.ndim)
         return apply_logical(_with_initial, [x], out, static=(axis, dtype, op))
     return run_physical(_cumulative_kernel, [x], x.layout, static=(x.layout, axis, dtype, op))
 

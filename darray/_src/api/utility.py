@@ -78,6 +78,6 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None) -> DistArray:
     length = x.shape[axis] + sum(e.shape[axis] if getattr(e, "ndim", 0) else 1 for e in extras)
     shape = x.shape[:axis] + (max(length - n, 0),) + x.shape[axis + 1:]
     lay = x.layout
-    out = Layout(shape, lay.mesh, lay.split, ((0, 0),) * x.ndim, tuple(range(x.ndim)))
+    out = Layout(shape, lay.mesh, lay.split, ((0, 0),) * x.ndim)
     return apply_logical(_diff_fn, [plain(x)] + extras, out,
                          static=(axis, n, prepend is not None, append is not None))

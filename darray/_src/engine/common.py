@@ -210,9 +210,9 @@ def normalize_axes(axes, ndim: int, argname: str = "axis") -> tuple[int, ...]:
 
 
 def is_plain(layout: Layout) -> bool:
-    """No ghosts and natural axis order: physical index i along any axis is logical index i
-    (padding sits at the end of each split axis), so physical kernels may index directly."""
-    return not layout.has_halo and layout.order == tuple(range(layout.ndim))
+    """No ghosts: physical index i along any axis is logical index i (padding sits at the end
+    of each split axis), so physical kernels may index directly."""
+    return not layout.has_halo
 
 
 def make_out_layout(mesh, shape, split) -> Layout:
@@ -227,7 +227,7 @@ def make_out_layout(mesh, shape, split) -> Layout:
         seen.update(s)
         clean.append(s)
     n = len(shape)
-    return Layout(tuple(int(d) for d in shape), mesh, tuple(clean), ((0, 0),) * n, tuple(range(n)))
+    return Layout(tuple(int(d) for d in shape), mesh, tuple(clean), ((0, 0),) * n)
 
 
 def default_layout(shape, like: Layout) -> Layout:

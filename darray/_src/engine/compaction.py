@@ -51,7 +51,7 @@ def plain_like(arr: DistArray, spec) -> DistArray:
     from darray._src.engine.placing import asarray
     lay = arr.layout
     spec = tuple(tuple(s) for s in spec)
-    if not lay.has_halo and lay.order == tuple(range(lay.ndim)) and lay.split == spec:
+    if not lay.has_halo and lay.split == spec:
         return arr
     return asarray(arr, mesh=arr.mesh, spec=tuple(spec))
 
@@ -173,7 +173,7 @@ def exact_read(fn: Callable, a, *ops):
 def _out_layout(mesh, count, names, rest_shape=(), rest_split=()) -> Layout:
     shape = (count,) + tuple(rest_shape)
     split = (tuple(names),) + tuple(tuple(s) for s in rest_split)
-    return Layout(shape, mesh, split, ((0, 0),) * len(shape), tuple(range(len(shape))))
+    return Layout(shape, mesh, split, ((0, 0),) * len(shape))
 
 
 @program_cache(COMPACTION)
@@ -251,8 +251,7 @@ def compact(mask: DistArray, payloads: Sequence[DistArray] = (), *, with_indices
     # the mask's split must match the payloads' leading split; choose the first payload's
     mask_spec = payloads[0].layout.split[:mask.ndim] if payloads else mask_spec
     mask = plain_like(mask, mask_spec)
-    payloads = [p if p.layout.order == tuple(range(p.ndim)) and
-                p.layout.split[:mask.ndim] == mask.layout.split
+    payloads = [p if p.layout.split[:mask.ndim] == mask.layout.split
                 else plain_like(p, tuple(mask.layout.split) + tuple(p.layout.split[mask.ndim:]))
                 for p in payloads]
     if count == 0:
@@ -328,8 +327,6 @@ def expand(x: DistArray, mask: DistArray, values) -> DistArray:
     if not ok:
         raise ValueError(f"value of shape {vshape} cannot be broadcast to the {count} selected "
                          f"cells of shape {(count,) + rest}")
-    if x.layout.order != tuple(range(x.ndim)):
-        x = plain_like(x, x.layout.split)
     mask = plain_like(mask, x.layout.split[:mask.ndim])
     if count == 0:
         return plain_like(x, x.layout.split)
@@ -371,8 +368,6 @@ def blockwise_with_whole(fn: Callable, x: DistArray, whole: Sequence[DistArray],
     """fn(x_block, *whole_arrays, *static) on each device's ghost-free block of x, the `whole`
     arrays replicated to every device; output in x's layout without ghosts. Inside shard_map,
     so a data-dependent kernel (a search, a membership test) is never partitioned by XLA."""
-    if x.layout.order != tuple(range(x.ndim)):
-        x = plain_like(x, x.layout.split)
     jitted, out = _blockwise_fn(fn, x.layout, tuple(a.layout for a in whole), static)
     return DistArray._new(jitted(x.data, *[a.data for a in whole]), out)
 

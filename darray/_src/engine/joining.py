@@ -39,7 +39,7 @@ from darray._src.program_cache import MEDIUM, program_cache
 def _goes_in_directly(lay: Layout, split) -> bool:
     """An input whose blocks already sit where the output's split wants them: only ghost cells,
     if any, need dropping (locally)."""
-    return lay.split == tuple(split) and lay.order == tuple(range(lay.ndim))
+    return lay.split == tuple(split)
 
 
 def _strip_ghosts(block, lay: Layout):
@@ -214,7 +214,7 @@ def _run(kind: str, arrays, split, out: Layout, axis: int, dtype) -> DistArray:
     in_layouts = tuple(a.layout for a in arrays)
     n = len(split)
     targets = tuple(None if _goes_in_directly(lay, split) else
-                    Layout(lay.shape, out.mesh, tuple(split), ((0, 0),) * n, tuple(range(n)))
+                    Layout(lay.shape, out.mesh, tuple(split), ((0, 0),) * n)
                     for lay in in_layouts)
     fn = _join_fn(kind, in_layouts, targets, out, axis, jnp.dtype(dtype))
     return DistArray._new(fn(*[a.data for a in arrays]), out)

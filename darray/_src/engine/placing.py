@@ -87,7 +87,7 @@ def redistribute(x: DistArray, layout: Layout, dtype=None) -> DistArray:
         return created(_from_jax(layout, dtype)(x.to_jax()), layout)
     if x.mesh.size == layout.mesh.size:
         proxy_mesh = _proxy_mesh(x.mesh, layout.mesh)
-        proxy = Layout(layout.shape, proxy_mesh, layout.split, layout.halo, layout.order)
+        proxy = Layout(layout.shape, proxy_mesh, layout.split, layout.halo)
         data = x.data
         if proxy != x.layout or (dtype is not None and dtype != x.dtype):
             data = _redistribute_fn(x.layout, proxy, dtype)(data)

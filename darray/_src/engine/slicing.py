@@ -169,7 +169,7 @@ def value_layout(lay: Layout, plan) -> Layout:
             shape.append(_slice_geometry(lay, a, p)[2])
             split.append(lay.split[a])
     n = len(shape)
-    return Layout(tuple(shape), lay.mesh, tuple(split), ((0, 0),) * n, tuple(range(n)))
+    return Layout(tuple(shape), lay.mesh, tuple(split), ((0, 0),) * n)
 
 
 def _scatter_split_slice(vblock, lay: Layout, axis: int, p):

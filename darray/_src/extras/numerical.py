@@ -147,8 +147,7 @@ def einsum(subscripts, /, *operands) -> DistArray:
         if op.layout.split != target or op.mesh != mesh:
             from darray._src.api.creation import redistribute
             nd = op.ndim
-            op = redistribute(op, Layout(op.shape, mesh, target, ((0, 0),) * nd,
-                                          tuple(range(nd))), None)
+            op = redistribute(op, Layout(op.shape, mesh, target, ((0, 0),) * nd), None)
         placed.append(op)
     sizes = {lab: n for op, t in zip(placed, terms) for lab, n in zip(t, op.shape) if n != 1}
     shape = tuple(sizes.get(lab, 1) for lab in out)

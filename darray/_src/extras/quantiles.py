@@ -86,7 +86,7 @@ def quantile(x, /, q, axis=None, *, method="linear", keepdims=False, out=None,
     red = reduced_layout(x.layout, axes, keepdims)
     k = qa.ndim
     out_layout = Layout(qa.shape + red.shape, red.mesh, ((),) * k + red.split,
-                        ((0, 0),) * (k + red.ndim), tuple(range(k + red.ndim)))
+                        ((0, 0),) * (k + red.ndim))
     static = (tuple(qa.ravel().tolist()), qa.shape, axes, bool(keepdims), method)
     # every reduced lane is whole on its device now, padding only on kept axes
     return run_physical(_quantile_kernel, [x], out_layout, static=static)

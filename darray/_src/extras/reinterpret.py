@@ -40,7 +40,7 @@ def _reinterpreted(x: DistArray, dtype: np.dtype) -> DistArray:
     shape = x.shape[:-1] + (last // new,)
     if not lay.split[-1] and not lay.has_halo:
         # an unsplit last axis is whole on every device: each device reinterprets its block
-        out = Layout(shape, lay.mesh, lay.split, lay.halo, lay.order)
+        out = Layout(shape, lay.mesh, lay.split, lay.halo)
         return run_physical(_bytes_as, [x], out, static=(dtype,))
     # a split last axis: the partitioner moves the cells whose items straddle blocks
     out = make_out_layout(lay.mesh, shape, lay.split)

@@ -351,7 +351,7 @@ def find_plan(layout: Layout, axes, kind, inverse, sizes, kernels=(),
         raise ValueError(f"kind={kind!r}; expected one of ('c2c', 'r2c', 'c2r', 'r2r')")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy={strategy!r} is not accepted; use one of {STRATEGIES}")
-    if layout.has_halo or layout.order != tuple(range(layout.ndim)):
+    if layout.has_halo:
         return None
     if (kind == "r2r" and not kernels) or (kernels and len(kernels) != len(axes)):
         raise ValueError(f"kernels={kernels!r}: r2r needs one kernel per axis of {axes}; "
@@ -413,7 +413,7 @@ def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
 def no_plan_error(layout: Layout, axes, what: str = "plan_fft") -> PlanError:
     """The PlanError for a request `find_plan` has no plan for, saying why and what to do."""
     axes = tuple(axes)
-    if layout.has_halo or layout.order != tuple(range(layout.ndim)):
+    if layout.has_halo:
         fix = "; drop the halo first (x.unhalo())" if layout.has_halo else ""
         return PlanError(f"{what}: a plan needs a layout without halo in natural axis order, "
                          f"got {layout!r}{fix}")
