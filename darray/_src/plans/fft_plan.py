@@ -163,104 +163,143 @@ def _out_lengths(shape, axes, kind, sizes):
     return out
 
 
-def _greedy(layout: Layout, axes, kind, inverse, sizes, kernels=()) -> Plan | None:
+def greedy_plan(layout: Layout, axes, kind, inverse, sizes, kernels=()) -> Plan | None:
     """The forward rule (module docstring, rules 1-2) applied to any kind; None where it gets
     stuck: every array axis is split, so no split can move out of a pending axis's way."""
-    kernel_of = dict(zip(axes, kernels))
-    ndim = layout.ndim
-    shape = list(layout.shape)
-    split = [tuple(s) for s in layout.split]
-    mesh_sizes = layout.mesh_shape
-    size_of = dict(zip(axes, sizes))
-    last = axes[-1]
-    pending = list(axes)
-    done: list[int] = []
-    origin = {s: a for a, s in enumerate(split) if s}  # mesh group -> axis it started on
-    stages: list[Stage] = []
+    return GreedyPlanner(layout, axes, kind, inverse, sizes, kernels).plan()
 
-    def parts(group):
+
+class GreedyPlanner:
+    """One greedy plan in the making. The state is the split of every array axis, the axis
+    lengths, the transform axes still pending and those done, and the stages so far; each
+    rule of the module docstring is one method, tested alone in
+    tests/unit/test_fft_plan_rules.py."""
+
+    def __init__(self, layout: Layout, axes, kind, inverse, sizes, kernels=()):
+        self.layout, self.axes, self.kind, self.inverse = layout, tuple(axes), kind, inverse
+        self.sizes, self.kernels = tuple(sizes), tuple(kernels)
+        self.kernel_of = dict(zip(self.axes, self.kernels))
+        self.size_of = dict(zip(self.axes, self.sizes))
+        self.last = self.axes[-1]
+        self.shape = list(layout.shape)
+        self.split = [tuple(s) for s in layout.split]
+        self.pending = list(self.axes)
+        self.done: list[int] = []
+        self.origin = {s: a for a, s in enumerate(self.split) if s}  # group -> its first axis
+        self.stages: list[Stage] = []
+        self.rotation = self.rotation_rule()
+
+    # -- the rules ---------------------------------------------------------------------------
+    def parts(self, group) -> int:
         p = 1
         for name in group:
-            p *= mesh_sizes[name]
+            p *= self.layout.mesh_shape[name]
         return p
 
-    def allowed(a):
-        if kind == "r2c" and last in pending:
-            return a == last
-        if kind == "c2r" and a == last:
-            return pending == [last]
+    def allowed(self, axis: int) -> bool:
+        """Rule 2: r2c transforms the last axis before any other; c2r transforms it last."""
+        if self.kind == "r2c" and self.last in self.pending:
+            return axis == self.last
+        if self.kind == "c2r" and axis == self.last:
+            return self.pending == [self.last]
         return True
 
-    def move(src, dst):
-        group = split[src]
-        stages.append(Transpose(group, src, dst, shape[src], shape[dst], parts(group)))
-        split[dst], split[src] = group, ()
+    def rotation_rule(self) -> dict[int, int] | None:
+        """Rule 1 as a bijection: when some transform axis starts unsplit, the splits of the
+        transform axes rotate by one place (axes[i] -> axes[i+1], cyclically). Each split
+        axis moves exactly once (the fewest all-to-alls possible) and distinct layouts never
+        share a k-space layout, so the inverse can always retrace its way back (rule 3). Not
+        for c2r (it retraces), nor for r2c whose last axis starts split."""
+        if self.kind not in ("c2c", "r2c", "r2r"):
+            return None
+        if self.kind == "r2c" and self.split[self.last]:
+            return None
+        return rotation_targets(self.layout, self.axes)
 
-    def nearest(src, candidates):
-        # Least padding first (a halved r2c axis is rarely divisible), then the nearest axis;
-        # ties go to the higher axis (slab k-space of an axis-0 slab lands on axis 1).
-        p = parts(split[src])
-        return min(candidates, key=lambda a: (-shape[a] % p, abs(a - src), -a),
+    def nearest(self, src: int, candidates) -> int | None:
+        """Least padding first (a halved r2c axis is rarely divisible), then the nearest axis;
+        ties go to the higher axis (slab k-space of an axis-0 slab lands on axis 1)."""
+        p = self.parts(self.split[src])
+        return min(candidates, key=lambda a: (-self.shape[a] % p, abs(a - src), -a),
                    default=None)
 
-    # Rule 1 as a bijection: when some transform axis starts unsplit, the splits of the
-    # transform axes rotate by one place (axes[i] -> axes[i+1], cyclically). Each split axis moves
-    # exactly once (the fewest all-to-alls possible) and distinct layouts never share a k-space
-    # layout, so the inverse can always retrace its way back (rule 3).
-    rotation = rotation_targets(layout, axes) if kind in ("c2c", "r2c", "r2r") else None
-    if kind == "r2c" and split[last]:
-        rotation = None
-    while pending:
-        ready = [a for a in pending if not split[a] and allowed(a)]
-        if ready:
-            if kind == "r2c" and last in ready:
-                stages.append(LocalFFT((last,), "r2c", False, (size_of[last],),
-                                       real_kernel(kernel_of, last)))
-                ready = [last]
-            elif kind == "c2r" and last in ready:
-                stages.append(LocalFFT((last,), "c2r", True, (size_of[last],),
-                                       real_kernel(kernel_of, last)))
-                ready = [last]
-            else:
-                ready = [a for a in axes if a in ready]
-                stages.append(LocalFFT(tuple(ready), "r2r" if kind == "r2r" else "c2c",
-                                       inverse, tuple(size_of[a] for a in ready),
-                                       tuple(kernel_of[a] for a in ready) if kernels else ()))
-            for a in ready:
-                pending.remove(a)
-                done.append(a)
-                shape[a] = _out_lengths(shape, axes, kind, sizes)[a]
-            continue
-        # Every pending axis we may transform now is split: move one split out of the way.
-        srcs = [a for a in pending if split[a] and allowed(a)]
-        src = max(srcs)
-        unsplit = [a for a in range(ndim) if not split[a] and a != src]
-        dst = None
-        if rotation:
-            movable = [a for a in srcs if rotation[a] in done and not split[rotation[a]]]
+    def destination(self, src: int) -> int | None:
+        """Rule 1 when nothing rotates: the nearest unsplit axis, transformed ones first,
+        then batch axes, then pending ones; None when every other axis is split."""
+        unsplit = [a for a in range(self.layout.ndim) if not self.split[a] and a != src]
+        for pool in ([a for a in unsplit if a in self.done],
+                     [a for a in unsplit if a not in self.axes],
+                     [a for a in unsplit if a in self.pending]):
+            dst = self.nearest(src, pool)
+            if dst is not None:
+                return dst
+        return None
+
+    # -- the stages --------------------------------------------------------------------------
+    def move(self, src: int, dst: int) -> None:
+        group = self.split[src]
+        self.stages.append(Transpose(group, src, dst, self.shape[src], self.shape[dst],
+                                     self.parts(group)))
+        self.split[dst], self.split[src] = group, ()
+
+    def transform_local(self, ready: list[int]) -> None:
+        """One local stage over the ready axes (rule 2's real axis alone)."""
+        kind, last = self.kind, self.last
+        if kind in ("r2c", "c2r") and last in ready:
+            self.stages.append(LocalFFT((last,), kind, kind == "c2r", (self.size_of[last],),
+                                        real_kernel(self.kernel_of, last)))
+            ready = [last]
+        else:
+            ready = [a for a in self.axes if a in ready]
+            self.stages.append(LocalFFT(
+                tuple(ready), "r2r" if kind == "r2r" else "c2c", self.inverse,
+                tuple(self.size_of[a] for a in ready),
+                tuple(self.kernel_of[a] for a in ready) if self.kernels else ()))
+        lengths = _out_lengths(self.shape, self.axes, kind, self.sizes)
+        for a in ready:
+            self.pending.remove(a)
+            self.done.append(a)
+            self.shape[a] = lengths[a]
+
+    def make_room(self) -> bool:
+        """Every pending axis that may be transformed now is split: move one split away (by
+        the rotation if it applies, else to `destination`). False when stuck."""
+        srcs = [a for a in self.pending if self.split[a] and self.allowed(a)]
+        if self.rotation:
+            movable = [a for a in srcs if self.rotation[a] in self.done
+                       and not self.split[self.rotation[a]]]
             if movable:
                 src = max(movable)
-                move(src, rotation[src])
-                continue
-        for pool in ([a for a in unsplit if a in done], [a for a in unsplit if a not in axes],
-                     [a for a in unsplit if a in pending]):
-            if dst is None:
-                dst = nearest(src, pool)
+                self.move(src, self.rotation[src])
+                return True
+        src = max(srcs)
+        dst = self.destination(src)
         if dst is None:
-            return None
-        move(src, dst)
+            return False
+        self.move(src, dst)
+        return True
 
-    # Hand borrowed batch axes back: only transform axes may change their split.
-    for a in range(ndim):
-        if split[a] and a not in axes and origin.get(split[a]) != a:
-            home = origin.get(split[a])
-            if home is None or split[home]:  # home taken: any free transform axis will do
-                home = nearest(a, [b for b in axes if not split[b]])
-            if home is not None:
-                move(a, home)
+    def hand_back(self) -> None:
+        """Rule 1's last clause: only transform axes may change their split, so a batch axis
+        that borrowed a split returns it home (or, home taken, to any free transform axis)."""
+        for a in range(self.layout.ndim):
+            if self.split[a] and a not in self.axes and self.origin.get(self.split[a]) != a:
+                home = self.origin.get(self.split[a])
+                if home is None or self.split[home]:
+                    home = self.nearest(a, [b for b in self.axes if not self.split[b]])
+                if home is not None:
+                    self.move(a, home)
 
-    out = Layout.create(tuple(shape), layout.mesh, _spec(split))
-    return Plan(layout, out, tuple(stages))
+    def plan(self) -> Plan | None:
+        while self.pending:
+            ready = [a for a in self.pending if not self.split[a] and self.allowed(a)]
+            if ready:
+                self.transform_local(ready)
+            elif not self.make_room():
+                return None
+        self.hand_back()
+        out = Layout.create(tuple(self.shape), self.layout.mesh, spec_of(self.split))
+        return Plan(self.layout, out, tuple(self.stages))
 
 
 def real_kernel(kernel_of, axis) -> tuple:
@@ -279,11 +318,11 @@ def rotation_targets(layout: Layout, axes) -> dict[int, int] | None:
     return {a: order[(i + 1) % len(order)] for i, a in enumerate(order) if layout.split[a]}
 
 
-def _spec(split):
+def spec_of(split):
     return tuple(None if not s else (s[0] if len(s) == 1 else s) for s in split)
 
 
-def _reverse(plan: Plan, kind: str, sizes=None, kernels=None) -> Plan:
+def reverse_plan(plan: Plan, kind: str, sizes=None, kernels=None) -> Plan:
     """The inverse of a forward plan: stages in reverse order, each undone. For r2r the local
     stages run the inverse call's own kernels and output lengths (`kernels`, `sizes` keyed
     by axis)."""

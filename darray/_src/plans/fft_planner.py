@@ -44,11 +44,11 @@ from darray._src.plans.fft_plan import (
     Plan,
     PlanError,
     Transpose,
-    _greedy,
-    _reverse,
-    _spec,
     apply_stage,
+    greedy_plan,
     real_kernel,
+    reverse_plan,
+    spec_of,
 )
 
 STRATEGIES = ("auto", "pencil")
@@ -137,7 +137,7 @@ def _merged(layout: Layout, axes, kind, inverse, sizes, kernels) -> list[Plan]:
             shape[s] = size_of[s]
         out_split[t] = group
         last_stage = _local([a for a in axes if a in busy], kind, inverse, size_of, kernel_of)
-        out = Layout.create(tuple(shape), layout.mesh, _spec(out_split))
+        out = Layout.create(tuple(shape), layout.mesh, spec_of(out_split))
         plans.append(Plan(layout, out, tuple(first) + (Merge(moves), last_stage)))
     return plans
 
@@ -172,8 +172,8 @@ def _folded(layout: Layout, axes, kind, inverse, sizes, kernels) -> list[Plan]:
             fold = Transpose(g, a, h, layout.shape[a], layout.shape[h], p, 1, keep)
             mid_split = list(split)
             apply_stage(mid_split, fold)
-            mid = Layout.create(layout.shape, layout.mesh, _spec(mid_split))
-            inner = _greedy(mid, axes, kind, inverse, sizes, kernels)
+            mid = Layout.create(layout.shape, layout.mesh, spec_of(mid_split))
+            inner = greedy_plan(mid, axes, kind, inverse, sizes, kernels)
             if inner is None:
                 continue
             back = _hand_back(inner.out_layout, mid_split)
@@ -211,7 +211,7 @@ def _hand_back(layout: Layout, target_split) -> tuple | None:
 def candidates(layout, axes, kind, inverse, sizes, kernels, strategy) -> list[Plan]:
     """Every plan of the shapes above for this request, cheapest first (stable on ties)."""
     plans = []
-    greedy = _greedy(layout, axes, kind, inverse, sizes, kernels)
+    greedy = greedy_plan(layout, axes, kind, inverse, sizes, kernels)
     if greedy is not None:
         plans.append(greedy)
     if strategy == "auto":
@@ -244,7 +244,7 @@ def _preimages(layout: Layout, axes, out_shape):
             key = tuple(split)
             if key not in seen:
                 seen.add(key)
-                yield Layout.create(out_shape, layout.mesh, _spec(split))
+                yield Layout.create(out_shape, layout.mesh, spec_of(split))
 
 
 def _preference(layout: Layout) -> tuple:
@@ -328,14 +328,14 @@ def _without_size_one(layout: Layout, axes, kind, inverse, sizes, kernels) -> Pl
     ones = _size_one_names(layout)
     kept = [tuple(n for n in group if n not in ones) for group in layout.split]
     held = [tuple(n for n in group if n in ones) for group in layout.split]
-    bare = Layout.create(layout.shape, layout.mesh, _spec(kept))
+    bare = Layout.create(layout.shape, layout.mesh, spec_of(kept))
     inner = find_plan(bare, axes, kind, inverse, sizes, kernels, "auto")
     if inner is None:
         return None
     # Stages name only real mesh axes; with the size-1 names major-most, every stage still
     # takes its group from the end of the source axis's split (plan.apply_stage's rule).
     out_split = [h + tuple(s) for h, s in zip(held, inner.out_layout.split)]
-    out = Layout.create(inner.out_layout.shape, layout.mesh, _spec(out_split))
+    out = Layout.create(inner.out_layout.shape, layout.mesh, spec_of(out_split))
     return Plan(layout, out, inner.stages)
 
 
@@ -362,7 +362,7 @@ def find_plan(layout: Layout, axes, kind, inverse, sizes, kernels=(),
     if kind == "c2r" or (kind in ("c2c", "r2r") and inverse):
         forward = _retrace(layout, axes, kind, sizes, kernels, strategy)
         if forward is not None:
-            return _reverse(forward, kind, dict(zip(axes, sizes)), dict(zip(axes, kernels)))
+            return reverse_plan(forward, kind, dict(zip(axes, sizes)), dict(zip(axes, kernels)))
     plans = candidates(layout, axes, kind, inverse, sizes, kernels, strategy)
     if not plans:
         return None
