@@ -350,7 +350,7 @@ def power_spectrum(field, other=None, *, box=None, s=None, edges=None, dk=None, 
       split it. Never a gather of the grid. Works under jit and grad.
     """
     fname = "darray.cosmo.power_spectrum"
-    fields = [field] if other is None else [field, other]
+    fields = [field] if other is None or other is field else [field, other]
     spectra, lengths = _spectra(fields, s, fname)
     box = _box(box, lengths, fname)
     e = _edges(edges, dk, lengths, box, fname)
