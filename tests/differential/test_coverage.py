@@ -10,6 +10,7 @@ import darray
 EXCLUDED = {
     "build_info": "reports the native build, no array",
     "config_context": "configuration, no array (tests/unit)",
+    "record_backends": "a log of backend selections, no array (test_route_backends.py)",
     "get_config": "configuration, no array",
     "set_config": "configuration, no array",
     "default_mesh": "returns a mesh, no array",
