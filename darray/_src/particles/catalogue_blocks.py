@@ -136,6 +136,7 @@ def corners(route: Route, scheme: Scheme, pos, valid):
             flat = flat * block[axis] + cell
             w = weights[axis][j]
             weight = w if weight is None else weight * w
+        assert weight is not None  # route.ndim >= 1: pos has at least one coordinate
         yield jnp.where(valid, flat, 0), jnp.where(valid, weight, 0)
 
 
