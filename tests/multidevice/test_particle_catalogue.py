@@ -85,7 +85,7 @@ def test_paint_matches_numpy(scheme, shape, m):
     assert abs(float(darray.sum(rho)) - mass.sum()) < 1e-12 * mass.sum()
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("scheme", ["cic", "tsc", pytest.param("ngp", marks=pytest.mark.slow)])
 def test_readout_matches_numpy(scheme):
     shape, m = (13, 10, 7), 777
     rng = np.random.default_rng(2)
@@ -104,7 +104,7 @@ def test_readout_matches_numpy(scheme):
 
 @pytest.mark.parametrize("mesh_shape, names, pos_spec, grid_spec", [
     ((8,), ("d",), ("d",), ("d",)),
-    ((4, 2), ("x", "y"), (("y", "x"),), ("x", "y")),
+    pytest.param((4, 2), ("x", "y"), (("y", "x"),), ("x", "y"), marks=pytest.mark.slow),
     ((2, 4), ("x", "y"), (ALL,), (None, "y")),       # the grid replicated over x: a psum
     ((2, 4), ("x", "y"), ("x",), ("y", None, "x")),  # pos's rows replicated over y
 ])
