@@ -7,8 +7,9 @@
    `darray.particles.paint_catalogue` (cloud in cell, ``box=1.0``), ``rfftn``, the force
    ``i k delta_k / k^2``, three ``irfftn`` and `darray.particles.readout_catalogue`. Every
    particle is routed to the device owning its cell of the fine mesh, so particles migrate
-   between devices as they move (Zel'dovich initial velocities). The steps run under ``jax.jit`` with a static capacity,
-   learned from an eager call and raised by the documented retry when a step needs more.
+   between devices as they move (Zel'dovich initial velocities). The steps run under
+   ``jax.jit`` with a static capacity, learned from an eager call and raised by the
+   documented retry when a step needs more.
 3. The same three steps on one device in plain jax.numpy (float64).
 
 Checks: the distributed positions equal the jax.numpy run (to 1e-9 of a fine cell); the
@@ -80,8 +81,8 @@ def forces(pos, n_mesh, capacity):
 
 @functools.partial(jax.jit, static_argnames=("n_mesh", "capacity"))
 def kdk_step(pos, vel, n_mesh, capacity):
-    """One kick-drift-kick step (unit time step); returns the new state, the painted mass, the sum of the
-    forces and the capacity the step needed."""
+    """One kick-drift-kick step (unit time step); returns the new state, the painted mass,
+    the sum of the forces and the capacity the step needed."""
     force, rho, need_a = forces(pos, n_mesh, capacity)
     vel = vel + KICK * force
     pos = pos + vel
