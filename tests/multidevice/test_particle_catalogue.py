@@ -341,3 +341,12 @@ def test_non_finite_position_names_the_row():
         paint_catalogue(place(host), (8, 8, 8))
     with pytest.raises(ParticleError, match="non-finite coordinate in row 37"):
         readout_catalogue(place(np.ones((8, 8, 8)), ALL), place(host))
+
+
+def test_empty_catalogue():
+    pos = place(np.zeros((0, 3)))
+    rho = paint_catalogue(pos, (8, 6, 5), scheme="tsc")
+    assert_layout(rho, mesh24(), ALL, (8, 6, 5))
+    np.testing.assert_array_equal(np.asarray(rho), np.zeros((8, 6, 5)))
+    got = readout_catalogue(place(np.ones((8, 6, 5, 2)), ALL), pos)
+    assert got.shape == (0, 2) and got.layout == pos.layout.with_shape((0, 2))

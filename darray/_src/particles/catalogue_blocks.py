@@ -151,7 +151,7 @@ def route_out(route: Route, scheme: Scheme, pos, ok, *payload):
 
 
 def first_nan(route: Route, valid, row, finite):
-    bad = jnp.min(jnp.where(valid & ~finite, row, dep.NO_NAN))
+    bad = jnp.min(jnp.where(valid & ~finite, row, dep.NO_NAN), initial=dep.NO_NAN)  # M = 0
     return jax.lax.pmin(bad, route.names)
 
 
