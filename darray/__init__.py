@@ -211,7 +211,8 @@ from darray._src.extras.stencils import gradient as gradient
 from darray._src.extras.stencils import pad as pad
 
 # isort: split
-# -- submodules: the fft and linalg extensions, random fields, particles, multi-process -----
+# -- submodules: fft, linalg, random fields, particles, cosmology, multi-process ------------
+from darray import cosmo as cosmo
 from darray import distributed as distributed
 from darray import errors as errors
 from darray import fft as fft

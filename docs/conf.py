@@ -68,8 +68,9 @@ PUBLIC_MODULES = {
     "darray.jaxdecomp": "jaxDecomp 0.3's public array API on darray (see Coming from jaxDecomp).",
     "darray.jaxdecomp.fft": "jaxDecomp's fft submodule: pfft3d, pifft3d, prfft3d, pirfft3d.",
     "darray.particles": "Particle-mesh painting, interpolation and mass-assignment windows.",
+    "darray.cosmo": "Power and energy spectra, Gaussian initial conditions, 1LPT and 2LPT.",
 }
-SUBMODULES = {"fft", "linalg", "random", "distributed", "errors", "particles"}
+SUBMODULES = {"fft", "linalg", "random", "distributed", "errors", "particles", "cosmo"}
 
 
 def public_names(module):

@@ -1,15 +1,17 @@
 """A cosmological particle-mesh simulation on darray.particles, and a differentiable universe.
 
 1. Initial conditions: a Gaussian linear density field with the Eisenstein-Hu (1998) no-wiggle
-   power spectrum (Omega_m = 0.3, h = 0.7, n_s = 0.96, sigma_8 = 0.8), one particle per cell
-   displaced by the Zel'dovich approximation at a = 0.1, with growing-mode momenta.
+   power spectrum (Omega_m = 0.3, h = 0.7, n_s = 0.96, sigma_8 = 0.8) from
+   `darray.cosmo.gaussian_field`, one particle per cell displaced by second-order Lagrangian
+   perturbation theory (`darray.cosmo.lpt2`, D2 = -3/7 D1^2) at a = 0.1, with growing-mode
+   momenta.
 2. Kick-drift-kick leapfrog in the scale factor a to a = 1 (JaxPM's equations: dx/da =
    p / (a^3 E), dp/da = 1.5 Omega_m F / (a^2 E), F = -grad inverse-laplacian delta), with
    `darray.particles.paint` / `readout` (cloud in cell) and darray.fft; particles that move
    beyond the ghost cells are migrated by darray.particles, so no step loses a particle.
-3. The power spectrum of the initial and final density, |delta_k|^2 binned by |k| with
-   darray.histogram (each device bins its own block of the spectrum, then one all-reduce of
-   the bins; never a gather of the grid), against linear theory P_lin(k) D(a)^2.
+3. The power spectrum of the initial and final density with `darray.cosmo.power_spectrum`
+   (CIC window deconvolved; each device bins its own block of the spectrum, then one
+   all-reduce of the bins; never a gather of the grid), against linear theory P_lin(k) D(a)^2.
 4. A "differentiable universe": from the final density of a small box, recover the initial
    field by gradient descent through the whole simulation (darray.grad).
 
@@ -135,20 +137,6 @@ def stepper_factors(steps):
                      0.5 * da * kick(a[1:])], axis=1)
 
 
-def zeldovich_displacement(white_k, n, box):
-    """Lagrangian displacement psi (cells) of the linear field at a = 1: psi_k = i k delta_k /
-    k^2, delta_k = white noise coloured by sqrt(P(k))."""
-    ks = _common.wavenumbers(white_k.layout, (n, n, n), box=n)
-    k2 = sum(k ** 2 for k in ks)
-    k_phys = darray.sqrt(k2) * (n / box)                     # h/Mpc
-    amplitude = darray.map_blocks(
-        lambda kp: jnp.sqrt(jnp.asarray(linear_power_jax(kp)) * (n / box) ** 3), k_phys)
-    delta_k = white_k * amplitude
-    odd, inv_k2 = spectral_kernels(white_k.layout, n)
-    return darray.stack([dfft.irfftn(1j * k * inv_k2 * delta_k, s=(n, n, n)) for k in odd],
-                        axis=-1), amplitude
-
-
 _PK_TABLE = None
 
 
@@ -158,26 +146,32 @@ def linear_power_jax(k):
     return jnp.interp(jnp.log(jnp.maximum(k, 1e-6)), jnp.log(ks), pk) * (k > 0)
 
 
-# -- power spectrum by darray.histogram ---------------------------------------------------------
-def power_spectrum(delta, box, nbins):
-    """Spherically averaged P(k) of a density contrast: |delta_k|^2 binned by |k| with
-    darray.histogram (each device bins its own block of the spectrum; one all-reduce of the
-    bins, never a gather of the grid)."""
-    n = delta.shape[0]
-    delta_k = dfft.rfftn(delta)
-    ks = dfft.wavenumbers(delta_k, s=delta.shape)               # radians per cell
-    kmag = darray.sqrt(sum(k ** 2 for k in ks))
-    last = ks[-1]
-    # rfft half grid: interior planes of the last axis stand for two modes each; the mean
-    # (k = 0) and the corner beyond Nyquist are left out
-    mult = darray.where((last > 0) & (last < np.pi * 0.999), 2.0, 1.0)
-    keep = darray.astype((kmag > 0) & (kmag < np.pi), kmag.dtype) * mult
-    edges = np.linspace(0, np.pi, nbins + 1)
-    sums, counts, kw = (np.asarray(darray.histogram(kmag, bins=edges, weights=w)[0])
-                        for w in (darray.abs(delta_k) ** 2 * keep, keep, kmag * keep))
-    good = counts > 0
-    k_mean = kw[good] / counts[good] * n / box                # h/Mpc
-    return k_mean, sums[good] / counts[good] * box ** 3 / n ** 6
+# -- initial conditions and spectra from darray.cosmo -------------------------------------------
+def initial_conditions(white, box, a, order=2):
+    """(displacement, momentum) in cells at scale factor `a`: the linear field coloured by P_lin
+    (darray.cosmo.gaussian_field, given the white noise), displaced by 2LPT (Zel'dovich for
+    order=1); momenta of the growing mode, p = a^2 E(a) (f1 D1 psi1 + f2 D2 psi2)."""
+    n = white.shape
+    delta_k = darray.cosmo.gaussian_field(linear_power_jax, box=box, noise=white, fourier=True)
+    d1, f1 = growth(a)
+    if order == 1:
+        psi1 = darray.cosmo.zeldovich(delta_k, s=n)          # cell units (no box=)
+        return d1 * psi1, (a ** 2 * e_of_a(a) * f1 * d1) * psi1
+    psi1, psi2 = darray.cosmo.lpt2(delta_k, s=n)
+    d2 = -3.0 / 7.0 * d1 ** 2
+    f2 = 2.0 * (OMEGA_M / a ** 3 / e_of_a(a) ** 2) ** (6.0 / 11.0)
+    disp = d1 * psi1 + d2 * psi2
+    mom = a ** 2 * e_of_a(a) * (f1 * d1 * psi1 + f2 * d2 * psi2)
+    return disp, mom
+
+
+def power_spectrum(rho, box):
+    """P(k) of the painted density (CIC window deconvolved): darray.cosmo.power_spectrum; bins
+    centred on multiples of the fundamental 2 pi / box, up to the Nyquist wavenumber."""
+    r = darray.cosmo.power_spectrum(rho - 1.0, box=box, window="cic")
+    modes = np.asarray(r.modes)
+    good = modes > 0
+    return np.asarray(r.k)[good], np.asarray(r.power)[good]
 
 
 # -- the same simulation on one device, in plain jax.numpy ------------------------------------
@@ -220,19 +214,13 @@ def main(argv=None) -> int:
     mesh = _common.mesh_2d()
     ks_table = np.logspace(-4, 2, 2000)
     _PK_TABLE = (jnp.asarray(ks_table), jnp.asarray(linear_power(ks_table)))
-    d0, f0 = growth(A_START)
+    d0, _ = growth(A_START)
     d1, _ = growth(A_END)
 
     white = darray.random.normal(jax.random.key(2), (n, n, n), dtype=darray.float64, mesh=mesh,
                                  spec=("x", "y"))
 
-    @jax.jit
-    def initial(white):
-        psi, _ = zeldovich_displacement(dfft.rfftn(white), n, box)
-        disp = d0 * psi
-        mom = (A_START ** 2 * f0 * e_of_a(A_START)) * disp     # growing mode
-        return disp, mom
-    disp0, mom0 = initial(white)
+    disp0, mom0 = jax.jit(lambda w: initial_conditions(w, box, A_START))(white)
     print(f"displacements: {disp0!r}")
     stepper = jnp.asarray(stepper_factors(steps))
     run = jax.jit(lambda d, p: kdk(d, p, stepper, forces))
@@ -259,9 +247,8 @@ def main(argv=None) -> int:
     checks.check("layouts kept", disp.layout == disp0.layout
                  and rho.layout == white.layout)
 
-    nbins = n // 2
-    k_i, p_i = power_spectrum(rho0 - 1.0, box, nbins)
-    k_f, p_f = power_spectrum(rho - 1.0, box, nbins)
+    k_i, p_i = power_spectrum(rho0, box)
+    k_f, p_f = power_spectrum(rho, box)
     lin_i, lin_f = linear_power(k_i) * d0 ** 2, linear_power(k_f) * d1 ** 2
     large = slice(0, 3)
     growth_measured = np.mean(p_f[large] / p_i[large])
@@ -281,9 +268,8 @@ def main(argv=None) -> int:
     rec_box = 8.0 * m
 
     def final_density(w):
-        psi, _ = zeldovich_displacement(dfft.rfftn(w), m, rec_box)
-        disp = d0 * psi
-        disp, _ = kdk(disp, (A_START ** 2 * f0 * e_of_a(A_START)) * disp, rec_stepper, forces)
+        disp, mom = initial_conditions(w, rec_box, A_START, order=1)
+        disp, _ = kdk(disp, mom, rec_stepper, forces)
         return paint(disp, reach=REACH, capacity=CAPACITY)
     target = jax.jit(final_density)(small_mesh_white)
 

@@ -19,6 +19,7 @@ new one is in place; `load` falls back to it if a crash hit between the two rena
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 
@@ -262,9 +263,12 @@ def load(path, *, mesh=None, spec=None, engine="auto") -> DistArray:
       path: a checkpoint written by `darray.save`, or any zarr v3 array with a regular chunk
         grid (the built-in reader needs the uncompressed ``bytes`` codec; tensorstore reads
         every codec).
-      mesh, spec: where the array goes; any mesh and spec, whatever the save used. Default: the
-        default mesh and split; with only `mesh` given, the saved split if that mesh has the
-        saved axis names.
+      mesh, spec: where the array goes; any mesh and spec, whatever the save used. Default
+        (neither given): the saved layout, i.e. a mesh of the saved axis names and sizes over
+        this run's devices (`darray.default_mesh()` itself where it is that mesh) and the saved
+        split, when the device count equals the saved mesh's size; otherwise (another device
+        count, or no darray attributes in the file) the default mesh and split. With only
+        `mesh` given: the saved split if that mesh has the saved axis names.
       engine: "auto", "tensorstore" or "numpy", as in `save`.
 
     Layout:
@@ -274,6 +278,8 @@ def load(path, *, mesh=None, spec=None, engine="auto") -> DistArray:
     root = _committed_root(os.path.abspath(os.fspath(path)))
     meta = _read_zarr_json(root)
     shape, dtype = _check_metadata(meta, root)
+    if spec is None and mesh is None:
+        mesh = _saved_mesh(meta)
     if spec is None and mesh is not None:
         spec = _saved_spec(meta, mesh, len(shape))
     if engine == "tensorstore":
@@ -293,6 +299,26 @@ def _ts_read(store, region, root, meta):
     except ValueError as err:
         cells = "[" + ", ".join(f"{r.start}:{r.stop}" for r in region) + "]"
         raise _damaged(root, f"reading cells {cells} failed ({err})") from None
+
+
+def _saved_mesh(meta):
+    """The saved mesh rebuilt over this run's devices (Auto axes, darray's kind), or None when
+    the file records none or the device count differs (then the default placement)."""
+    saved = meta.get("attributes", {}).get("darray", {}).get("mesh")
+    if not isinstance(saved, dict) or not saved:
+        return None
+    names, sizes = tuple(saved), tuple(saved.values())
+    if not all(isinstance(n, str) for n in names) or not all(
+            isinstance(s, int) and s > 0 for s in sizes):
+        return None
+    if math.prod(sizes) != jax.device_count():
+        return None
+    from darray._src.compat import make_auto_mesh
+    from darray._src.placement import default_mesh
+    default = default_mesh()
+    if tuple(default.axis_names) == names and tuple(default.devices.shape) == sizes:
+        return default
+    return make_auto_mesh(sizes, names)
 
 
 def _saved_spec(meta, mesh, ndim):

@@ -130,3 +130,20 @@ def test_bench_pm_smoke_run(tmp_path, capsys):
             f"jnp-2x {kind}" if program.endswith("-2x") else f"{base} {kind}"))
         assert math.isclose(r["ratio"], r["time_ms"] / ref["time_ms"], rel_tol=1e-12)
     assert table.with_suffix(".png").read_bytes()[:8] == PNG_MAGIC
+
+
+@pytest.mark.slow  # compiles three gradient programs (~2.5 minutes on 2 cores)
+def test_bench_remat_smoke_run(tmp_path):
+    # 16^3, 3 steps: the three loops give one gradient (the script asserts it) and each row has
+    # its run time, compile time and planned memory; the checkpointed scan plans the least.
+    bench = load("bench_remat")
+    table = tmp_path / "remat.json"
+    assert bench.main(["--small", "--json", str(table)]) == 0
+    rows = {r["program"]: r for r in json.loads(table.read_text())["rows"]}
+    assert set(rows) == {"unrolled", "scan", "scan+remat"}
+    for r in rows.values():
+        assert r["size"] == "16^3 x 3 steps" and r["time_ms"] > 0 and r["compile_s"] > 0
+        assert math.isclose(r["ratio"], r["time_ms"] / rows["scan"]["time_ms"], rel_tol=1e-12)
+    assert rows["scan+remat"]["peak_mib"] < min(rows["scan"]["peak_mib"],
+                                                rows["unrolled"]["peak_mib"])
+    assert table.with_suffix(".png").read_bytes()[:8] == PNG_MAGIC

@@ -1,10 +1,11 @@
 """Run under `mpiexec -n 2 python3 mpi_routes_worker.py NATIVE_SO`: the routes that are not one
-whole FFT plan, on the "mpi" backend. The split-axis FFT (four-step and Bluestein), the padded
-rfftn/irfftn (padding=1.5), `transformn` with a cosine axis, `pad` and `gradient` must each
-record the MPI backend (`darray.record_backends`), exchange through darray's MPI handlers only
-(no XLA all-to-all or collective-permute in the compiled program), and match numpy/scipy
-(float64 references from the same global data), with the output layouts asserted. Prints
-"RANK r ok <check>" lines.
+whole FFT plan, on the "mpi" backend. The split-axis FFT (four-step and Bluestein), the split
+DCT/DST (its reorders too), the padded rfftn/irfftn (padding=1.5), `transformn` with a cosine
+axis, `pad` and `gradient` must each record the MPI backend (`darray.record_backends`), show it
+in their plan record (`fft_plan` / `transformn_plan`, the same Selection), exchange through
+darray's MPI handlers only (no XLA all-to-all or collective-permute in the compiled program),
+and match numpy/scipy (float64 references from the same global data), with the output layouts
+asserted. Prints "RANK r ok <check>" lines.
 """
 import importlib.util
 import os
@@ -24,6 +25,8 @@ from mpi4py import MPI  # noqa: E402,F401  (initialises MPI before any exchange)
 
 jax.config.update("jax_enable_x64", True)
 import darray  # noqa: E402
+from darray._src.fft.api import fft_plan  # noqa: E402
+from darray._src.fft.mixed import transformn_plan  # noqa: E402
 from darray.distributed import gather  # noqa: E402  (collective host reads: every rank)
 
 info = darray.distributed.initialize(heartbeat_timeout=15, shutdown_timeout=10)
@@ -40,16 +43,23 @@ def ok(check):
     sys.stdout.flush()
 
 
-def on_mpi(fn, *args, route):
-    """fn(*args) with the MPI backend: its records name `route` on "mpi" only, and its
-    compiled program exchanges through darray's MPI handlers, not XLA's collectives."""
+def on_mpi(fn, *args, route, plan=None):
+    """fn(*args) with the MPI backend: its records name `route` on "mpi" only, the plan record
+    `plan()` (if given) shows the same Selection, and its compiled program exchanges through
+    darray's MPI handlers, not XLA's collectives."""
     with darray.config_context(**MPI_ON):
         with darray.record_backends() as log:
             out = fn(*args)
+        record = plan() if plan is not None else None
         text = jax.jit(fn).lower(*args).as_text()
     routes = [(s.kind, s.requested, s.backend) for s in log]
     assert routes and all(s.backend == "mpi" for s in log), routes
     assert route in [kind for kind, _, _ in routes], routes
+    if record is not None:
+        assert record.selection in log, (record.selection, routes)
+        moves = [line for line in record.describe().splitlines() if "all-to-all" in line]
+        assert moves and all(line.endswith(" on 'mpi'") for line in moves), record.describe()
+        assert out.layout == record.out_layout, (out.layout, record.out_layout)
     assert "darray_mpi_" in text, text[-2000:]
     for collective in ("all_to_all", "collective_permute", "all_gather"):
         assert f"stablehlo.{collective}" not in text, (collective, text[-2000:])
@@ -77,12 +87,23 @@ def pad_full(c, fine):
 for n in (40, 37):  # 40 = 8 * 5 factors over 2 parts; 37 is prime: Bluestein
     host = rng.standard_normal(n) + 1j * rng.standard_normal(n)
     x = darray.asarray(host, mesh=MESH, spec=("x",))
-    got = on_mpi(darray.fft.fft, x, route="FFT split-axis")
+    got = on_mpi(darray.fft.fft, x, route="FFT split-axis", plan=lambda x=x: fft_plan(x))
     assert got.layout.split == x.layout.split and got.data.sharding.spec == got.layout.spec
     np.testing.assert_allclose(gather(got), np.fft.fft(host), **TOL)
     back = on_mpi(darray.fft.ifft, got, route="FFT split-axis")
     np.testing.assert_allclose(gather(back), host, **TOL)
 ok("split-axis")
+
+# --- 1b. the split DCT/DST: reorders (point-to-point sends) around the split-axis FFT
+host = rng.standard_normal(24)
+x = darray.asarray(host, mesh=MESH, spec=("x",))
+for fname, typ in (("dct", 2), ("dst", 3), ("dct", 4), ("dst", 1)):
+    got = on_mpi(lambda a, f=fname, t=typ: getattr(darray.fft, f)(a, type=t), x,
+                 route="FFT split-axis")
+    assert got.layout.split == x.layout.split and got.data.sharding.spec == got.layout.spec
+    want = getattr(scipy.fft, fname)(host, type=typ)
+    np.testing.assert_allclose(gather(got), want, **TOL)
+ok("split-r2r")
 
 # --- 2. the padded (3/2-rule) transforms: plans with per-axis kernels
 shape = (12, 10, 8)
@@ -90,11 +111,13 @@ u = rng.standard_normal(shape)
 x = darray.asarray(u, mesh=MESH, spec=("x", None, None))
 k = on_mpi(darray.fft.rfftn, x, route="FFT")
 fine = tuple(3 * s // 2 for s in shape)
-uf = on_mpi(lambda a: darray.fft.irfftn(a, s=shape, padding=1.5), k, route="FFT")
+uf = on_mpi(lambda a: darray.fft.irfftn(a, s=shape, padding=1.5), k, route="FFT",
+           plan=lambda: fft_plan(k, kind="c2r", inverse=True, s=shape, padding=1.5))
 assert uf.shape == fine and uf.layout.split == x.layout.split
 want = (np.fft.ifftn(pad_full(np.fft.fftn(u), fine)) * (np.prod(fine) / u.size)).real
 np.testing.assert_allclose(gather(uf), want, atol=1e-12)
-kk = on_mpi(lambda a: darray.fft.rfftn(a, s=shape, padding=1.5), uf, route="FFT")
+kk = on_mpi(lambda a: darray.fft.rfftn(a, s=shape, padding=1.5), uf, route="FFT",
+            plan=lambda: fft_plan(uf, kind="r2c", s=shape, padding=1.5))
 assert kk.layout == k.layout
 np.testing.assert_allclose(gather(kk), np.fft.rfftn(u), atol=1e-11)
 ok("padded")
@@ -103,7 +126,8 @@ ok("padded")
 host = rng.standard_normal(shape)
 x = darray.asarray(host, mesh=MESH, spec=("x", None, None))
 kinds = ("fft", "dct2", "dst1")
-got = on_mpi(lambda a: darray.fft.transformn(a, kinds), x, route="FFT")
+got = on_mpi(lambda a: darray.fft.transformn(a, kinds), x, route="FFT",
+             plan=lambda: transformn_plan(x, kinds))
 want = np.fft.fft(scipy.fft.dst(scipy.fft.dct(host, type=2, axis=1), type=1, axis=2), axis=0)
 assert got.data.sharding.spec == got.layout.spec
 np.testing.assert_allclose(gather(got), want, **TOL)

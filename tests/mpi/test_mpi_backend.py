@@ -99,10 +99,11 @@ def test_selecting_mpi_without_mpi4py_says_how_to_get_it(monkeypatch):
 
 @pytest.mark.multiprocess
 def test_routes_beyond_whole_plans_run_on_mpi(mpi_native):
-    """The split-axis FFT, the padded transforms, transformn, pad and gradient record the MPI
-    backend and exchange through its handlers only (mpi_routes_worker.py; ~10 s)."""
+    """The split-axis FFT and DCT/DST, the padded transforms, transformn, pad and gradient
+    record the MPI backend, their plan records show it, and they exchange through its handlers
+    only (mpi_routes_worker.py; ~15 s)."""
     out = mpiexec(2, "mpi_routes_worker.py", mpi_native, timeout_s=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-6000:]
-    for check in ("split-axis", "padded", "transformn", "stencils"):
+    for check in ("split-axis", "split-r2r", "padded", "transformn", "stencils"):
         done = {line for line in out.stdout.splitlines() if line.endswith(f" ok {check}")}
         assert done == {f"RANK {r} ok {check}" for r in range(2)}, (check, out.stdout)

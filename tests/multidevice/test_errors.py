@@ -12,6 +12,7 @@ from darray._src.backends import errors as backend_errors
 from darray._src.backends import registry as backend_registry
 from darray._src.fft.api import fft_plan
 from darray._src.plans import fft_plan as fft_plan_module
+from darray._src.plans.fft_planner import plan_fft
 
 BASES = {
     "LayoutError": (ValueError,),
@@ -46,17 +47,21 @@ def test_axis_error_is_caught_by_name():
         darray.sum(x, axis=2)
 
 
-def test_fft_plan_raises_a_true_plan_error_where_fftn_runs():
+def test_plan_fft_raises_a_true_plan_error_where_fftn_runs():
     mesh = jax.make_mesh((8,), ("d",))
     ref = np.arange(64.0) % 7
     x = darray.asarray(ref, mesh=mesh, spec=("d",))  # a split 1-D array: no plan of stages
     np.testing.assert_allclose(np.asarray(darray.fft.fft(x)), np.fft.fft(ref), atol=1e-9)
     with pytest.raises(darray.errors.PlanError) as err:
-        fft_plan(x)
+        plan_fft(x.layout, (0,), "c2c", False, (64,))
     text = str(err.value)
-    assert text.startswith("fft_plan: no plan of local transforms")
+    assert text.startswith("plan_fft: no plan of local transforms")
     assert "four-step FFT along the split axis, which has no Plan" in text
     assert "not implemented" not in text
+    # fft_plan shows that route instead of raising: the split-axis record (64 = 8 x 8)
+    split = fft_plan(x)
+    assert split.stages == (fft_plan_module.SplitStage(0, "c2c", False, 64, 8, (8, 8)),)
+    assert split.out_layout == x.layout and split.n_transposes == 3
     # an array with an unsplit axis has a plan
     y = darray.asarray(np.ones((16, 8)), mesh=mesh, spec=("d", None))
     assert fft_plan(y).out_layout.shape == (16, 8)

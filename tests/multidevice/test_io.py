@@ -57,9 +57,32 @@ def test_chunk_files_are_the_blocks_and_plain_numpy_reads_them(tmp_path):
     last = np.fromfile(tmp_path / "a" / "c" / "4" / "0", dtype="<f8").reshape(2, 5)
     np.testing.assert_array_equal(last[0], host[8])
     np.testing.assert_array_equal(last[1], 0)  # the edge chunk's tail is the fill value
-    y = darray.load(tmp_path / "a")  # default placement
-    assert y.layout.mesh == darray.default_mesh()
+    y = darray.load(tmp_path / "a")  # the saved layout
+    assert y.layout == x.layout and y.data.sharding.spec == x.layout.spec
     np.testing.assert_array_equal(np.asarray(y), host)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_load_without_placement_restores_the_saved_layout(tmp_path, engine):
+    """Issue 38: load() fell back to the default mesh and split, not the saved ones."""
+    host = _host((13, 10, 7), np.float64)
+    x = darray.asarray(host, mesh=_mesh((2, 4)), spec=(None, "y", "x"))
+    darray.save(tmp_path / "c", x, engine=engine)
+    y = darray.load(tmp_path / "c", engine=engine)
+    assert y.layout == x.layout and y.layout.split == ((), ("y",), ("x",))
+    assert y.data.sharding.spec == x.data.sharding.spec
+    np.testing.assert_array_equal(np.asarray(y), host)
+    # the default mesh itself where the saved mesh is it
+    d = darray.asarray(host, mesh=darray.default_mesh(), spec=(None, None, "d"))
+    darray.save(tmp_path / "d", d, engine=engine)
+    assert darray.load(tmp_path / "d", engine=engine).layout == d.layout
+    # a mesh this run cannot build (another device count): the default placement
+    meta = json.loads((tmp_path / "c" / "zarr.json").read_text())
+    meta["attributes"]["darray"]["mesh"] = {"x": 3, "y": 4}
+    (tmp_path / "c" / "zarr.json").write_text(json.dumps(meta))
+    z = darray.load(tmp_path / "c", engine=engine)
+    assert z.layout.mesh == darray.default_mesh()
+    np.testing.assert_array_equal(np.asarray(z), host)
 
 
 def test_halo_and_zero_d_and_empty(tmp_path):

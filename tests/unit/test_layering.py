@@ -32,7 +32,7 @@ FLOORS = (
     ("engine", ("engine",)),
     ("namespace", ("api", "blocks", "transforms")),
     ("extensions", ("extras", "fft", "halo", "printing", "io", "random", "autotune",
-                    "jaxdecomp_compat", "particles")),
+                    "jaxdecomp_compat", "particles", "cosmo")),
     ("methods", ("methods",)),
 )
 

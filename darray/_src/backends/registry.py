@@ -301,7 +301,21 @@ def record_backends():
 
 
 def record(selection: Selection) -> Selection:
-    """Append `selection` to every open `record_backends` log; returns it."""
-    for log in getattr(_RECORDS, "stack", ()):
-        log.append(selection)
+    """Append `selection` to every open `record_backends` log (none while `unrecorded`);
+    returns it."""
+    if not getattr(_RECORDS, "muted", 0):
+        for log in getattr(_RECORDS, "stack", ()):
+            log.append(selection)
     return selection
+
+
+@contextlib.contextmanager
+def unrecorded():
+    """Within the block, `record` appends nothing: a route made of other darray calls (the
+    split real-to-real transforms) records its own Selection once per call, not theirs, which
+    only its first call would trace."""
+    _RECORDS.muted = getattr(_RECORDS, "muted", 0) + 1
+    try:
+        yield
+    finally:
+        _RECORDS.muted -= 1

@@ -85,8 +85,9 @@ def pad(x, pad_width, mode="constant", *, constant_values=0) -> DistArray:
     Layout:
       x's split, each axis longer by its widths. An unsplit axis is padded locally. A split
       axis is re-blocked (the padded axis has a larger chunk): every output block gathers its
-      cells, boundary cells included, from the blocks that hold them with `lax.ppermute`
-      rounds planned like a halo exchange; never an all-gather.
+      cells, boundary cells included, from the blocks that hold them with rounds of face
+      moves planned like a halo exchange (on the halo backend's: `lax.ppermute`,
+      MPI_Sendrecv); never an all-gather.
     """
     x = ensure_array("pad", x)
     if not isinstance(mode, str) or mode not in PAD_MODES:

@@ -8,10 +8,14 @@ Three routes, never an all-gather:
   (darray._src.backends); a native backend that cannot run the plan leaves it to the JAX
   executor. `run_r2r` (the DCTs and DSTs of darray._src.fft.r2r) takes this route too.
 * Padded transforms (``padding=``, darray._src.fft.padding) run the same kind of plan with
-  per-axis kernels that pad or truncate, always on the JAX executor (as do the mixed transforms
-  of darray._src.fft.mixed, through `_compiled`).
+  per-axis kernels that pad or truncate, on the selected backend where it runs such kernels
+  (as do the mixed transforms of darray._src.fft.mixed, through `_run_plan`).
 * When every axis is split there is nowhere to move a split: the transform stays on its split
-  axis (darray._src.fft.split_axis: the four-step FFT, Bluestein's for other lengths).
+  axis (darray._src.fft.split_axis: the four-step FFT, Bluestein's for other lengths), its
+  all-to-alls on the selected backend's row exchanges where it has them.
+
+Each call records the Selection of the backend that runs it (`darray.record_backends`);
+`fft_plan` shows the same choice before running: its plan's `selection`, in `describe()`.
 
 The output Layout records where the data went: k-space may be split on other axes than the
 input (e.g. a slab split on axis 0 comes back split on axis 1), while the logical shape and
@@ -23,6 +27,8 @@ and vmap keep the distribution without user annotations.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,7 +36,7 @@ import numpy as np
 from darray._src import physical
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis, positive_length
-from darray._src.backends.registry import FFT_EXECUTORS, record
+from darray._src.backends.registry import FFT_EXECUTORS, record, select_exchanges
 from darray._src.engine.common import ensure_array
 from darray._src.fft import split_axis
 from darray._src.layout import Layout
@@ -184,44 +190,73 @@ def _empty_input(x: DistArray, axes, sizes, kind, cast) -> DistArray:
     return DistArray._new(physical.filled(layout, 0, dt), layout)
 
 
-def _padded(x, s, axes, kind, inverse, norm, padding, cast, fname) -> DistArray:
-    """A padded (dealiasing) transform: the unpadded plan whose local FFTs pad or truncate
-    (darray._src.fft.padding)."""
+def _padded_plan(x, s, axes, kind, inverse, norm, padding, fname):
+    """The plan of a padded (dealiasing) transform: the unpadded plan whose local FFTs pad or
+    truncate (darray._src.fft.padding); None when every factor is 1 (the plain transform)."""
     from darray._src.fft import padding as pad
     factors = pad.check_padding(padding, len(axes), fname)
     s = None if s is None else tuple(_length(n, fname, "s entry") for n in s)
-    if factors is None:  # padding 1 on every axis: the plain transform
-        sizes = s if s is not None else None
-        fn = {("c2c", False): fftn, ("c2c", True): ifftn, ("r2c", False): rfftn,
-              ("c2r", True): irfftn}[kind, inverse]
-        return fn(x, s=sizes, axes=axes, norm=norm)
+    if factors is None:
+        return None
     coarse, fine = pad.padded_shapes(x.shape, axes, s, factors, kind, inverse, fname)
     kernels = pad.kernels_for(kind, inverse, coarse, fine, norm)
     sizes = fine if inverse else coarse
-    if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
-        cast = None
     plan = find_plan(x.layout, tuple(axes), kind, inverse, tuple(sizes), kernels)
     if plan is None:
         raise NotImplementedError(
             f"{fname}: padding on layout {x.layout!r}, where every axis is split and no plan "
             f"of local transforms exists, is not implemented; leave one axis unsplit") from None
+    return plan
+
+
+def _padded(x, s, axes, kind, inverse, norm, padding, cast, fname) -> DistArray:
+    """A padded (dealiasing) transform (`_padded_plan`), on the FFT backend in force."""
+    s = None if s is None else tuple(_length(n, fname, "s entry") for n in s)
+    plan = _padded_plan(x, s, axes, kind, inverse, norm, padding, fname)
+    if plan is None:  # padding 1 on every axis: the plain transform
+        fn = {("c2c", False): fftn, ("c2c", True): ifftn, ("r2c", False): rfftn,
+              ("c2r", True): irfftn}[kind, inverse]
+        return fn(x, s=s, axes=axes, norm=norm)
+    if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
+        cast = None
     out = _run_plan(plan, norm, None if cast is None else np.dtype(cast), False, False, None,
                     x.data)
     return DistArray._new(out, plan.out_layout)
 
 
 def fft_plan(x: DistArray, *, axes=None, kind="c2c", inverse=False, s=None,
-             decomposition="auto"):
-    """The `Plan` darray would run for a transform of `x` (for inspection and tests)."""
+             decomposition="auto", padding=None, norm="backward", backend=None):
+    """The plan darray would run for a transform of `x` (for inspection and tests), with the
+    backend that would run it under the options in force (or `backend`): its `selection`,
+    which `describe()` prints, says which and, for a fallback to "jax", why.
+
+    Returns a `Plan` (padded with `padding=`, as fftn's), or where every axis is split and no
+    plan exists a `SplitAxisPlan`: the split-axis stages, whose selection is that of the
+    backend's row exchanges. Selecting a backend that cannot run here at all raises
+    BackendUnavailableError, as the transform would.
+    """
     x = as_dist(x, "fft_plan")
     axes, sizes = _axes_and_sizes(x, s, axes, "fft_plan")
     if kind == "c2r" and s is None:
         sizes = sizes[:-1] + (2 * (sizes[-1] - 1),)
-    plan = find_plan(x.layout, tuple(axes), kind, bool(inverse), tuple(sizes), (),
-                     _check_decomposition(decomposition, "fft_plan"))
+    decomposition = _check_decomposition(decomposition, "fft_plan")
+    _check_norm(norm, "fft_plan")
+    name = FFT_EXECUTORS.requested(backend)
+    plan = None
+    if padding is not None:  # as _padded: the decomposition is the planner's choice
+        plan = _padded_plan(x, s, axes, kind, bool(inverse), norm, padding, "fft_plan")
     if plan is None:
-        raise no_plan_error(x.layout, axes, "fft_plan")
-    return plan
+        if name == "cudecomp" and decomposition == "auto":
+            decomposition = "pencil"  # as _transform
+        plan = find_plan(x.layout, tuple(axes), kind, bool(inverse), tuple(sizes), (),
+                         decomposition)
+    if plan is None:
+        if kind not in ("c2c", "r2c", "c2r"):
+            raise no_plan_error(x.layout, axes, "fft_plan")
+        split = split_axis.split_plan(x.layout, axes, kind, bool(inverse), sizes, "fft_plan")
+        return dataclasses.replace(
+            split, selection=select_exchanges("FFT split-axis", FFT_EXECUTORS, name))
+    return dataclasses.replace(plan, selection=FFT_EXECUTORS.select(name, plan))
 
 
 # -- real-to-real transforms (the kernels live in darray._src.kernels.r2r_local) ----------------

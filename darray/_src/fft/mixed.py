@@ -23,6 +23,7 @@ import numpy as np
 
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis
+from darray._src.backends.registry import FFT_EXECUTORS
 from darray._src.fft import api
 from darray._src.kernels.r2r_local import R2RKernel
 from darray._src.plans.fft_planner import find_plan
@@ -98,14 +99,19 @@ def _plan_kind(kinds, inverse):
     return "r2r"
 
 
-def _run(x, kinds, axes, sizes, norm, inverse):
-    """Plan and run; None when no plan of local stages exists (every axis split)."""
+def _plan(x, kinds, axes, sizes, norm, inverse):
+    """The plan of local stages; None when none exists (every axis split)."""
     kernels = tuple(_kernel(k, norm, inverse) for k in kinds)
     for a, k, n in zip(axes, kernels, sizes):
         if isinstance(k, R2RKernel):
             k.check_length(n, a)
     kind = _plan_kind(kinds, inverse)
-    plan = find_plan(x.layout, tuple(axes), kind, inverse, tuple(sizes), kernels)
+    return find_plan(x.layout, tuple(axes), kind, inverse, tuple(sizes), kernels)
+
+
+def _run(x, kinds, axes, sizes, norm, inverse):
+    """Plan and run; None when no plan of local stages exists (every axis split)."""
+    plan = _plan(x, kinds, axes, sizes, norm, inverse)
     if plan is None:
         return None
     # per-axis kernels run inside each backend's local stages; cuDecomp's refuse them and
@@ -178,6 +184,20 @@ def transformn(x, kinds, *, axes=None, norm="backward") -> DistArray:
                                                            False)
 
 
+def transformn_plan(x, kinds, *, axes=None, norm="backward", backend=None):
+    """The plan `transformn(x, kinds, axes=axes, norm=norm)` would run (for inspection and
+    tests), its `selection` the backend that would run it under the options in force (or
+    `backend`), fallback and reason included, as `fft_plan`'s; None where no plan exists
+    (every axis split: transformn then runs one axis at a time, each a split-axis route)."""
+    x, kinds, axes = _prepare(x, kinds, axes, norm, "transformn_plan")
+    kinds_o, axes_o = _in_order(kinds, axes)
+    plan = _plan(x, kinds_o, axes_o, tuple(x.shape[a] for a in axes_o), norm, False)
+    if plan is None:
+        return None
+    return dataclasses.replace(
+        plan, selection=FFT_EXECUTORS.select(FFT_EXECUTORS.requested(backend), plan))
+
+
 def itransformn(y, kinds, *, s=None, axes=None, norm="backward") -> DistArray:
     """The inverse of `transformn` with the same `kinds`, `axes` and `norm`.
 
@@ -229,4 +249,4 @@ def itransformn(y, kinds, *, s=None, axes=None, norm="backward") -> DistArray:
                                                            True)
 
 
-__all__ = ["KINDS", "FFTKernel", "itransformn", "transformn"]
+__all__ = ["KINDS", "FFTKernel", "itransformn", "transformn", "transformn_plan"]

@@ -50,6 +50,7 @@ import types
 import jax
 import numpy as np
 
+from darray._src.backends.registry import FFT_EXECUTORS, record, select_exchanges, unrecorded
 from darray._src.kernels.r2r_local import R2RKernel, kernel_scale, orthogonal_weights, working_dtype
 from darray._src.program_cache import FFT, program_cache
 
@@ -406,8 +407,10 @@ def _one_axis(x, axis: int, kernel: R2RKernel):
 
 
 @program_cache(FFT)
-def _compiled(axes: tuple[int, ...], kernels: tuple[R2RKernel, ...], layout):
-    del layout  # in the key: one program per input layout, so the budget bounds programs
+def _compiled(axes: tuple[int, ...], kernels: tuple[R2RKernel, ...], layout, exchanges: str):
+    # layout: in the key, one program per input layout, so the budget bounds programs;
+    # exchanges: the backend the traced FFTs and reorders select (the options in force)
+    del layout, exchanges
 
     def run(x):
         for axis, kernel in zip(axes, kernels):
@@ -427,8 +430,15 @@ def transform(x, axes, kernels):
       No all-gather: the split FFT's all-to-alls (three per four-step transform, five for a
       Bluestein length inside a jit) and a few ppermutes of about half a block per reorder
       (one to three reorders; the odd-length type I/IV form slices instead).
+
+    Backend: the FFT backend in force runs the all-to-alls and the reorders' sends when it
+    offers them (JAX, MPI), else JAX does; one Selection per call is recorded
+    (`darray.record_backends`), not those of the FFTs inside, which only a first call traces.
     """
-    return _compiled(tuple(int(a) for a in axes), tuple(kernels), x.layout)(x)
+    chosen = record(select_exchanges("FFT split-axis", FFT_EXECUTORS))
+    with unrecorded():
+        return _compiled(tuple(int(a) for a in axes), tuple(kernels), x.layout,
+                         chosen.backend)(x)
 
 
 __all__ = ["transform"]

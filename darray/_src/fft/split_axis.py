@@ -39,6 +39,7 @@ from darray._src.backends.registry import EXCHANGES, FFT_EXECUTORS, record, sele
 from darray._src.fft import bluestein
 from darray._src.fft.bluestein import bluestein_length
 from darray._src.layout import Layout
+from darray._src.plans.fft_plan import SplitAxisPlan, SplitStage
 from darray._src.program_cache import FFT, program_cache
 
 
@@ -268,6 +269,20 @@ def plan_split_axes(layout: Layout, axes, kind, inverse, sizes, fname="fft"):
     return tuple(stages), lay
 
 
+def split_plan(layout: Layout, axes, kind, inverse, sizes, fname="fft") -> SplitAxisPlan:
+    """The record of `plan_split_axes` (what `fft_plan` shows): one SplitStage per axis."""
+    stages, out = plan_split_axes(layout, axes, kind, inverse, sizes, fname)
+    records = []
+    for items in stages:
+        p = dict(items)
+        blue = "m1" in p
+        factors = ((p["m1"], p["m2"]) if blue else (p["n1"], p["n2"])) if p["parts"] > 1 \
+            else ()
+        records.append(SplitStage(p["axis"], p["kind"], p["inverse"], p["size"], p["parts"],
+                                  factors, blue))
+    return SplitAxisPlan(layout, out, tuple(records))
+
+
 def transform(x, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
               conj_out=False, fname="fft", backend=None):
     """FFT of DistArray `x` over `axes` when no unsplit axis is available (see module doc).
@@ -327,4 +342,4 @@ def _stage_tables(mesh, p, norm, dtype):
                                  p["inverse"], norm, p["kind"] == "c2r", dtype)
 
 
-__all__ = ["bluestein_length", "factor", "plan_split_axes", "transform"]
+__all__ = ["bluestein_length", "factor", "plan_split_axes", "split_plan", "transform"]

@@ -26,6 +26,7 @@ import numpy as np
 from jax import lax
 
 from darray._src import compat
+from darray._src.backends.registry import EXCHANGES, FFT_EXECUTORS, select_exchanges
 from darray._src.layout import Layout
 
 
@@ -79,8 +80,9 @@ def _routes(source: tuple, cs_in: int, cs_out: int, parts: int):
     return plan, local_take, out_take.astype(np.int32)
 
 
-def _block(b, *, name, mesh, parts, plan, local_take, out_take):
-    """Per device: b[..., t] (its input block, the axis last) -> its output block."""
+def _block(b, *, name, mesh, parts, plan, local_take, out_take, permute):
+    """Per device: b[..., t] (its input block, the axis last) -> its output block; `permute`
+    is the backend's face move (`EXCHANGES`)."""
     r = lax.axis_index(name)
 
     def take(table):
@@ -88,14 +90,16 @@ def _block(b, *, name, mesh, parts, plan, local_take, out_take):
     pieces = [take(local_take)]
     names = (name,) if isinstance(name, str) else tuple(name)
     for pairs, send in plan:
-        pieces.append(compat.ppermute_blocks(take(send), names, list(pairs), mesh))
+        pieces.append(permute(take(send), names, list(pairs), mesh))
     pieces.append(jnp.zeros(b.shape[:-1] + (1,), b.dtype))
     return jnp.take(jnp.concatenate(pieces, axis=-1), jnp.asarray(out_take)[r], axis=-1)
 
 
 def permute(x, axis: int, source, length: int):
     """out[..., i, ...] = x[..., source[i], ...] along `axis` (zero where source[i] < 0) for
-    i < length, as a DistArray split like x on that axis.
+    i < length, as a DistArray split like x on that axis. The sends run on the FFT backend in
+    force when it offers face moves (JAX's ppermute, MPI_Sendrecv), else on JAX's: the rule of
+    the split-axis FFT these reorders surround (r2r_split records the Selection).
 
     Layout:
       Every axis keeps x's split; `axis` is re-chunked for `length`. A few ppermutes of about
@@ -121,10 +125,14 @@ def permute(x, axis: int, source, length: int):
     plan, local_take, out_take = _routes(tuple(int(s) for s in source), layout.chunk(axis),
                                          out_layout.chunk(axis), parts)
 
+    exchanges = select_exchanges("FFT split-axis", FFT_EXECUTORS).backend
+
     def body(block):
         moved = jnp.moveaxis(block, axis, -1)
+        # one chain of exchanges per program (the MPI backend orders them by one token)
         out = _block(moved, name=name, mesh=layout.mesh, parts=parts, plan=plan,
-                     local_take=local_take, out_take=out_take)
+                     local_take=local_take, out_take=out_take,
+                     permute=EXCHANGES[exchanges](layout.mesh).permute)
         return jnp.moveaxis(out, -1, axis)
     mapped = compat.shard_map(body, mesh=layout.mesh, in_specs=(layout.spec,),
                               out_specs=out_layout.spec)
