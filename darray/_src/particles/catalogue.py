@@ -200,8 +200,8 @@ def paint_catalogue(pos, shape, *, weights=None, scheme: str = "cic", box=None, 
         `weights` are NaN (never zeros), and the program prints the message to stderr.
 
     Layout:
-      Communication: one ``all_to_all`` per payload (positions, weights, a flag) of
-      ``(devices, capacity)`` rows over the whole mesh, one halo reduce of ``support - 1``
+      Communication: one ``all_to_all`` of ``(devices, capacity)`` positions over the whole
+      mesh (and one of weights, if given), one halo reduce of ``support - 1``
       high-side ghosts (none for ngp), and a ``psum`` over mesh axes the grid is not split
       over (if any). No all-gather of the catalogue or the grid. Gradients come back in the
       layouts of `pos` and `weights`.
@@ -291,8 +291,8 @@ def readout_catalogue(field, pos, *, scheme: str = "cic", box=None, capacity: in
 
     Layout:
       pos's row split. Communication: a ``support - 1``-wide high-side halo fill of `field`,
-      the exchange of positions to the cells' owners and one ``all_to_all`` of the values
-      back. No all-gather. Gradients come back in the layouts of `field` and `pos`.
+      one ``all_to_all`` of the positions to the cells' owners and one of the values back.
+      No all-gather. Gradients come back in the layouts of `field` and `pos`.
     """
     where = "darray.particles.readout_catalogue"
     pos = _check_pos(pos, where)

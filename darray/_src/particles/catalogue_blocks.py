@@ -142,12 +142,16 @@ def corners(route: Route, scheme: Scheme, pos, valid):
 
 def route_out(route: Route, scheme: Scheme, pos, ok, *payload):
     """Send every ok particle to its owner: (buckets, most, received positions (n, d),
-    received ok (n,), received payloads (n, ...))."""
+    received ok (n,), received payloads (n, ...)).
+
+    An empty slot holds the position -1 (wrapped positions are >= 0), so the receiver tells
+    the particles from the empty slots without a separate flag exchange."""
     b = dep.bucket(route, destination(route, scheme, pos), ok)
     most = jax.lax.pmax(b.most, route.names)
-    got = [dep.exchange(route, dep.pack(route, b, v)) for v in (pos, b.sent) + payload]
+    got = [dep.exchange(route, dep.pack(route, b, v, fill)) for v, fill in
+           [(pos, -1)] + [(v, 0) for v in payload]]
     flat = [g.reshape((route.ndev * route.capacity,) + g.shape[2:]) for g in got]
-    return b, most, flat[0], flat[1], flat[2:]
+    return b, most, flat[0], flat[0][:, 0] >= 0, flat[1:]
 
 
 def first_nan(route: Route, valid, row, finite):
@@ -162,9 +166,12 @@ def paint_block(route: Route, scheme: Scheme, dtype, pos_b, w_b):
     finite = jnp.all(jnp.isfinite(pos_b), axis=-1)
     ok = valid & finite
     pos = wrapped(route, pos_b, ok)
-    mass = (jnp.ones(route.rows, dtype) if w_b is None
-            else jnp.where(ok, w_b, 0).astype(dtype))
-    _, most, got_pos, got_ok, (got_mass,) = route_out(route, scheme, pos, ok, mass)
+    if w_b is None:                   # unit masses: nothing to send but the positions
+        _, most, got_pos, got_ok, _ = route_out(route, scheme, pos, ok)
+        got_mass = jnp.ones(got_ok.shape, dtype)
+    else:
+        mass = jnp.where(ok, w_b, 0).astype(dtype)
+        _, most, got_pos, got_ok, (got_mass,) = route_out(route, scheme, pos, ok, mass)
     index, value = zip(*[(i, w * got_mass) for i, w in corners(route, scheme, got_pos, got_ok)])
     block = jnp.zeros(math.prod(route.block_shape), dtype).at[jnp.concatenate(index)].add(
         jnp.concatenate(value).astype(dtype))

@@ -161,9 +161,10 @@ def bucket(geom: Routing, dest, stray) -> Buckets:
                    jnp.max(onehot.sum(axis=0, dtype=jnp.int32)))
 
 
-def pack(geom: Routing, b: Buckets, values):
-    """(ndev, capacity, ...) send buffer: value of each sent stray at (its row, its slot)."""
-    buf = jnp.zeros((geom.ndev, geom.capacity) + values.shape[1:], values.dtype)
+def pack(geom: Routing, b: Buckets, values, fill=0):
+    """(ndev, capacity, ...) send buffer: value of each sent stray at (its row, its slot);
+    `fill` in the empty slots."""
+    buf = jnp.full((geom.ndev, geom.capacity) + values.shape[1:], fill, values.dtype)
     return buf.at[b.row, b.slot].set(values, mode="drop")
 
 
