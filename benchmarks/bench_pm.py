@@ -7,6 +7,13 @@ displacements). ``ratio`` is time relative to JaxPM's row of the same kind (to j
 JaxPM is not installed). ``peak_mib`` is the per-device memory XLA planned for the compiled
 program (arguments + outputs + temporaries, from ``compiled.memory_analysis()``).
 
+The "-2x" rows (issue 38) compute the force on a 2x finer mesh: n^3 particles as an (n^3, 3)
+catalogue of positions (`darray.particles.paint_catalogue` / `readout_catalogue`, cloud in
+cell, rows split over every device) painted on a (2n)^3 mesh, against the same step on one
+device in jax.numpy; their ratio is to "jnp-2x". JaxPM has no such row: its mesh must equal
+its particle grid (0.1.6's ``cic_paint`` reshapes the particles to the mesh's shape, and
+``cic_paint_dx`` puts one particle in each mesh cell).
+
 All three use cloud-in-cell painting and readout, one rfftn and three irfftn per force, float32,
 one particle per cell with displacements of up to one cell; darray's ghost reach is 3 cells,
 JaxPM's halo_size 6 (it pads by halo_size to paint and halo_size / 2 to read).
@@ -70,7 +77,7 @@ def import_jaxpm():
     return pm_forces, None
 
 
-# -- the three force functions ----------------------------------------------------------------
+# -- the force functions ----------------------------------------------------------------------
 def darray_forces(disp):
     n = disp.shape[0]
     delta = darray.particles.paint(disp, reach=REACH) - 1.0
@@ -83,6 +90,57 @@ def darray_forces(disp):
     pot = delta_k * darray.where(k2 > 0, 1.0 / darray.where(k2 > 0, k2, 1.0), 0.0)
     field = darray.stack([dfft.irfftn(1j * k * pot, s=delta.shape) for k in ks], axis=-1)
     return darray.particles.readout(field, disp, reach=REACH)
+
+
+def _fine_kernels(delta_k, n):
+    """ik_a (Nyquist zeroed) and 1/k^2 on the rfftn grid of an n^3 mesh, radians per cell."""
+    ks = [darray.fromfunction(
+        lambda *i, a=a: (jnp.where(i[a] < n // 2, i[a], i[a] - n) if a < 2 else i[a])
+        * (i[a] != n // 2) * (2 * np.pi / n), delta_k.shape, dtype=jnp.float32,
+        mesh=delta_k.layout.mesh, spec=delta_k.layout.spec) for a in range(3)]
+    k2 = ks[0] ** 2 + ks[1] ** 2 + ks[2] ** 2
+    return ks, darray.where(k2 > 0, 1.0 / darray.where(k2 > 0, k2, 1.0), 0.0)
+
+
+def darray_fine_forces(n, capacity):
+    """Forces on a (2n)^3 mesh at an (n^3, 3) catalogue in particle-grid units."""
+    def forces(pos):
+        fine = (2 * n,) * 3
+        rho = darray.particles.paint_catalogue(pos, fine, box=float(n), capacity=capacity)
+        delta_k = dfft.rfftn(rho * 8.0 - 1.0)        # mean density: 1/8 particle per cell
+        ks, inv_k2 = _fine_kernels(delta_k, 2 * n)
+        field = darray.stack([dfft.irfftn(1j * k * inv_k2 * delta_k, s=fine) for k in ks],
+                             axis=-1)
+        return darray.particles.readout_catalogue(field, pos, box=float(n), capacity=capacity)
+    return forces
+
+
+def jnp_fine_forces(pos):
+    n2 = 2 * round(pos.shape[0] ** (1 / 3))
+    cells = pos * 2.0
+    cells = cells - n2 * jnp.floor(cells / n2)
+    base = jnp.floor(cells)
+    frac = cells - base
+    corners = []
+    for offset in np.ndindex(2, 2, 2):
+        w = frac[:, 0] if offset[0] else 1 - frac[:, 0]
+        for a in (1, 2):
+            w = w * (frac[:, a] if offset[a] else 1 - frac[:, a])
+        corners.append((tuple((base[:, a].astype(jnp.int32) + o) % n2
+                              for a, o in enumerate(offset)), w))
+    rho = jnp.zeros((n2, n2, n2), pos.dtype)
+    for index, w in corners:
+        rho = rho.at[index].add(w)
+    delta_k = jnp.fft.rfftn(rho * 8.0 - 1.0)
+    f = [np.fft.fftfreq(n2) * 2 * np.pi, np.fft.fftfreq(n2) * 2 * np.pi,
+         np.fft.rfftfreq(n2) * 2 * np.pi]
+    ks = [np.where(np.abs(fa) < np.pi * 0.999, fa, 0).reshape([-1 if b == a else 1
+                                                              for b in range(3)])
+          for a, fa in enumerate(f)]
+    k2 = ks[0] ** 2 + ks[1] ** 2 + ks[2] ** 2
+    pot = delta_k * np.where(k2 > 0, 1 / np.where(k2 > 0, k2, 1), 0).astype(np.float32)
+    field = [jnp.fft.irfftn(1j * k.astype(np.float32) * pot, s=(n2,) * 3) for k in ks]
+    return jnp.stack([sum(w * fl[index] for index, w in corners) for fl in field], axis=-1)
 
 
 def jnp_forces(disp):
@@ -173,6 +231,25 @@ def main(argv=None):
         programs["jnp"] = (jax.jit(j_step), jax.jit(lambda s, loss=j_loss: jax.grad(loss)(*s)),
                            j_state)
 
+        # the 2x finer force mesh: the particles as a catalogue of positions
+        q = np.stack(np.meshgrid(*[np.arange(n, dtype=np.float32)] * 3, indexing="ij"), -1)
+        pos_h = (q + disp_h).reshape(-1, 3)
+        row_spec = (tuple(mesh.axis_names),)
+        c_state = (darray.asarray(pos_h, mesh=mesh, spec=row_spec),
+                   darray.asarray(np.zeros_like(pos_h), mesh=mesh, spec=row_spec))
+        _, need = darray.particles.paint_catalogue(c_state[0], (2 * n,) * 3, box=float(n),
+                                                   return_needed=True)
+        capacity = int(1.25 * int(need))        # room for the drift within the step
+        c_step, c_loss = kdk(darray_fine_forces(n, capacity))
+        # an overflowing capacity would time a NaN result: check that the step fits
+        assert np.isfinite(np.asarray(jax.jit(c_step)(c_state)[0])).all(), "capacity short"
+        programs["darray-2x"] = (jax.jit(c_step),
+                                 jax.jit(lambda s, loss=c_loss: darray.grad(loss)(*s)), c_state)
+        f_step, f_loss = kdk(jnp_fine_forces)
+        f_state = (jax.device_put(pos_h, one), jax.device_put(np.zeros_like(pos_h), one))
+        programs["jnp-2x"] = (jax.jit(f_step),
+                              jax.jit(lambda s, loss=f_loss: jax.grad(loss)(*s)), f_state)
+
         if pm_forces is not None:
             sharding = NamedSharding(mesh, P(*spec))
 
@@ -193,12 +270,13 @@ def main(argv=None):
         base = "jaxpm" if "jaxpm" in programs else "jnp"
         for label, _, _ in timed:
             program, kind = label.split()
-            ref = times[f"{base} {kind}"][0]
-            rows.append(make_row(label, f"{n}^3", "1" if program == "jnp" else
+            ref = times[f"{'jnp-2x' if program.endswith('-2x') else base} {kind}"][0]
+            rows.append(make_row(label, f"{n}^3", "1" if program.startswith("jnp") else
                                  mesh_label(mesh_shape), times[label][0], times[label][0] / ref,
                                  min_ms=times[label][1] * 1e3, peak_mib=memory[label]))
         print(f"\n{n}^3 on {mesh_label(mesh_shape)} ({jax.device_count()} devices, "
-              f"{jax.default_backend()}); ratio to {base}")
+              f"{jax.default_backend()}); ratio to {base} (-2x rows: to jnp-2x; JaxPM's "
+              f"mesh must equal its particle grid, so it has no -2x row)")
         print(f"{'row':<14}{'median ms':>11}{'min ms':>9}{'ratio':>8}{'peak MiB':>10}")
         for row in rows[-len(timed):]:
             print(f"{row['program']:<14}{row['time_ms']:>11.1f}{row['min_ms']:>9.1f}"

@@ -5,3 +5,5 @@ from darray._src.particles.api import needed_capacity as needed_capacity
 from darray._src.particles.api import paint as paint
 from darray._src.particles.api import readout as readout
 from darray._src.particles.api import window as window
+from darray._src.particles.catalogue import paint_catalogue as paint_catalogue
+from darray._src.particles.catalogue import readout_catalogue as readout_catalogue

@@ -18,7 +18,7 @@ SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith(
 # script -> the PNG it writes (the figures the documentation shows).
 FIGURES = {name: name.replace(".py", ".png") for name in SCRIPTS}
 # script -> the arguments CI runs it with (a smaller problem than the default).
-ARGS = {"particle_mesh.py": ["--small"]}
+ARGS = {"particle_mesh.py": ["--small"], "catalogue_mesh.py": ["--small"]}
 
 
 def test_every_example_is_listed():

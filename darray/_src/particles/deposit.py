@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
@@ -129,6 +130,17 @@ def gather(geom: Geometry, scheme: Scheme, st: Stencils, field_flat, valid):
     return out
 
 
+class Routing(Protocol):
+    """What the bounded exchange needs of a geometry (`Geometry` here, the catalogue's `Route`
+    in catalogue_blocks.py): the devices it spans, the slots per pair, the mesh axes."""
+    @property
+    def ndev(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+
 @dataclasses.dataclass
 class Buckets:
     """Where each stray goes: send row (destination device) and slot, and who fit."""
@@ -138,7 +150,7 @@ class Buckets:
     most: jax.Array       # the most strays this device has for one destination
 
 
-def bucket(geom: Geometry, dest, stray) -> Buckets:
+def bucket(geom: Routing, dest, stray) -> Buckets:
     # Rank of each stray among the strays for its destination: a cumulative count per
     # destination column (ndev columns; a sort would do for very many devices).
     onehot = (dest[:, None] == jnp.arange(geom.ndev, dtype=jnp.int32)) & stray[:, None]
@@ -149,13 +161,14 @@ def bucket(geom: Geometry, dest, stray) -> Buckets:
                    jnp.max(onehot.sum(axis=0, dtype=jnp.int32)))
 
 
-def pack(geom: Geometry, b: Buckets, values):
-    """(ndev, capacity, ...) send buffer: value of each sent stray at (its row, its slot)."""
-    buf = jnp.zeros((geom.ndev, geom.capacity) + values.shape[1:], values.dtype)
+def pack(geom: Routing, b: Buckets, values, fill=0):
+    """(ndev, capacity, ...) send buffer: value of each sent stray at (its row, its slot);
+    `fill` in the empty slots."""
+    buf = jnp.full((geom.ndev, geom.capacity) + values.shape[1:], fill, values.dtype)
     return buf.at[b.row, b.slot].set(values, mode="drop")
 
 
-def exchange(geom: Geometry, buf):
+def exchange(geom: Routing, buf):
     """Row i of the result is what device i (linear over `names`) put in row `me` for us."""
     return jax.lax.all_to_all(buf, geom.names, 0, 0, tiled=False)
 
