@@ -138,9 +138,9 @@ def gaussian_field(power, *, box=None, key=None, shape=None, noise=None, mesh=No
     to P(k) (``<|w(k)|**2> = N``).
 
     Args:
-      power: a callable of |k| (a jax array, in the units of ``2 pi / box``) returning P(k)
+      power: a callable of ``|k|`` (a jax array, in the units of ``2 pi / box``) returning P(k)
         (in box-length units cubed), traceable by jax (``jnp`` operations, ``jnp.interp`` of a
-        table). Called on each device's block of |k|; its value at k = 0 is not used.
+        table). Called on each device's block of ``|k|``; its value at k = 0 is not used.
       box: the box length, one number or one per axis (default: the grid shape, cell units).
       key, shape: draw the white noise ``darray.random.normal(key, shape, dtype)`` (the same
         values on every mesh and process count), placed on `mesh` / `spec`.

@@ -2,7 +2,7 @@
 spectra, and the interlacing of two painted fields.
 
 Every device bins its own block of the spectrum into a few bin vectors (mode count, sum of
-|k|, sum of the power), then one psum of those vectors over the mesh axes that split the
+``|k|``, sum of the power), then one psum of those vectors over the mesh axes that split the
 spectrum: the grid is never gathered (docs/design.md, principle 2).
 
 Binning rule, the same as nbodykit's ``project_to_basis``: a mode of wavevector k falls in bin
@@ -36,7 +36,7 @@ from darray._src.program_cache import SMALL, program_cache
 
 class PowerSpectrum(NamedTuple):
     """The result of `power_spectrum`: four 1-D arrays of ``len(edges) - 1`` bins."""
-    k: DistArray        #: mean |k| of the modes in each bin (NaN where a bin has none)
+    k: DistArray        #: mean ``|k|`` of the modes in each bin (NaN where a bin has none)
     power: DistArray    #: mean power per bin, normalised by the volume, shot noise removed
     modes: DistArray    #: number of Fourier modes in each bin (integer, Hermitian-weighted)
     edges: np.ndarray   #: the bin edges (float64)
@@ -44,7 +44,7 @@ class PowerSpectrum(NamedTuple):
 
 class EnergySpectrum(NamedTuple):
     """The result of `energy_spectrum`: four 1-D arrays of ``len(edges) - 1`` bins."""
-    k: DistArray        #: mean |k| of the modes in each bin (NaN where a bin has none)
+    k: DistArray        #: mean ``|k|`` of the modes in each bin (NaN where a bin has none)
     energy: DistArray   #: E(k): shell sum of |u_k|^2 / 2 / N^2, divided by the bin width
     modes: DistArray    #: number of Fourier modes in each bin
     edges: np.ndarray   #: the bin edges (float64)
@@ -311,7 +311,7 @@ def power_spectrum(field, other=None, *, box=None, s=None, edges=None, dk=None, 
       box: the box length, one number or one per axis (default: the grid shape, i.e. cell
         units). Wavenumbers are ``2 pi fftfreq(n, L / n)`` per axis.
       s: the real-space shape of a spectrum (as for `irfftn` and `darray.fft.wavenumbers`).
-      edges: increasing bin edges in |k| (a host sequence). A mode is in bin i when
+      edges: increasing bin edges in ``|k|`` (a host sequence). A mode is in bin i when
         ``edges[i]**2 <= |k|**2 < edges[i+1]**2``; the k = 0 mode is in no bin.
       dk: instead of `edges`, the spacing of bins centred on ``dk, 2 dk, ...`` up to the
         smallest Nyquist wavenumber. Default (neither given): ``dk = 2 pi / min(box)``.
@@ -322,7 +322,7 @@ def power_spectrum(field, other=None, *, box=None, s=None, edges=None, dk=None, 
 
     Returns:
       ``PowerSpectrum(k, power, modes, edges)``: replicated 1-D DistArrays of the real floating
-      dtype (float64 under jax_enable_x64) for `k` (the Hermitian-weighted mean |k| of the bin's
+      dtype (float64 under jax_enable_x64) for `k` (the Hermitian-weighted mean ``|k|`` of the bin's
       modes) and `power`; integer `modes`; `edges` as given or built (numpy float64). An empty
       bin has ``modes == 0`` and NaN `k` and `power`.
 
