@@ -35,7 +35,7 @@ from darray._src.program_cache import SMALL, program_cache
 
 # -- the shared reduction driver (also used by utility and searching) ---------------------------
 def plain(x: DistArray) -> DistArray:
-    """`x` without ghost cells and in natural order, where physical index = logical index."""
+    """`x` without ghost cells, where physical index = logical index."""
     if is_plain(x.layout):
         return x
     from darray._src.api.creation import redistribute

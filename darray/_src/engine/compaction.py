@@ -47,7 +47,7 @@ def concrete_count(arr: DistArray, what: str) -> None:
 
 
 def plain_like(arr: DistArray, spec) -> DistArray:
-    """`arr` in natural axis order, no ghosts, split as `spec` (moves data only if needed)."""
+    """`arr` without ghosts, split as `spec` (moves data only if needed)."""
     from darray._src.engine.placing import asarray
     lay = arr.layout
     spec = tuple(tuple(s) for s in spec)

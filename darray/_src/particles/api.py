@@ -138,10 +138,6 @@ def _resized(geom: dep.Geometry, capacity, most) -> dep.Geometry | None:
     return dataclasses.replace(geom, capacity=1 << (most - 1).bit_length())
 
 
-def _specs(layout: Layout):
-    return layout.spec
-
-
 # -- paint -------------------------------------------------------------------------------------
 @program_cache(MEDIUM)
 def _paint_fn(disp_layout: Layout, weights_layout, geom: dep.Geometry, scheme: Scheme, dtype):

@@ -343,10 +343,10 @@ def _without_size_one(layout: Layout, axes, kind, inverse, sizes, kernels) -> Pl
 def find_plan(layout: Layout, axes, kind, inverse, sizes, kernels=(),
               strategy="auto") -> Plan | None:
     """The plan for a transform (arguments as `plan_fft`), or None where none exists: a layout
-    with halo or not in natural order, or every array axis split with no fold that fits (a
-    split 1-D array). The FFT entry points then run the four-step FFT (split_axis.py); the
-    ones that must return a plan raise `PlanError` (`plan_fft`). Invalid arguments (an
-    unknown kind or strategy, missing kernels) raise ValueError."""
+    with halo, or every array axis split with no fold that fits (a split 1-D array). The FFT
+    entry points then run the four-step FFT (split_axis.py); the ones that must return a plan
+    raise `PlanError` (`plan_fft`). Invalid arguments (an unknown kind or strategy, missing
+    kernels) raise ValueError."""
     if kind not in ("c2c", "r2c", "c2r", "r2r"):
         raise ValueError(f"kind={kind!r}; expected one of ('c2c', 'r2c', 'c2r', 'r2r')")
     if strategy not in STRATEGIES:
@@ -382,7 +382,7 @@ def plan_fft(layout: Layout, axes: tuple[int, ...], kind: str, inverse: bool,
     """Plan a transform of `layout` over `axes` (distinct, non-negative, in the caller's order).
 
     Args:
-      layout: input layout (no halo, natural axis order).
+      layout: input layout (no halo).
       axes: the transform axes; for r2c/c2r the last entry is the halved axis.
       kind: "c2c", "r2c", "c2r" or "r2r".
       inverse: direction for c2c; for r2r, True asks to retrace a forward r2r plan (idct of
@@ -414,9 +414,8 @@ def no_plan_error(layout: Layout, axes, what: str = "plan_fft") -> PlanError:
     """The PlanError for a request `find_plan` has no plan for, saying why and what to do."""
     axes = tuple(axes)
     if layout.has_halo:
-        fix = "; drop the halo first (x.unhalo())" if layout.has_halo else ""
-        return PlanError(f"{what}: a plan needs a layout without halo in natural axis order, "
-                         f"got {layout!r}{fix}")
+        return PlanError(f"{what}: a plan needs a layout without halo, got {layout!r}; drop "
+                         f"the halo first (x.unhalo())")
     return PlanError(
         f"{what}: no plan of local transforms and all-to-alls transforms axes {axes} of an "
         f"array with layout {layout!r}: every array axis is split (and no fold of one split "
