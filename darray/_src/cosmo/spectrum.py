@@ -45,7 +45,7 @@ class PowerSpectrum(NamedTuple):
 class EnergySpectrum(NamedTuple):
     """The result of `energy_spectrum`: four 1-D arrays of ``len(edges) - 1`` bins."""
     k: DistArray        #: mean ``|k|`` of the modes in each bin (NaN where a bin has none)
-    energy: DistArray   #: E(k): shell sum of |u_k|^2 / 2 / N^2, divided by the bin width
+    energy: DistArray   #: E(k): shell sum of ``|u_k|^2 / 2 / N^2``, divided by the bin width
     modes: DistArray    #: number of Fourier modes in each bin
     edges: np.ndarray   #: the bin edges (float64)
 
