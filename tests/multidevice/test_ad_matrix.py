@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import AxisType
+from helpers import mesh_of
 
 import darray
 import darray.fft as dfft
@@ -84,12 +84,6 @@ def partitioner(request):
     jax.config.update("jax_use_shardy_partitioner", before)
 
 
-def make_mesh(kind):
-    if kind == "explicit":
-        return jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
-
-
 def assert_distributed(leaf):
     """Spread over all 8 devices and neither single-device nor fully replicated."""
     sharding = leaf.sharding
@@ -117,7 +111,7 @@ def _jac_leaf(j):
 @pytest.mark.parametrize("mesh_kind", ["explicit", "auto"])
 def test_ad_keeps_distribution(op, transform, mode, mesh_kind, partitioner):
     shape, f, ref = OPS[op]
-    mesh = make_mesh(mesh_kind)
+    mesh = mesh_of((2, 4), explicit=mesh_kind == "explicit")
     rng = np.random.default_rng(abs(hash((op, transform))) % 2**32)
     host = rng.standard_normal(shape)
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))

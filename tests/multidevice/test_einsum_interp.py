@@ -3,11 +3,10 @@ HLO: a split contraction is one all-reduce with no gather of the operands; inter
 collective."""
 from __future__ import annotations
 
-import re
-
 import jax
 import numpy as np
 import pytest
+from helpers import collectives
 
 import darray
 from darray._src import compat
@@ -21,11 +20,6 @@ def mesh():
 
 def put(host, spec):
     return darray.asarray(host, mesh=mesh(), spec=spec)
-
-
-def collectives(text):
-    return re.findall(r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
-                      r"(?:-start)?\(", text)
 
 
 def hlo(fn, *arrays):

@@ -6,21 +6,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 import darray.fft as dfft
-from darray._src import compat
 
-_MESHES = {}
 SPECS = {"pencil2x4": ((2, 4), ("x", "y"), ("x", "y", None)),
          "slab8": ((8,), ("d",), ("d", None, None))}
 
 
 def place(a, case):
     shape, names, spec = SPECS[case]
-    if (shape, names) not in _MESHES:
-        _MESHES[shape, names] = compat.make_auto_mesh(shape, names)
-    return darray.asarray(a, mesh=_MESHES[shape, names], spec=spec)
+    return darray.asarray(a, mesh=mesh_of(shape, names), spec=spec)
 
 
 def pad_full(c, fine):

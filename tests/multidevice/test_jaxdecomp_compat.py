@@ -9,18 +9,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.lax import FftType
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import darray.jaxdecomp as jd
 from darray.jaxdecomp import fft as jd_fft
-
-AUTO = (jax.sharding.AxisType.Auto,) * 2
-
-
-def mesh_of(shape):
-    return jax.make_mesh(shape, ("x", "y"), axis_types=AUTO)
 
 
 def trimmed(spec):

@@ -7,6 +7,7 @@ import re
 import jax
 import numpy as np
 import pytest
+from helpers import collectives
 
 import darray
 from darray._src import compat
@@ -21,11 +22,6 @@ MODES = ("constant", "edge", "wrap", "reflect", "symmetric")
 def put(host, mesh_shape, spec):
     return darray.asarray(host, mesh=compat.make_auto_mesh(mesh_shape, MESHES[mesh_shape]),
                           spec=spec)
-
-
-def collectives(text):
-    return re.findall(r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
-                      r"(?:-start)?\(", text)
 
 
 # -- pad --------------------------------------------------------------------------------------

@@ -3,8 +3,7 @@ freed mesh axes compiles to a reduce-scatter (lax.psum_scatter), with no all-red
 specs are honoured by a resharding. Values against numpy in float64, layouts asserted."""
 from __future__ import annotations
 
-import re
-
+import helpers
 import jax
 import numpy as np
 import pytest
@@ -23,9 +22,7 @@ def put(host, mesh_shape, spec):
 
 def collectives(x, **kw):
     f = jax.jit(lambda d: darray.sum(darray.DistArray._new(d, x.layout), **kw).data)
-    text = f.lower(x.data).compile().as_text()
-    return re.findall(r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
-                      r"(?:-start)?\(", text)
+    return helpers.collectives(f.lower(x.data).compile().as_text())
 
 
 @pytest.mark.parametrize("shape,mesh_shape,in_spec,kw,out_spec", [
