@@ -8,11 +8,10 @@ complex128 / int64 from the same values.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from typing import Any
 
-import jax
+import helpers
 import numpy as np
 from hypothesis import strategies as st
 
@@ -33,10 +32,9 @@ NUMERIC = REAL + COMPLEX
 ALL = ("bool",) + NUMERIC
 
 
-@functools.cache
 def mesh_of(shape: tuple[int, ...]):
-    """Meshes are built once per process: a new Mesh object would defeat the jit caches."""
-    return jax.make_mesh(shape, _AXIS_NAMES[len(shape)])
+    """Explicit axes (jax.make_mesh's default), built once per process (helpers.mesh_of)."""
+    return helpers.mesh_of(shape, _AXIS_NAMES[len(shape)], explicit=True)
 
 
 def describe_mesh(mesh) -> str:

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import collective_count, compiled_hlo, rand
+from helpers import collective_count, compiled_hlo, mesh_of, rand
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -23,7 +23,7 @@ CASES = [pytest.param(*c) for c in FAST] + [pytest.param(*c, marks=pytest.mark.s
 
 def _mesh(key):
     shape, names, spec = MESHES[key]
-    return jax.make_mesh(shape, names), spec
+    return mesh_of(shape, names, explicit=True), spec
 
 
 def _tol(dtype):
