@@ -28,3 +28,43 @@ jax.config.update("jax_num_cpu_devices", 8)
 if X64:
     # float64 references need float64 arrays; tests that want float32 ask for it.
     jax.config.update("jax_enable_x64", True)
+
+
+import pytest  # noqa: E402
+
+_DESELECTED_X64: list[int] = []
+
+
+def pytest_report_header(config):
+    placement = ("shipped default" if DEFAULT_PLACEMENT
+                 else f"DARRAY_SMALL_ARRAY_CELLS={os.environ['DARRAY_SMALL_ARRAY_CELLS']}")
+    return [f"darray: jax_enable_x64 {'on' if X64 else 'off (JAX default)'}, "
+            f"small-array placement {placement}"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """x64 off: deselect the tests marked `x64` (they need float64 arrays)."""
+    if X64:
+        return
+    dropped = [item for item in items if item.get_closest_marker("x64")]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not item.get_closest_marker("x64")]
+    _DESELECTED_X64.append(len(dropped))
+    if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints the count
+        config.workeroutput["darray_x64_deselected"] = len(dropped)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """xdist controller: every worker collects the same tests; keep one worker's count."""
+    count = getattr(node, "workeroutput", {}).get("darray_x64_deselected")
+    if count is not None and not _DESELECTED_X64:
+        _DESELECTED_X64.append(count)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not X64:
+        count = _DESELECTED_X64[0] if _DESELECTED_X64 else 0
+        terminalreporter.write_line(
+            f"darray: x64 off, {count} tests marked x64 (they need float64) deselected")
