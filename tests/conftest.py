@@ -5,7 +5,8 @@ Two switches select the configuration JAX users run by default (the py3.12 leg o
 * ``DARRAY_TEST_X64=0`` leaves ``jax_enable_x64`` at JAX's default (off); tests marked ``x64``
   (they need float64 arrays) are deselected then, and the count is printed.
 * ``DARRAY_TEST_DEFAULT_PLACEMENT=1`` leaves ``DARRAY_SMALL_ARRAY_CELLS`` unset, so darray's
-  shipped small-array placement applies.
+  shipped small-array placement applies; tests marked ``distributed_placement`` (they test how
+  small arrays and 0-d results are laid out over a mesh) still run, with small_array_cells=0.
 """
 import os
 
@@ -35,6 +36,22 @@ import pytest  # noqa: E402
 _DESELECTED_X64: list[int] = []
 
 
+@pytest.fixture(autouse=True)
+def _distributed_placement(request):
+    """Under the shipped placement, a test marked `distributed_placement` runs with
+    small_array_cells=0 (process-wide, as DARRAY_SMALL_ARRAY_CELLS=0 would set it)."""
+    if not DEFAULT_PLACEMENT or request.node.get_closest_marker("distributed_placement") is None:
+        yield
+        return
+    import darray
+    before = darray.get_config("small_array_cells")
+    darray.set_config(small_array_cells=0)
+    try:
+        yield
+    finally:
+        darray.set_config(small_array_cells=before)
+
+
 def pytest_report_header(config):
     placement = ("shipped default" if DEFAULT_PLACEMENT
                  else f"DARRAY_SMALL_ARRAY_CELLS={os.environ['DARRAY_SMALL_ARRAY_CELLS']}")
@@ -42,8 +59,20 @@ def pytest_report_header(config):
             f"small-array placement {placement}"]
 
 
+# The per-test timeout (pyproject.toml) is 120 s, so a hung collective fails the default tier
+# quickly; the tiers outside it run minutes-long suites and sweeps (and launch subprocesses
+# with their own, longer, timeouts), so they keep 900 s unless a test sets its own.
+LONG_TIERS = ("slow", "clients", "gpu")
+LONG_TIER_TIMEOUT = 900
+
+
 def pytest_collection_modifyitems(config, items):
-    """x64 off: deselect the tests marked `x64` (they need float64 arrays)."""
+    """Longer timeouts for the long tiers; with x64 off, deselect the tests marked `x64` (they
+    need float64 arrays)."""
+    for item in items:
+        if item.get_closest_marker("timeout") is None and any(
+                item.get_closest_marker(tier) for tier in LONG_TIERS):
+            item.add_marker(pytest.mark.timeout(LONG_TIER_TIMEOUT))
     if X64:
         return
     dropped = [item for item in items if item.get_closest_marker("x64")]
@@ -68,3 +97,10 @@ def pytest_terminal_summary(terminalreporter):
         count = _DESELECTED_X64[0] if _DESELECTED_X64 else 0
         terminalreporter.write_line(
             f"darray: x64 off, {count} tests marked x64 (they need float64) deselected")
+    if DEFAULT_PLACEMENT:
+        marked = sum(1 for status in ("passed", "failed", "error", "xfailed", "xpassed")
+                     for rep in terminalreporter.stats.get(status, [])
+                     if rep.when == "call" and "distributed_placement" in rep.keywords)
+        terminalreporter.write_line(
+            f"darray: shipped placement, {marked} tests marked distributed_placement ran "
+            f"with small_array_cells=0")

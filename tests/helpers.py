@@ -2,7 +2,7 @@
 and tolerances that follow the dtype a result was computed in.
 
 tests/ is on sys.path (pytest puts the directory of tests/conftest.py there), so a test imports
-this module as ``import helpers`` or ``from helpers import mesh, rand``.
+this module as ``import helpers`` or ``from helpers import mesh_of, rand``.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _mesh(shape: tuple[int, ...], names: tuple[str, ...], explicit: bool):
                          devices=jax.devices()[:math.prod(shape)])
 
 
-def mesh(shape, names=None, *, explicit=False):
+def mesh_of(shape, names=None, *, explicit=False):
     """A mesh of the first prod(shape) devices; axes named x, y, z unless `names` is given.
 
     Auto axes unless `explicit` (darray keeps its arrays on Auto meshes; jax.make_mesh defaults
@@ -98,7 +98,20 @@ def collective_count(text: str, op: str) -> int:
     return collective_counts(text)[op]
 
 
-# -- tolerances ------------------------------------------------------------------------------------
+# -- dtypes and tolerances ------------------------------------------------------------------------
+def canonical_dtype(dtype) -> np.dtype:
+    """The dtype JAX makes of `dtype`: itself with x64 on; float64 -> float32, int64 -> int32,
+    complex128 -> complex64 with x64 off (JAX's default)."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+
+
+def host(a) -> np.ndarray:
+    """A host array in the dtype darray will hold it in (numpy's float64 becomes float32 with
+    x64 off), so that values a test compares exactly are the values darray holds."""
+    a = np.asarray(a)
+    return a.astype(canonical_dtype(a.dtype))
+
+
 def eps(dtype) -> float:
     """Machine epsilon of the precision `dtype` computes in (a complex dtype: its real part;
     integers and bools: float64, the precision numpy's references use)."""
@@ -112,3 +125,11 @@ def rtol(dtype, ulps: float = 64.0) -> float:
     """A relative tolerance of `ulps` units of `dtype`'s precision: 64 ulps of float64 is
     1.4e-14, of float32 7.6e-6."""
     return ulps * eps(dtype)
+
+
+def tol(dtype, f64: float = 1e-12, f32: float = 1e-5) -> float:
+    """A test's tolerance for results computed in `dtype`'s precision: `f64` for float64 /
+    complex128 (and integers, whose references are exact), `f32` for the 32-bit ones and below
+    (x64 off makes numpy's float64 data float32)."""
+    dtype = np.dtype(dtype)
+    return f32 if dtype.kind in "fc" and dtype.itemsize <= (8 if dtype.kind == "c" else 4) else f64

@@ -24,6 +24,8 @@ def load(name):
     return module
 
 
+# about 18 s; the JSON table's writer and benchmarks/plot.py keep default-tier tests
+@pytest.mark.slow
 def test_bench_eager_tiny_run_writes_json_and_png(tmp_path, capsys):
     bench = load("bench_eager")
     table = tmp_path / "eager.json"

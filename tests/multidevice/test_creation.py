@@ -169,6 +169,7 @@ def test_eye(n, m, k):
     assert x.data.sharding.spec == P("x", "y")
 
 
+@pytest.mark.distributed_placement
 def test_default_mesh_and_split():
     x = darray.zeros((13, 64))
     assert x.mesh.shape == {"d": 8}

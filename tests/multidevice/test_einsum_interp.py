@@ -76,6 +76,7 @@ def test_einsum_batched_and_free_axes_need_no_collective(shape):
     ("...j,jk", [(3, 7, 5), (5, 6)], [("x", None, "y"), ("y", None)]),
     ("b...,b->...", [(6, 4, 3), (6,)], [("y", "x", None), ("y",)]),
 ])
+@pytest.mark.distributed_placement
 def test_einsum_forms_match_numpy(subscripts, shapes, specs):
     hosts = [RNG.standard_normal(s) for s in shapes]
     ops = [put(h, sp) for h, sp in zip(hosts, specs)]

@@ -193,6 +193,7 @@ def test_hlo_uneven_slab_rfftn_no_all_gather():
     assert "all-to-all" in text and "all-gather" not in text
 
 
+@pytest.mark.distributed_placement
 def test_freq_functions():
     m = mesh_of((2, 4))
     f = dfft.fftfreq(13, 0.5, mesh=m, spec=(("x", "y"),))
@@ -218,6 +219,7 @@ def test_shifts(shape):
     close(dfft.ifftshift(dfft.fftshift(x)), a, a.dtype)
 
 
+@pytest.mark.distributed_placement
 def test_default_mesh_is_a_slab():
     a = rand((16, 8, 8), np.complex64)
     y = dfft.fftn(darray.asarray(a))
@@ -256,6 +258,7 @@ def test_errors_name_the_argument():
         dfft.fftn(x, decomposition="slab")
 
 
+@pytest.mark.slow  # about 70 s: the benchmark's whole small sweep
 def test_bench_small_smoke(tmp_path):
     """The CI smoke run of the benchmark (tiny sizes, all rows, HLO check, JSON table)."""
     import importlib.util

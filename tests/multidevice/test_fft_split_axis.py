@@ -109,6 +109,7 @@ def test_length_argument_pads_and_truncates(n_in, n):
     _close(k, np.fft.rfft(a.real, n=n), np.float64)
 
 
+@pytest.mark.distributed_placement
 def test_default_placement_1d():
     """`darray.fft.fft(x)` of a 1D array on its default placement (split over all devices)."""
     a = rand(256, np.complex128)

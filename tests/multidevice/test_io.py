@@ -48,6 +48,7 @@ def test_round_trip_onto_other_meshes_and_specs(tmp_path, engine, dtype):
     np.testing.assert_array_equal(np.asarray(z), host)
 
 
+@pytest.mark.distributed_placement
 def test_chunk_files_are_the_blocks_and_plain_numpy_reads_them(tmp_path):
     host = _host((9, 5), np.float64)  # 9 over 8 devices: blocks of 2, three own nothing
     x = darray.asarray(host, mesh=_mesh((8,)), spec=("x",))

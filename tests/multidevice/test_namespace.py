@@ -148,6 +148,7 @@ def test_tril_triu_meshgrid():
 
 
 # -- inspection and data type functions on arrays ----------------------------------------------
+@pytest.mark.distributed_placement
 def test_namespace_info():
     info = darray.__array_namespace_info__()
     caps = info.capabilities()

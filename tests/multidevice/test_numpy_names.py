@@ -231,6 +231,7 @@ def test_median_percentile_and_their_communication():
 
 
 # -- moveaxis and friends take numpy and jax arrays, as jax.numpy does ------------------------
+@pytest.mark.distributed_placement
 @pytest.mark.parametrize("make", [np.asarray, jnp.asarray])
 def test_manipulation_accepts_numpy_and_jax_arrays(make):
     a = np.arange(24.0).reshape(2, 3, 4)

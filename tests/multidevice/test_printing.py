@@ -38,6 +38,7 @@ def test_large_array_prints_only_its_corners_without_all_gather():
     assert gathered and max(gathered) <= 7 * 8, gathered
 
 
+@pytest.mark.distributed_placement
 def test_zero_d_prints_its_value():
     a = np.arange(13.0)
     s = darray.sum(darray.asarray(a, mesh=MESH, spec=("x",)))

@@ -96,6 +96,7 @@ def test_mean_var_std_with_correction(mesh_shape, shape):
                                host.std(ddof=1, keepdims=True), rtol=1e-12)
 
 
+@pytest.mark.distributed_placement
 def test_full_reduction_is_replicated_0d():
     mesh = mesh_of((2, 4))
     x = darray.asarray(RNG.standard_normal((13, 10)), mesh=mesh, spec=("x", "y"))
@@ -230,6 +231,7 @@ def test_sum_and_argmax_match_numpy_for_any_shape(mesh_shape, shape, data):
             assert y.layout.split == expected
 
 
+@pytest.mark.distributed_placement
 def test_scalar_results_feed_back_on_their_own_mesh():
     """A 0-d result (a 0-d DistArray) goes back into darray functions and stays on its mesh."""
     mesh = mesh_of((2, 4))
