@@ -69,6 +69,10 @@ LONG_TIER_TIMEOUT = 900
 def pytest_collection_modifyitems(config, items):
     """Longer timeouts for the long tiers; with x64 off, deselect the tests marked `x64` (they
     need float64 arrays)."""
+    if bool(jax.config.jax_enable_x64) != X64:  # a test module flipped it while imported
+        raise pytest.UsageError(
+            f"jax_enable_x64 is {jax.config.jax_enable_x64} after collection, but "
+            f"DARRAY_TEST_X64 asks for {X64}: a test module must not change it at import")
     for item in items:
         if item.get_closest_marker("timeout") is None and any(
                 item.get_closest_marker(tier) for tier in LONG_TIERS):

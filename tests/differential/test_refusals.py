@@ -12,7 +12,7 @@ def _refuse(x):
 
 def _example():
     mesh = mesh_of((8,))
-    return Example(mesh, [Operand(np.arange(13.0), mesh, ("x",))])
+    return Example(mesh, [Operand(np.arange(13.0), mesh, ("a",))])
 
 
 def test_a_refusal_off_the_allow_list_fails_naming_the_case():
@@ -29,9 +29,9 @@ def test_a_refusal_on_the_allow_list_is_recorded_with_its_reason():
     before = len(diff_runner.REFUSALS)
     diff_runner.run_case(case, _example())
     assert diff_runner.REFUSALS[before:] == [
-        "fft.fake[allowed]: Operand(float64[13], mesh=(x:8), spec=('x',)) {}: allowed because "
+        "fft.fake[allowed]: Operand(float64[13], mesh=(a:8), spec=('a',)) {}: allowed because "
         "a 1-d test: no plan for this layout"]
     two_d = _example()
-    two_d.args[0] = Operand(np.ones((2, 3)), two_d.mesh, ("x",))
+    two_d.args[0] = Operand(np.ones((2, 3)), two_d.mesh, ("a",))
     with pytest.raises(AssertionError, match="allow-list"):
         diff_runner.run_case(case, two_d)
