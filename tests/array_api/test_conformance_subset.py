@@ -139,6 +139,7 @@ def test_expand_dims_squeeze_errors_are_index_and_value_errors():
         darray.squeeze(x, axis=0)
 
 
+@pytest.mark.x64
 def test_matmul_shapes_follow_numpy():
     rng = np.random.default_rng(0)
     for s1, s2 in [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((5, 2, 3), (3, 4)),

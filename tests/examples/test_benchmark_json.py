@@ -79,6 +79,7 @@ def test_default_path_is_the_ignored_results_folder():
     assert common.default_json_path("bench_fft") == BENCHMARKS / "results" / "bench_fft.json"
 
 
+@pytest.mark.x64
 def test_bench_r2r_floor_tiny_run_restores_the_kernels(tmp_path):
     import jax
     import scipy.fft

@@ -105,6 +105,7 @@ def _jac_leaf(j):
 
 
 # -- the matrix ---------------------------------------------------------------------------------
+@pytest.mark.x64
 @pytest.mark.parametrize("transform", TRANSFORMS)
 @pytest.mark.parametrize("op", list(OPS))
 @pytest.mark.parametrize("mode", ["eager", "jit"])
@@ -178,6 +179,7 @@ def test_ad_keeps_distribution(op, transform, mode, mesh_kind, partitioner):
 # -- adjoint (dot-product) tests for every linear op ------------------------------------------
 @pytest.mark.parametrize("mesh_shape, spec", [((8,), ("x",)), ((2, 4), ("x", "y")),
                                               ((4, 2), ("x", "y"))])
+@pytest.mark.x64
 @pytest.mark.parametrize("shape", [(8, 6, 4), (13, 10, 7)])
 def test_linear_ops_are_adjoint(mesh_shape, spec, shape):
     """<A x, y> == <x, A^T y> with A^T from jax.vjp: the transposes darray runs are right."""

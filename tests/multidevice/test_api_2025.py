@@ -70,6 +70,7 @@ def test_changed_functions_of_2025_12():
     assert darray.broadcast_shapes((1, 7), (13, 1), ()) == np.broadcast_shapes((1, 7), (13, 1))
 
 
+@pytest.mark.x64
 def test_new_functions_of_2025_12():
     ints = darray.asarray(RNG.integers(0, 9, (13, 7)), mesh=MESH, spec=("x", "y"))
     pool = darray.asarray(np.array([1, 4, 7]), mesh=MESH)
@@ -127,6 +128,7 @@ def test_to_device_forms():
         X.to_device("cpu:0")
 
 
+@pytest.mark.x64
 def test_setitem_and_clip_promotion_of_2025_12():
     """2025.12: a setitem value array is promoted to x's dtype (x's dtype never changes);
     Python scalars given to clip take x's dtype."""

@@ -10,6 +10,9 @@ from helpers import collectives, mesh_of
 
 import darray
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESHES = {(8,): ("d",), (2, 4): ("x", "y")}
 # (shape, mesh, spec): even, uneven, pencil even, pencil uneven, partly replicated
 LAYOUTS = [((16, 5), (8,), ("d",)), ((13, 5), (8,), ("d",)), ((8, 12), (2, 4), ("x", "y")),

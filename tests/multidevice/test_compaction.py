@@ -59,6 +59,7 @@ def used(split):
     return tuple(n for s in split for n in s)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_name,shape,spec", CASES, ids=lambda v: str(v))
 def test_mask_get_set_nonzero(mesh_name, shape, spec):
     mesh = mesh_of(*MESHES[mesh_name])
@@ -100,6 +101,7 @@ def test_issue_reproducer_on_explicit_mesh():
     np.testing.assert_array_equal(np.asarray(darray.nonzero(v > 4)[0]), np.nonzero(a > 4)[0])
 
 
+@pytest.mark.x64
 def test_leading_mask_keeps_trailing_split():
     """A mask over the leading axes: the trailing axes keep their split."""
     mesh = mesh_of((2, 4))
@@ -117,6 +119,7 @@ def test_leading_mask_keeps_trailing_split():
     assert_equal(darray._src.api.indexing.setitem(x, (m,), rows), ref)
 
 
+@pytest.mark.x64
 def test_mixed_keys_and_halo():
     """Masks inside a bigger key go through the same compaction (as index arrays); haloed
     operands are compacted without their ghosts."""
@@ -131,6 +134,7 @@ def test_mixed_keys_and_halo():
     assert_equal(darray.nonzero(h > 0)[1], np.nonzero(a > 0)[1].astype(np.int64))
 
 
+@pytest.mark.x64
 def test_empty_and_full_selections():
     mesh = mesh_of((2, 2, 2))
     a = data((5, 3))
@@ -174,6 +178,7 @@ def test_unique_searchsorted_isin_repeat(mesh_name, shape, spec):
     assert r.layout.split == x.layout.split
 
 
+@pytest.mark.x64
 def test_data_dependent_shapes_under_jit_raise_jax_error():
     """A shape that depends on values is JAX's limit under jit (never hit eagerly)."""
     x = darray.asarray(data((13,)), mesh=mesh_of((8,)))

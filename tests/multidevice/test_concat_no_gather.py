@@ -17,6 +17,9 @@ from helpers import assert_layout, collective_counts, mesh_of
 import darray
 from darray._src.api import joining
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 
 def _check_layout(out, mesh, split):
     assert_layout(out, split=split, mesh=mesh)

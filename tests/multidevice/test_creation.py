@@ -36,6 +36,7 @@ def _coords_of(mesh, device):
     return dict(zip(mesh.axis_names, (int(i) for i in index)))
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_shape", MESH_SHAPES)
 @pytest.mark.parametrize("explicit", [True, False])
 @pytest.mark.parametrize("shape", [(13, 10, 7), (7,), (16, 8), (5, 13)])
@@ -67,6 +68,7 @@ def test_issue_example_13_10_7_on_2x4():
     assert_blocks_only(x, host)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_shape", MESH_SHAPES)
 def test_jit_identity_keeps_layout(mesh_shape):
     mesh = mesh_of(mesh_shape, explicit=True)
@@ -103,6 +105,7 @@ def test_from_jax_array(mesh_shape):
     (3.5, np.float64), (2, np.int64), (True, np.bool_), (1 + 2j, np.complex128),
     ([[1, 2], [3, 4]], np.int64), ([1.0, 2.0, 3.0], np.float64),
 ])
+@pytest.mark.x64
 def test_asarray_scalars_and_lists(obj, dtype):
     x = darray.asarray(obj)
     assert x.dtype == dtype
@@ -153,6 +156,7 @@ def test_arange(start, stop, step):
     np.testing.assert_array_equal(np.asarray(x), np.arange(start, stop, step))
 
 
+@pytest.mark.x64
 def test_arange_float_and_linspace():
     mesh = mesh_of((2, 4), explicit=True)
     np.testing.assert_allclose(np.asarray(darray.arange(0.5, 7.3, 0.7)), np.arange(0.5, 7.3, 0.7))

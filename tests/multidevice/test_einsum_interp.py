@@ -11,6 +11,9 @@ from helpers import collectives
 import darray
 from darray._src import compat
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESH = {"x": 2, "y": 4}
 
 

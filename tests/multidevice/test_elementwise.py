@@ -12,6 +12,9 @@ from helpers import mesh_of
 import darray
 from darray._src.api import elementwise
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(1234)
 

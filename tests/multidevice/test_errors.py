@@ -46,6 +46,7 @@ def test_axis_error_is_caught_by_name():
         darray.sum(x, axis=2)
 
 
+@pytest.mark.x64
 def test_fft_plan_raises_a_true_plan_error_where_fftn_runs():
     mesh = jax.make_mesh((8,), ("d",))
     ref = np.arange(64.0) % 7

@@ -12,6 +12,9 @@ import darray
 import darray.fft as dfft
 from darray._src import compat
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESHES = {
     "slab8": ((8,), ("d",)),
     "pencil2x4": ((2, 4), ("x", "y")),

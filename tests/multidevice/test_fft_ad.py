@@ -15,6 +15,9 @@ from darray._src import compat
 from darray._src.api.common import masked_physical
 from darray._src.array import DistArray
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 SHAPE = (8, 6, 4)
 
 

@@ -10,6 +10,9 @@ from helpers import collective_count, compiled_hlo, mesh_of, rand
 import darray
 import darray.fft as dfft
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 
 def ulps_per_log(got, ref, dtype):
     """max error relative to the largest output, in units of eps * log2(n)."""

@@ -64,6 +64,7 @@ def _matrix():
     return out
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("kinds,case,shape", _matrix())
 def test_values_layouts_round_trip(kinds, case, shape):
     a = rand(shape)
@@ -106,6 +107,7 @@ def test_one_plan_with_the_exchanges_of_fftn(kinds, case):
     assert dfft.transformn(x, kinds).layout == plan.out_layout
 
 
+@pytest.mark.x64
 def test_axes_and_norms():
     a = rand((6, 10, 8))
     x = place(a, "pencil2x4")
@@ -118,6 +120,7 @@ def test_axes_and_norms():
         assert z.layout == x.layout
 
 
+@pytest.mark.x64
 def test_complex_input_r2r_on_real_and_imaginary_parts():
     rng = np.random.default_rng(1)
     a = rng.standard_normal((8, 9, 6)) + 1j * rng.standard_normal((8, 9, 6))
@@ -139,6 +142,7 @@ def test_float32_keeps_precision():
                                rtol=2e-4, atol=2e-4)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("kinds", ISSUE_KINDS, ids="-".join)
 def test_jvp_and_vjp_are_the_linear_map(kinds):
     shape = (4, 6, 4)
@@ -161,6 +165,7 @@ def test_jvp_and_vjp_are_the_linear_map(kinds):
     np.testing.assert_allclose(np.asarray(g).ravel(), expect, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.x64
 def test_bad_input():
     x = place(rand((8, 8, 8)), "slab8")
     with pytest.raises(ValueError, match="'dct5' is not a known transform"):

@@ -13,6 +13,9 @@ import darray.fft as dfft
 from darray._src import compat
 from darray._src.fft.api import fft_plan
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 SHAPE = (7, 13, 17)
 # (mesh shape, mesh axis names, spec): slab; pencil; a mesh axis left unused (replicated);
 # one array axis split over two mesh axes on a 3-D mesh; every array axis split.

@@ -16,6 +16,9 @@ import darray
 import darray.fft as dfft
 from darray._src import compat
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 # (mesh shape, mesh axis names, spec of the 1-D signal): over all 8 devices; over one axis of a
 # 2-D mesh (replicated over the other); over both axes of a 2-D mesh.
 PLACEMENTS = {

@@ -11,6 +11,9 @@ import darray
 import darray.fft as dfft
 from darray._src.fft.split_axis import factor
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 NORMS = ("backward", "ortho", "forward")
 MESHES = {"8": ((8,), ("d",), "d"), "2x4": ((2, 4), ("x", "y"), ("x", "y"))}
 # Every (mesh, length) once in double precision, single precision on a subset; the full

@@ -19,6 +19,7 @@ def numpy_k(shape, real, d):
     return out
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("shape", [(16, 12, 10), (14, 13, 9)], ids=["even", "uneven"])
 @pytest.mark.parametrize("real", [True, False], ids=["rfftn", "fftn"])
 @pytest.mark.parametrize("spec", [("x", "y", None), ("x", None, None)], ids=["pencil", "slab"])
@@ -59,6 +60,7 @@ def test_float32_spectrum_gives_float32_wavenumbers():
                                rtol=1e-6)
 
 
+@pytest.mark.x64
 def test_s_covers_last_axes_only():
     x = darray.asarray(np.ones((4, 9, 7)), mesh=mesh_of((2, 4), ("x", "y")), spec=("x", "y"))
     k = dfft.rfftn(x, axes=(1, 2))
@@ -119,6 +121,7 @@ def test_meshgrid_same_mesh_axis_twice_keeps_values():
 
 
 # -- issue 38: no silent wrong wavenumbers ----------------------------------------------------
+@pytest.mark.x64
 @pytest.mark.parametrize("n", [8, 9])
 def test_halved_axis_without_s_raises(n):
     """rfftn's last axis of n//2 + 1 entries comes from an even or odd n: without s= (or
@@ -135,6 +138,7 @@ def test_halved_axis_without_s_raises(n):
     np.testing.assert_array_equal(np.asarray(kz).ravel(), 2 * np.pi * np.fft.rfftfreq(n))
 
 
+@pytest.mark.x64
 def test_length_two_halved_axis_is_numpys_rfftfreq():
     x = darray.asarray(np.ones((8, 2)), mesh=mesh_of((8,), ("d",)), spec=("d", None))
     k = dfft.rfftn(x)
@@ -153,6 +157,7 @@ def _positions(kind, n, d):
     return (np.arange(n) + shift) * d
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("kind", ["dct1", "dct2", "dct3", "dct4", "dst1", "dst2", "dst3", "dst4"])
 def test_r2r_wavenumbers_match_scipys_kernels(kind):
     """A transformn spectrum's cosine/sine axis: entry k is the K of scipy's kernel

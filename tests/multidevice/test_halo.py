@@ -16,6 +16,9 @@ import darray
 from darray._src import compat
 from darray._src.halo import plan as halo_plan
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 RULES = ("periodic", "constant", "edge", "reflect")
 MESHES = {(8,): ("d",), (2, 4): ("x", "y"), (4, 2): ("x", "y"), (1, 8): ("x", "y")}
 

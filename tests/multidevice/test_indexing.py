@@ -10,6 +10,9 @@ from scalar_check import assert_replicated_scalar
 
 import darray
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESHES = [(8,), (2, 4), (4, 2), (1, 8)]
 
 

@@ -17,6 +17,9 @@ from jax.sharding import PartitionSpec as P
 import darray.jaxdecomp as jd
 from darray.jaxdecomp import fft as jd_fft
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 
 def trimmed(spec):
     spec = tuple(spec)

@@ -23,6 +23,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from helpers import mesh_of
 from test_jaxdecomp_compat import halo_reference  # noqa: E402  (numpy model of the exchange)
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESHES = [(2, 4), (4, 2), (8, 1), (1, 8)]
 
 

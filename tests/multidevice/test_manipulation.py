@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 
 import darray
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESHES = [(8,), (2, 4), (4, 2), (1, 8)]
 
 

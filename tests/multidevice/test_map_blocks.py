@@ -24,6 +24,7 @@ def laplacian7_numpy(a):
     return sum(np.roll(a, s, axis=k) for k in range(3) for s in (1, -1)) - 6 * a
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_shape", [(8,), (2, 4), (4, 2), (1, 8)])
 @pytest.mark.parametrize("shape", [(16, 16, 8), (13, 7, 5), (9, 10, 3)])
 def test_laplacian_periodic(mesh_shape, shape):
@@ -37,6 +38,7 @@ def test_laplacian_periodic(mesh_shape, shape):
     np.testing.assert_allclose(np.asarray(lap), laplacian7_numpy(host), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.x64
 def test_wide_stencil_uneven_1d():
     # 4th-order second derivative (width 2) on 13 cells over 8 blocks (2,2,2,2,2,2,1,0)
     host = np.random.default_rng(1).standard_normal(13)
@@ -51,6 +53,7 @@ def test_wide_stencil_uneven_1d():
     assert out.layout == x.layout
 
 
+@pytest.mark.x64
 def test_jacobi_step_constant_boundary_jit():
     host = np.random.default_rng(2).standard_normal((12, 10, 6))
     x = darray.asarray(host, mesh=mesh_of((2, 4)), spec=("x", "y"))
@@ -65,6 +68,7 @@ def test_jacobi_step_constant_boundary_jit():
     assert out.data.sharding.spec == P("x", "y")
 
 
+@pytest.mark.x64
 def test_keep_halo_multiple_outputs_and_scalar_args():
     host = np.random.default_rng(3).standard_normal((16, 8))
     x = darray.asarray(host, mesh=mesh_of((2, 4)), spec=("x", "y"))
@@ -159,6 +163,7 @@ def test_explicit_out_layout_and_errors():
         darray.map_blocks(lambda a, b: a, x, other)
 
 
+@pytest.mark.x64
 def test_array_api_on_haloed_array_sees_interior():
     host = np.random.default_rng(4).standard_normal((13, 6))
     x = darray.asarray(host, mesh=mesh_of((8,), ("d",)), spec=("d",))

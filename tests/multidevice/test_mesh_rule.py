@@ -68,6 +68,7 @@ def _leaves(r):
     return list(r) if isinstance(r, (tuple, list)) else [r]
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("name", list(CALLS))
 def test_committed_on_other_devices_raise(name):
     a, b = on(LO, V), on(HI, V % 3)
@@ -79,6 +80,7 @@ def test_committed_on_other_devices_raise(name):
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("name", list(CALLS))
 def test_committed_on_the_same_devices_are_resharded(name):
     # as jit does: the call runs on the first committed operand's mesh
@@ -90,6 +92,7 @@ def test_committed_on_the_same_devices_are_resharded(name):
             assert g.mesh == A, (g.mesh, name)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("name", list(CALLS))
 def test_uncommitted_moves_to_the_committed_operand(name):
     # darray.asarray without mesh=/device= is uncommitted: in either position it joins the

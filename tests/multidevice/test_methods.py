@@ -132,6 +132,7 @@ def _check(got, want, split, same=None):
         assert got.layout == same.layout, (got.layout, same.layout)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_method_matches_numpy_and_namespace(name):
     method, reference, split, namespace = CASES[name]
@@ -261,6 +262,7 @@ def test_at_scalar_update_is_block_local(how):
     assert compiled.count == 0, compiled.count
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.float64, np.complex128])
 def test_real_and_imag_properties_follow_numpy_for_every_dtype(dtype):
     a = (np.arange(13) % 3 - 1).astype(dtype)

@@ -12,6 +12,9 @@ from scalar_check import assert_replicated_scalar
 import darray
 from darray._src.array import DistArray
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 RNG = np.random.default_rng(5)
 
 

@@ -11,6 +11,9 @@ import pytest
 import darray
 from darray._src import compat
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
 MESH8 = compat.make_auto_mesh((8,), ("d8",))
 RNG = np.random.default_rng(28)

@@ -25,6 +25,9 @@ from darray._src import compat
 from darray._src.fft.api import fft_plan
 from darray._src.fft.plan import LocalFFT, Merge, Transpose
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 RULES = ("periodic", "constant", "edge", "reflect", "symmetric")
 
 

@@ -12,6 +12,9 @@ from helpers import collectives
 import darray
 from darray._src import compat
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESHES = {(8,): ("d",), (2, 4): ("x", "y")}
 LAYOUTS = [((16, 5), (8,), ("d",)), ((13, 5), (8,), ("d",)), ((5, 3), (8,), ("d",)),
            ((8, 12), (2, 4), ("x", "y")), ((7, 9), (2, 4), ("x", "y")),

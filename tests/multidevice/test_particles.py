@@ -14,6 +14,9 @@ import darray
 from darray._src import compat
 from darray.particles import ParticleError
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 SCHEMES = ("ngp", "cic", "tsc")
 
 

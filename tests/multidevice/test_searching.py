@@ -36,6 +36,7 @@ def assert_sharded(y, mesh, split):
     assert y.data.sharding.is_equivalent_to(NamedSharding(mesh, y.layout.spec), y.data.ndim)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_shape", MESH_SHAPES)
 def test_argmax_argmin_every_axis(mesh_shape):
     mesh = mesh_of(mesh_shape)
@@ -82,6 +83,7 @@ def test_hlo_argmax_along_split_axis_has_no_gather():
         assert "all-gather" not in text
 
 
+@pytest.mark.x64
 def test_count_nonzero_and_nonzero():
     mesh = mesh_of((2, 4))
     host = RNG.integers(0, 3, (13, 10)) * (RNG.random((13, 10)) > 0.5)
@@ -98,6 +100,7 @@ def test_count_nonzero_and_nonzero():
         darray.nonzero(darray.sum(x))
 
 
+@pytest.mark.x64
 def test_where_and_searchsorted():
     mesh = mesh_of((2, 4))
     a, b = RNG.standard_normal((13, 10)), RNG.standard_normal((13, 10))
@@ -125,6 +128,7 @@ def test_where_and_searchsorted():
         darray.searchsorted(t, x, side="middle")
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_shape", [(8,), (4, 2)])
 def test_all_any_diff(mesh_shape):
     mesh = mesh_of(mesh_shape)

@@ -22,6 +22,7 @@ def _place(a, placement):
     return darray.asarray(a, mesh=compat.make_auto_mesh(shape, names), spec=spec)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("placement", list(PLACEMENTS))
 @pytest.mark.parametrize("length, have", [(13, 13), (64, 64), (17, 30), (9, 5), (1, 1)])
 def test_random_reorders_match_numpy(placement, length, have):
@@ -40,6 +41,7 @@ def test_random_reorders_match_numpy(placement, length, have):
     np.testing.assert_array_equal(np.asarray(x), a)  # input untouched
 
 
+@pytest.mark.x64
 def test_makhoul_reorder_of_a_batched_axis_sends_without_gathering():
     """A (6, 40) array split (x, y) on (2, 4): the reorder of axis 1 is two collective
     permutes of half a block each (module doc), and no other collective."""

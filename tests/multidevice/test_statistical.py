@@ -15,6 +15,9 @@ import darray
 from darray._src.api.common import valid_mask
 from darray._src.array import DistArray
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(7)
 

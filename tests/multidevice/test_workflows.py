@@ -66,6 +66,7 @@ def _paint_reference(d):
     return grid
 
 
+@pytest.mark.x64
 def test_particle_mesh_painting_on_an_uneven_grid(mesh):
     rng = np.random.default_rng(10)
     disp = [rng.uniform(-0.9, 0.9, N_PM) for _ in range(3)]  # within the ghost width
@@ -89,6 +90,7 @@ def test_particle_mesh_painting_on_an_uneven_grid(mesh):
 
 
 # -- (b) Dirichlet Poisson solve by DST-I ---------------------------------------------------------
+@pytest.mark.x64
 def test_dirichlet_poisson_by_dst(mesh):
     """-lap(u) = f on the interior of a box with u = 0 on its walls (5-point stencil, h = 1):
     the sine series diagonalises the stencil, eigenvalue 2 - 2 cos(pi (k + 1) / (n + 1))."""
@@ -138,6 +140,7 @@ def _ns_step(w, ks, fft, ifft, real):
     return w + DT * (-(u * w_x + v * w_y) + NU * lap)
 
 
+@pytest.mark.x64
 def test_pseudo_spectral_navier_stokes_in_a_scan(mesh):
     g = np.linspace(0, 2 * np.pi, N_NS, endpoint=False)
     x, y = np.meshgrid(g, g, indexing="ij")
@@ -174,6 +177,7 @@ def _laplacian_block(b):
     return b[:-2, 1:-1] + b[2:, 1:-1] + b[1:-1, :-2] + b[1:-1, 2:] - 4 * b[1:-1, 1:-1]
 
 
+@pytest.mark.x64
 def test_halo_stencil_heat_equation_and_gradient(mesh):
     shape = (13, 10)  # uneven on both split axes
     rng = np.random.default_rng(12)
@@ -208,6 +212,7 @@ def test_halo_stencil_heat_equation_and_gradient(mesh):
 
 
 # -- (e) nested darray.vmap with jacfwd -----------------------------------------------------------
+@pytest.mark.x64
 def test_nested_vmap_and_jacfwd():
     """Two batch axes, each split over its own mesh axis (c, x), fields split over y (the
     nested parallelism of jaxDecomp's notebook): an FFT per member, and per member the Jacobian

@@ -27,6 +27,7 @@ def test_namespace_of_arrays_and_reduction_results():
     assert array_api_compat.array_namespace(X[0, 0], darray.max(X, axis=0)) is darray
 
 
+@pytest.mark.x64
 def test_functions_take_reduction_results_where_arrays_go():
     s, m = darray.sum(X), darray.max(X)
     both = darray.stack([s, m])
@@ -52,6 +53,7 @@ def test_functions_take_reduction_results_where_arrays_go():
     assert z.layout == X.layout
 
 
+@pytest.mark.x64
 def test_python_and_numpy_conversions():
     s = darray.sum(X)
     i = darray.argmax(X)
@@ -166,6 +168,7 @@ def test_methods_and_at_on_zero_d_results():
     assert s.tolist() == pytest.approx(t, rel=TOL) and s.item() == pytest.approx(t, rel=TOL)
 
 
+@pytest.mark.x64
 def test_creation_lengths_from_zero_d_results_keep_numpy_dtypes():
     # arange(argmax(v)) is int64 in numpy; the 0-d result's own type must decide, not a float
     i = darray.argmax(X[:, 2])

@@ -213,6 +213,7 @@ def _died_at(outdir):
     return float(open(os.path.join(outdir, "died_at")).read())
 
 
+@pytest.mark.x64
 @pytest.mark.multiprocess
 @needs_mpiexec
 def test_under_mpiexec_a_killed_rank_ends_every_other_rank_naming_it(tmp_path):
