@@ -4,6 +4,10 @@ scipy reads SCIPY_ARRAY_API once, when it is first imported. tests/conftest.py (
 this file) does not import scipy, nor does jax or darray, so setting it here is in time in a
 normal run; `test_clients.py` checks that scipy really picked it up and otherwise runs the scipy
 cases in a subprocess that has it set from the start (see `scipy_outcomes` there).
+
+The clients run darray as their users do, with the shipped small-array placement, whatever
+tests/conftest.py set for the rest of the suite (`_shipped_placement` below; the jaxDecomp suite's
+subprocess drops the variable itself).
 """
 import collections
 import json
@@ -11,7 +15,25 @@ import os
 
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
+import pytest  # noqa: E402
 from clients_harness import REPORT_ENV  # noqa: E402
+
+import darray  # noqa: E402
+from darray._src.config import OPTIONS  # noqa: E402
+
+SHIPPED_SMALL_ARRAY_CELLS = OPTIONS["small_array_cells"].default
+
+
+@pytest.fixture(autouse=True)
+def _shipped_placement():
+    """Every clients test runs under darray's default small_array_cells (process-wide, so that
+    threads a library starts see it too), and the suite's own value comes back afterwards."""
+    before = darray.get_config("small_array_cells")
+    darray.set_config(small_array_cells=SHIPPED_SMALL_ARRAY_CELLS)
+    try:
+        yield
+    finally:
+        darray.set_config(small_array_cells=before)
 
 _outcomes = {}
 

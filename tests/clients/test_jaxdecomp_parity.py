@@ -29,16 +29,13 @@ if getattr(jaxdecomp, "__version__", "") != "0.3.1":
     pytest.skip(f"these parity tests record jaxDecomp 0.3.1; found "
                 f"{getattr(jaxdecomp, '__version__', '?')}", allow_module_level=True)
 
+from helpers import mesh_of
+
 import darray.jaxdecomp as djd
 
-AUTO = (jax.sharding.AxisType.Auto,) * 2
 MESHES = [((2, 4), P("x", "y")), ((4, 2), P("x", "y")), ((8, 1), P("x", None)),
           ((1, 8), P(None, "y"))]
 RUNNER = pathlib.Path(__file__).with_name("jaxpm_runner.py")
-
-
-def mesh_of(shape):
-    return jax.make_mesh(shape, ("x", "y"), axis_types=AUTO)
 
 
 def same_placement(ours, theirs):

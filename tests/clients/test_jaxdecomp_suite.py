@@ -69,6 +69,7 @@ def test_jaxdecomp_suite_passes_on_darray(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE)]),
                JAXDECOMP_BACKEND="darray")
     env.pop("XLA_FLAGS", None)  # the suite's conftest sets 8 devices itself
+    env.pop("DARRAY_SMALL_ARRAY_CELLS", None)  # darray's shipped placement, as for its users
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "jaxdecomp_suite_plugin", "-q", "-p",
          "no:cacheprovider", "-o", "addopts=", *select, *FILES, f"--junitxml={report}"],
@@ -104,6 +105,7 @@ def test_jaxpm_distributed_suite_passes_without_a_mesh_context():
     pytest.importorskip("diffrax", reason="JaxPM's test file imports diffrax")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE)]))
     env.pop("XLA_FLAGS", None)
+    env.pop("DARRAY_SMALL_ARRAY_CELLS", None)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "jaxpm_plugin", "-q", "-p", "no:cacheprovider",
          "-o", "addopts=", "test_distributed_pm.py", "-k", "fwd_rev or vmap"],

@@ -26,6 +26,22 @@ class Example:
         return f"Example(args={self.args}, params={self.params})"
 
 
+@dataclasses.dataclass(frozen=True)
+class AllowedRefusal:
+    """A NotImplementedError a Case may raise: on the Examples `when` accepts, for `reason`.
+
+    Any other NotImplementedError fails the case, so a planner regression that starts refusing
+    a common layout fails the suite instead of being recorded.
+    """
+    when: Callable[[Example], bool]
+    reason: str
+
+
+def allowed_refusal(case: Case, example: Example) -> AllowedRefusal | None:
+    """The entry of the case's allow-list that covers this example, or None."""
+    return next((r for r in case.refusals if r.when(example)), None)
+
+
 @dataclasses.dataclass
 class Case:
     name: str                       # test id, "<namespace function>[<family>]"
@@ -35,7 +51,7 @@ class Case:
     tol: float | None = 64.0        # None: exact; else multiple of eps * scale * magnitude
     covers: tuple[str, ...] = ()    # namespace functions exercised; default: the name's stem
     xfail: str | None = None        # a known bug in a module this suite does not own
-    refusal_ok: bool = False        # NotImplementedError is recorded, not failed (fft)
+    refusals: tuple = ()            # AllowedRefusal: the NotImplementedErrors that may occur
     check_dtype: bool = True
     post: Callable | None = None    # canonicalise both results (e.g. sort eigenvalues)
     mutates: bool = False           # fn modifies its first argument (setitem): compare it

@@ -24,6 +24,8 @@ def load(name):
     return module
 
 
+# about 18 s; the JSON table's writer and benchmarks/plot.py keep default-tier tests
+@pytest.mark.slow
 def test_bench_eager_tiny_run_writes_json_and_png(tmp_path, capsys):
     bench = load("bench_eager")
     table = tmp_path / "eager.json"
@@ -77,6 +79,7 @@ def test_default_path_is_the_ignored_results_folder():
     assert common.default_json_path("bench_fft") == BENCHMARKS / "results" / "bench_fft.json"
 
 
+@pytest.mark.x64
 def test_bench_r2r_floor_tiny_run_restores_the_kernels(tmp_path):
     import jax
     import scipy.fft

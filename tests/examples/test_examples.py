@@ -25,7 +25,13 @@ def test_every_example_is_listed():
     assert len(SCRIPTS) >= 6, f"examples/ lost scripts: {SCRIPTS}"
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
+# script -> why it runs in the slow tier only (CI time; tests/multidevice covers the same code)
+SLOW = {"particle_mesh.py": "about 90 s even with --small: the default tier's slowest test; "
+                            "tests/multidevice/test_particles.py runs its painting and forces"}
+
+
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW else s
+                                    for s in SCRIPTS])
 def test_example_runs_and_checks_itself(script, tmp_path):
     env = dict(os.environ)
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import AxisType
+from helpers import mesh_of
 
 import darray
 import darray.fft as dfft
@@ -84,12 +84,6 @@ def partitioner(request):
     jax.config.update("jax_use_shardy_partitioner", before)
 
 
-def make_mesh(kind):
-    if kind == "explicit":
-        return jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
-
-
 def assert_distributed(leaf):
     """Spread over all 8 devices and neither single-device nor fully replicated."""
     sharding = leaf.sharding
@@ -111,13 +105,14 @@ def _jac_leaf(j):
 
 
 # -- the matrix ---------------------------------------------------------------------------------
+@pytest.mark.x64
 @pytest.mark.parametrize("transform", TRANSFORMS)
 @pytest.mark.parametrize("op", list(OPS))
 @pytest.mark.parametrize("mode", ["eager", "jit"])
 @pytest.mark.parametrize("mesh_kind", ["explicit", "auto"])
 def test_ad_keeps_distribution(op, transform, mode, mesh_kind, partitioner):
     shape, f, ref = OPS[op]
-    mesh = make_mesh(mesh_kind)
+    mesh = mesh_of((2, 4), explicit=mesh_kind == "explicit")
     rng = np.random.default_rng(abs(hash((op, transform))) % 2**32)
     host = rng.standard_normal(shape)
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
@@ -184,6 +179,7 @@ def test_ad_keeps_distribution(op, transform, mode, mesh_kind, partitioner):
 # -- adjoint (dot-product) tests for every linear op ------------------------------------------
 @pytest.mark.parametrize("mesh_shape, spec", [((8,), ("x",)), ((2, 4), ("x", "y")),
                                               ((4, 2), ("x", "y"))])
+@pytest.mark.x64
 @pytest.mark.parametrize("shape", [(8, 6, 4), (13, 10, 7)])
 def test_linear_ops_are_adjoint(mesh_shape, spec, shape):
     """<A x, y> == <x, A^T y> with A^T from jax.vjp: the transposes darray runs are right."""

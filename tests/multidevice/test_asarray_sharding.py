@@ -66,6 +66,7 @@ def test_placement_given_reshards():
         darray.asarray(a, mesh=mesh, spec=("q", None))
 
 
+@pytest.mark.distributed_placement
 def test_unsharded_jax_arrays_still_take_the_default_placement():
     x = darray.asarray(jax.numpy.asarray(np.arange(64.0)))
     assert x.mesh is darray.default_mesh() and x.layout.split == (("d",),)

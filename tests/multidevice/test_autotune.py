@@ -38,6 +38,7 @@ def test_table_covers_every_candidate_and_is_sorted(tuned):
     assert "mesh | spec | decomposition | backend | fftn | halo | total" in str(tuned)
 
 
+@pytest.mark.x64
 def test_best_choice_is_valid(tuned):
     best = tuned.best
     assert math.prod(best.mesh_shape) == 8 and best.backend in backends.available_fft_backends()

@@ -92,6 +92,7 @@ def test_env_vars_give_initial_values_and_are_checked():
     assert "DARRAY_TRANSPOSE_BACKEND='gloo'" in out.stderr and "'cudecomp'" in out.stderr
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("name", ["cudecomp", "mpi"])
 def test_unbuilt_native_backend_raises_with_the_fix(name, monkeypatch):
     if name == "mpi":  # built by default; what a plain `pip install darray` lacks is mpi4py
@@ -128,6 +129,7 @@ def test_unknown_backend_is_a_value_error():
         darray.halo(x, 1, backend="gloo")
 
 
+@pytest.mark.x64
 def test_selected_backend_runs_via_keyword_option_and_context(fake_backends):
     register, calls = fake_backends
     register("fake")
@@ -147,6 +149,7 @@ def test_selected_backend_runs_via_keyword_option_and_context(fake_backends):
     assert calls == ["fft", "halo"]
 
 
+@pytest.mark.x64
 def test_plan_a_backend_cannot_express_falls_back_visibly(fake_backends):
     register, calls = fake_backends
     register("fake_partial", supports=lambda plan: "cannot express this plan")
@@ -186,6 +189,7 @@ def _eager_error(fn, *args):
     return type(err.value), str(err.value)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("spelling", ["cudecomp", "MPI"])
 def test_user_jit_retraces_after_set_config_and_in_config_context(spelling):
     host, x = grid(3)
@@ -244,6 +248,7 @@ def test_user_jit_sees_mismatch_raise_as_eager_calls_do():
         assert _eager_error(add, x, y) == eager
 
 
+@pytest.mark.x64
 def test_program_cache_key_holds_the_comm_settings_read_while_tracing():
     """The cuDecomp comm options are read while the FFT program is traced (cudecomp.grid); a
     cached program built under one must not run under another."""

@@ -2,15 +2,16 @@
 one all-reduce of the bins (HLO), no gather of the input."""
 from __future__ import annotations
 
-import re
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import collectives, mesh_of
 
 import darray
-from darray._src import compat
+
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 MESHES = {(8,): ("d",), (2, 4): ("x", "y")}
 # (shape, mesh, spec): even, uneven, pencil even, pencil uneven, partly replicated
@@ -18,24 +19,15 @@ LAYOUTS = [((16, 5), (8,), ("d",)), ((13, 5), (8,), ("d",)), ((8, 12), (2, 4), (
            ((7, 9), (2, 4), ("x", "y")), ((11, 6), (2, 4), ("y", None))]
 
 
-def mesh_of(shape):
-    return compat.make_auto_mesh(shape, MESHES[shape])
-
-
 def put(host, mesh_shape, spec):
-    return darray.asarray(host, mesh=mesh_of(mesh_shape), spec=spec)
+    return darray.asarray(host, mesh=mesh_of(mesh_shape, MESHES[mesh_shape]), spec=spec)
 
 
 def assert_replicated(r, mesh_shape, length):
     assert r.shape == (length,)
     assert r.layout.split == ((),)
     assert r.data.sharding.is_fully_replicated
-    assert r.mesh.shape == mesh_of(mesh_shape).shape
-
-
-def collectives(text):
-    return re.findall(r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
-                      r"(?:-start)?\(", text)
+    assert r.mesh.shape == mesh_of(mesh_shape, MESHES[mesh_shape]).shape
 
 
 # -- bincount ---------------------------------------------------------------------------------
@@ -59,7 +51,7 @@ def test_bincount_1d_uneven_and_weights_in_another_layout():
     host = np.random.default_rng(2).integers(0, 9, size=13)
     x = put(host, (8,), ("d",))
     w_host = np.random.default_rng(3).standard_normal(13)
-    w = darray.asarray(w_host, mesh=mesh_of((8,)), spec=(None,))  # replicated weights
+    w = darray.asarray(w_host, mesh=mesh_of((8,), ("d",)), spec=(None,))  # replicated weights
     r = darray.bincount(x, w)
     np.testing.assert_allclose(np.asarray(r), np.bincount(host, w_host), rtol=1e-12)
     assert_replicated(r, (8,), host.max() + 1)

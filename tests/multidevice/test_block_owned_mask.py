@@ -53,6 +53,7 @@ def deposit(grid, *disp, block_info, use_mask=True):
     return grid
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("shape", [(N, N, N), (13, 10, 7)])
 def test_deposit_pattern_uneven_grid_matches_numpy(shape):
     mesh = compat.make_auto_mesh((2, 4), ("x", "y"))

@@ -12,9 +12,9 @@ import itertools
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src import compat
 
 MESHES = {"8": ((8,), ("x",)), "2x4": ((2, 4), ("x", "y")), "4x2": ((4, 2), ("x", "y")),
           "1x8": ((1, 8), ("x", "y")), "2x2x2": ((2, 2, 2), ("x", "y", "z"))}
@@ -30,11 +30,6 @@ CASES = [
     ("2x4", (3, 5, 7), ("y", None, "x")),
     ("2x2x2", (7, 5), (("z", "x"), None)),
 ]
-
-
-def mesh_of(name):
-    shape, names = MESHES[name]
-    return compat.make_auto_mesh(shape, names)
 
 
 def data(shape, seed=0):
@@ -64,9 +59,10 @@ def used(split):
     return tuple(n for s in split for n in s)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_name,shape,spec", CASES, ids=lambda v: str(v))
 def test_mask_get_set_nonzero(mesh_name, shape, spec):
-    mesh = mesh_of(mesh_name)
+    mesh = mesh_of(*MESHES[mesh_name])
     a = data(shape)
     x = darray.asarray(a, mesh=mesh, spec=spec)
     split = split_of(spec, len(shape))
@@ -105,9 +101,10 @@ def test_issue_reproducer_on_explicit_mesh():
     np.testing.assert_array_equal(np.asarray(darray.nonzero(v > 4)[0]), np.nonzero(a > 4)[0])
 
 
+@pytest.mark.x64
 def test_leading_mask_keeps_trailing_split():
     """A mask over the leading axes: the trailing axes keep their split."""
-    mesh = mesh_of("2x4")
+    mesh = mesh_of((2, 4))
     a = data((7, 5, 6))
     x = darray.asarray(a, mesh=mesh, spec=(None, "y", "x"))
     m = a[:, :, 0] > 0
@@ -122,10 +119,11 @@ def test_leading_mask_keeps_trailing_split():
     assert_equal(darray._src.api.indexing.setitem(x, (m,), rows), ref)
 
 
+@pytest.mark.x64
 def test_mixed_keys_and_halo():
     """Masks inside a bigger key go through the same compaction (as index arrays); haloed
     operands are compacted without their ghosts."""
-    mesh = mesh_of("4x2")
+    mesh = mesh_of((4, 2))
     a = data((9, 7))
     x = darray.asarray(a, mesh=mesh, spec=("y", "x"))
     m = darray.asarray(a[0] > 0, mesh=mesh, spec=("x",))
@@ -136,8 +134,9 @@ def test_mixed_keys_and_halo():
     assert_equal(darray.nonzero(h > 0)[1], np.nonzero(a > 0)[1].astype(np.int64))
 
 
+@pytest.mark.x64
 def test_empty_and_full_selections():
-    mesh = mesh_of("2x2x2")
+    mesh = mesh_of((2, 2, 2))
     a = data((5, 3))
     x = darray.asarray(a, mesh=mesh, spec=("z",))
     for y, ref in ((x[x > 10], a[a > 10]), (x[x > -10], a[a > -10]),
@@ -151,7 +150,7 @@ def test_empty_and_full_selections():
 
 @pytest.mark.parametrize("mesh_name,shape,spec", CASES[:3] + CASES[5:6], ids=lambda v: str(v))
 def test_unique_searchsorted_isin_repeat(mesh_name, shape, spec):
-    mesh = mesh_of(mesh_name)
+    mesh = mesh_of(*MESHES[mesh_name])
     a = data(shape)
     x = darray.asarray(a, mesh=mesh, spec=spec)
     values, counts = darray.unique_counts(x)
@@ -179,9 +178,10 @@ def test_unique_searchsorted_isin_repeat(mesh_name, shape, spec):
     assert r.layout.split == x.layout.split
 
 
+@pytest.mark.x64
 def test_data_dependent_shapes_under_jit_raise_jax_error():
     """A shape that depends on values is JAX's limit under jit (never hit eagerly)."""
-    x = darray.asarray(data((13,)), mesh=mesh_of("8"))
+    x = darray.asarray(data((13,)), mesh=mesh_of((8,)))
     for f in (lambda v: v[v > 0], lambda v: darray.nonzero(v)[0], darray.unique_values,
               lambda v: darray.repeat(v, darray.astype(v > 0, darray.int64))):
         with pytest.raises(jax.errors.ConcretizationTypeError, match="depends on"):
@@ -201,7 +201,7 @@ def _all_specs(names, ndim):
 @pytest.mark.parametrize("mesh_name", list(MESHES))
 @pytest.mark.parametrize("shape", [(1,), (13,), (17, 1), (5, 7), (3, 2, 5)], ids=str)
 def test_compaction_sweep(mesh_name, shape):
-    mesh = mesh_of(mesh_name)
+    mesh = mesh_of(*MESHES[mesh_name])
     a = data(shape, seed=len(shape))
     for spec in _all_specs(MESHES[mesh_name][1], len(shape)):
         x = darray.asarray(a, mesh=mesh, spec=spec)
@@ -215,7 +215,7 @@ def test_compaction_sweep(mesh_name, shape):
 def test_gradients_through_compaction_and_gathers():
     """The bit-pattern sums keep derivatives (custom JVP): d/dx sum(read(x)**2) = 2 x at the
     cells read, 0 elsewhere."""
-    mesh = mesh_of("2x4")
+    mesh = mesh_of((2, 4))
     a = data((13,))
     x = darray.asarray(a, mesh=mesh, spec=("x",))
     mask = a > 0

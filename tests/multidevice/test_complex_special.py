@@ -141,6 +141,7 @@ def _equal_or_both_nan(x, y):
                        | np.isclose(x, y, rtol=1e-14, atol=0)))
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("fname", sorted(NUMPY))
 def test_symmetries_and_finite_operands(fname):
     """f(conj z) = conj f(z) everywhere (and f(-z) = -f(z) / f(z) for odd / even functions),
@@ -170,6 +171,7 @@ def test_symmetries_and_finite_operands(fname):
     np.testing.assert_allclose(finite, NUMPY[fname](FINITE), rtol=1e-13, atol=1e-300)
 
 
+@pytest.mark.x64
 def test_gradient_through_finite_values():
     """The special-case patch costs no gradient: d/dx real(exp((1+1j) x)) as numpy's formula,
     also with an inf/NaN operand elsewhere in the array."""
@@ -187,6 +189,7 @@ def test_gradient_through_finite_values():
     np.testing.assert_allclose(np.asarray(grad), want, rtol=1e-12)
 
 
+@pytest.mark.x64
 def test_real_operands_unchanged():
     x = darray.asarray(np.array([-1.0, 0.0, 2.0, INF, -INF, NAN]), mesh=MESH)
     for fname in ("exp", "log", "sqrt", "tanh", "cosh", "sin"):

@@ -12,37 +12,29 @@ several mesh axes on one array axis, ghost cells and inputs in other layouts are
 import jax
 import numpy as np
 import pytest
-from jax.sharding import NamedSharding
+from helpers import assert_layout, collective_counts, mesh_of
 
 import darray
-from darray._src import compat
 from darray._src.engine import joining
 
-_MESHES = {}
-
-
-def _mesh(shape):
-    if shape not in _MESHES:
-        _MESHES[shape] = compat.make_auto_mesh(shape, ("x", "y", "z")[:len(shape)])
-    return _MESHES[shape]
-
-
-def _collectives(hlo: str) -> dict[str, int]:
-    """How many gathering / reducing collectives the compiled HLO text holds."""
-    names = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all")
-    return {n: sum(1 for line in hlo.splitlines() if f" {n}(" in line or f" {n}-start(" in line)
-            for n in names}
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 
 def _check_layout(out, mesh, split):
-    assert out.layout.split == tuple(tuple(s) for s in split), out.layout
+    assert_layout(out, split=split, mesh=mesh)
     assert not out.layout.has_halo
-    assert out.data.sharding.is_equivalent_to(NamedSharding(mesh, out.layout.spec), out.ndim)
+
+
+GATHERING = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all")
 
 
 def _compiled_join(fn, inputs):
+    """The join's result and its gathering / reducing collectives (neighbour permutes are how
+    a join moves the pieces that cross a block boundary)."""
     compiled = jax.jit(lambda *v: fn(list(v))).lower(*inputs).compile()
-    return compiled(*inputs), _collectives(compiled.as_text())
+    counts = collective_counts(compiled.as_text())
+    return compiled(*inputs), {n: counts[n] for n in GATHERING}
 
 
 def _host(shapes, seed):
@@ -66,7 +58,7 @@ _SPLIT_CASES = [
 @pytest.mark.parametrize("mesh_shape,shapes,spec,axis", _SPLIT_CASES,
                          ids=[f"{m}-{len(s)}in-{p}-ax{a}" for m, s, p, a in _SPLIT_CASES])
 def test_concat_along_split_axis_moves_blocks_without_gather(mesh_shape, shapes, spec, axis):
-    mesh = _mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     hosts = _host(shapes, seed=len(shapes) + axis)
     xs = [darray.asarray(h, mesh=mesh, spec=spec) for h in hosts]
     assert xs[0].layout.split[axis], "the case must join along a split axis"
@@ -82,7 +74,7 @@ def test_concat_along_split_axis_moves_blocks_without_gather(mesh_shape, shapes,
 def test_concat_drops_ghost_cells_locally():
     """Inputs with ghosts (x.halo) on the split join axis and on an unsplit axis: the ghosts
     are cut off each block on its device, nothing is gathered."""
-    mesh = _mesh((2, 4))
+    mesh = mesh_of((2, 4))
     a, b = _host([(13, 6), (9, 6)], seed=3)
     xa = darray.asarray(a, mesh=mesh, spec=(("y", "x"),)).halo(1)
     xb = darray.asarray(b, mesh=mesh, spec=(("y", "x"),)).halo(((2, 1), (1, 1)))
@@ -96,7 +88,7 @@ def test_concat_drops_ghost_cells_locally():
 def test_concat_redistributes_other_layouts_to_the_first():
     """Inputs in other layouts are moved to the first input's split first (values and layout;
     an input that is merely replicated where the output is split is cut locally)."""
-    mesh = _mesh((2, 4))
+    mesh = mesh_of((2, 4))
     a, b, c = _host([(7, 10), (12, 10), (3, 10)], seed=5)
     xa = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     xb = darray.asarray(b, mesh=mesh, spec=(None, "x"))
@@ -112,7 +104,7 @@ def test_concat_redistributes_other_layouts_to_the_first():
 
 
 def test_concat_promotes_dtypes():
-    mesh = _mesh((8,))
+    mesh = mesh_of((8,))
     a = np.arange(11, dtype=np.int32)
     b = np.linspace(-1.0, 1.0, 6)
     out = darray.concat([darray.asarray(a, mesh=mesh), darray.asarray(b, mesh=mesh)])
@@ -135,7 +127,7 @@ _LOCAL_CASES = [
 @pytest.mark.parametrize("mesh_shape,shape,spec,kind,axis", _LOCAL_CASES,
                          ids=[f"{k}-{m}-{p}-ax{a}" for m, s, p, k, a in _LOCAL_CASES])
 def test_unsplit_concat_and_stack_stay_local(mesh_shape, shape, spec, kind, axis):
-    mesh = _mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     if kind == "concat":
         other = list(shape)
         other[axis] = 4
@@ -157,7 +149,7 @@ def test_unsplit_concat_and_stack_stay_local(mesh_shape, shape, spec, kind, axis
 
 
 def test_stack_of_haloed_inputs_drops_ghosts_locally():
-    mesh = _mesh((2, 4))
+    mesh = mesh_of((2, 4))
     a, b = _host([(13, 7), (13, 7)], seed=9)
     xa = darray.asarray(a, mesh=mesh, spec=("x", "y")).halo(1)
     xb = darray.asarray(b, mesh=mesh, spec=("x", "y"))
@@ -170,7 +162,7 @@ def test_stack_of_haloed_inputs_drops_ghosts_locally():
 def test_concat_gradient_flows_back_to_each_input():
     """grad through the shift assembly: each input's cotangent is its slice of the weights,
     in the input's own layout."""
-    mesh = _mesh((2, 4))
+    mesh = mesh_of((2, 4))
     a, b, w = _host([(13, 3), (6, 3), (19, 3)], seed=11)
     xa = darray.asarray(a, mesh=mesh, spec=(("y", "x"),))
     xb = darray.asarray(b, mesh=mesh, spec=(("y", "x"),))
@@ -188,7 +180,7 @@ def test_concat_gradient_flows_back_to_each_input():
 def test_concat_jacobians_stay_distributed(transform):
     """jacfwd/jacrev through the rounds: the Jacobian leaf (output physical x input physical)
     matches the dense one and stays split over the join axis' mesh axes."""
-    mesh = _mesh((2, 4))
+    mesh = mesh_of((2, 4))
     a, b = _host([(13,), (6,)], seed=12)
     xa = darray.asarray(a, mesh=mesh, spec=(("y", "x"),))
     xb = darray.asarray(b, mesh=mesh, spec=(("y", "x"),))
@@ -205,7 +197,7 @@ def test_concat_jacobians_stay_distributed(transform):
 
 
 def test_concat_flattened_and_errors():
-    mesh = _mesh((2, 4))
+    mesh = mesh_of((2, 4))
     a, b = _host([(5, 7), (3,)], seed=13)
     xa = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     xb = darray.asarray(b, mesh=mesh, spec=("y",))

@@ -43,6 +43,7 @@ def _assert_same_place(out, like, want):
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-12)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("jit", [False, True])
 def test_scan_carry_in_another_layout_names_the_fix(mesh, host, jit):
     x = darray.asarray(host, device=mesh, spec=("x", "y"))
@@ -65,6 +66,7 @@ def test_scan_carry_in_another_layout_names_the_fix(mesh, host, jit):
     _assert_same_place(run(good), x, _reference_steps(host, 3))
 
 
+@pytest.mark.x64
 def test_while_and_fori_loop_name_the_fix(mesh, host):
     x = darray.asarray(host, device=mesh, spec=("x", "y"))
     with pytest.raises(TypeError, match="while_loop body.*(?s:.*)" + FIX):
@@ -96,6 +98,7 @@ def test_halo_carry_names_the_halo(mesh, host):
                                                   spec=c.layout.spec), None), x, None, length=2)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("jit", [False, True])
 def test_cond_branches_in_two_layouts_name_the_fix(mesh, host, jit):
     x = darray.asarray(host, device=mesh, spec=("x", "y"))
@@ -130,6 +133,7 @@ def test_shape_change_keeps_jax_message_alone(mesh, host):
     assert "darray:" not in str(err.value)
 
 
+@pytest.mark.x64
 def test_spectral_scan_keeps_its_carry_and_stacks_ys(mesh, host):
     """A scan whose body goes to k-space and back keeps its carry's layout with no fix; its
     stacked outputs ys are DistArrays whose Layout matches their data."""

@@ -3,22 +3,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
 import darray
-from darray._src import compat
 
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
-
-
-def make_mesh(shape, explicit=True):
-    names = ("x", "y", "z")[: len(shape)]
-    if explicit:
-        return jax.make_mesh(shape, names, axis_types=(AxisType.Explicit,) * len(shape))
-    return compat.make_auto_mesh(shape, names)
 
 
 def spec_for(mesh_shape, ndim):
@@ -44,11 +36,12 @@ def _coords_of(mesh, device):
     return dict(zip(mesh.axis_names, (int(i) for i in index)))
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_shape", MESH_SHAPES)
 @pytest.mark.parametrize("explicit", [True, False])
 @pytest.mark.parametrize("shape", [(13, 10, 7), (7,), (16, 8), (5, 13)])
 def test_asarray_round_trip(mesh_shape, explicit, shape):
-    mesh = make_mesh(mesh_shape, explicit)
+    mesh = mesh_of(mesh_shape, explicit=explicit)
     spec = spec_for(mesh_shape, len(shape))
     host = np.random.default_rng(0).standard_normal(shape)
     x = darray.asarray(host, mesh=mesh, spec=spec)
@@ -75,9 +68,10 @@ def test_issue_example_13_10_7_on_2x4():
     assert_blocks_only(x, host)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_shape", MESH_SHAPES)
 def test_jit_identity_keeps_layout(mesh_shape):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape, explicit=True)
     host = np.random.default_rng(1).standard_normal((13, 7))
     x = darray.asarray(host, mesh=mesh, spec=spec_for(mesh_shape, 2))
     y = jax.jit(lambda a: a)(x)
@@ -88,7 +82,7 @@ def test_jit_identity_keeps_layout(mesh_shape):
 
 
 def test_pytree_flatten_unflatten():
-    x = darray.zeros((9, 4), mesh=make_mesh((2, 4)), spec=("x", "y"))
+    x = darray.zeros((9, 4), mesh=mesh_of((2, 4), explicit=True), spec=("x", "y"))
     leaves, tree = jax.tree_util.tree_flatten(x)
     assert len(leaves) == 1 and leaves[0] is x.data
     again = jax.tree_util.tree_unflatten(tree, leaves)
@@ -100,7 +94,7 @@ def test_pytree_flatten_unflatten():
 
 @pytest.mark.parametrize("mesh_shape", MESH_SHAPES)
 def test_from_jax_array(mesh_shape):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape, explicit=True)
     src = jnp.arange(13 * 6, dtype=jnp.float32).reshape(13, 6)
     x = darray.asarray(src, mesh=mesh, spec=spec_for(mesh_shape, 2))
     np.testing.assert_array_equal(np.asarray(x), np.asarray(src))
@@ -111,6 +105,7 @@ def test_from_jax_array(mesh_shape):
     (3.5, np.float64), (2, np.int64), (True, np.bool_), (1 + 2j, np.complex128),
     ([[1, 2], [3, 4]], np.int64), ([1.0, 2.0, 3.0], np.float64),
 ])
+@pytest.mark.x64
 def test_asarray_scalars_and_lists(obj, dtype):
     x = darray.asarray(obj)
     assert x.dtype == dtype
@@ -118,7 +113,7 @@ def test_asarray_scalars_and_lists(obj, dtype):
 
 
 def test_asarray_dtype_and_redistribute():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4), explicit=True)
     host = np.random.default_rng(2).standard_normal((13, 10))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     y = darray.asarray(x, spec=("y", "x"), dtype=np.float32)
@@ -135,7 +130,7 @@ def test_asarray_dtype_and_redistribute():
 
 @pytest.mark.parametrize("mesh_shape", MESH_SHAPES)
 def test_filled_creation(mesh_shape):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape, explicit=True)
     spec = spec_for(mesh_shape, 2)
     for fn, value in [(darray.zeros, 0), (darray.ones, 1), (darray.empty, 0)]:
         x = fn((13, 7), mesh=mesh, spec=spec)
@@ -161,8 +156,9 @@ def test_arange(start, stop, step):
     np.testing.assert_array_equal(np.asarray(x), np.arange(start, stop, step))
 
 
+@pytest.mark.x64
 def test_arange_float_and_linspace():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4), explicit=True)
     np.testing.assert_allclose(np.asarray(darray.arange(0.5, 7.3, 0.7)), np.arange(0.5, 7.3, 0.7))
     for num, endpoint in [(13, True), (13, False), (1, True), (0, True)]:
         x = darray.linspace(-1.0, 2.0, num, endpoint=endpoint, mesh=mesh, spec=(("x", "y"),))
@@ -172,11 +168,12 @@ def test_arange_float_and_linspace():
 
 @pytest.mark.parametrize("n, m, k", [(5, None, 0), (13, 7, 1), (7, 13, -2), (4, 4, 5)])
 def test_eye(n, m, k):
-    x = darray.eye(n, m, k=k, mesh=make_mesh((2, 4)), spec=("x", "y"))
+    x = darray.eye(n, m, k=k, mesh=mesh_of((2, 4), explicit=True), spec=("x", "y"))
     np.testing.assert_array_equal(np.asarray(x), np.eye(n, m, k=k))
     assert x.data.sharding.spec == P("x", "y")
 
 
+@pytest.mark.distributed_placement
 def test_default_mesh_and_split():
     x = darray.zeros((13, 64))
     assert x.mesh.shape == {"d": 8}
@@ -217,7 +214,7 @@ def test_mesh_shorthand_and_device():
 ])
 def test_bad_spec_errors(kwargs, exc, message):
     with pytest.raises(exc, match=message):
-        darray.asarray(np.ones((4, 4)), mesh=make_mesh((2, 4)), **kwargs)
+        darray.asarray(np.ones((4, 4)), mesh=mesh_of((2, 4), explicit=True), **kwargs)
 
 
 def test_bad_object_and_mesh_errors():

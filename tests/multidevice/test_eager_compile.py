@@ -106,6 +106,7 @@ def _check(result, expected):
         np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
+@pytest.mark.distributed_placement
 @pytest.mark.parametrize("name", sorted(_creation_cases()))
 def test_creation_compiles_once_per_signature(name):
     first, second, reference = _creation_cases()[name]
@@ -122,6 +123,7 @@ def test_creation_compiles_once_per_signature(name):
         assert out.data.sharding.spec == out.layout.spec
 
 
+@pytest.mark.distributed_placement
 @pytest.mark.parametrize("name", sorted(_op_cases()))
 def test_warm_op_does_not_compile(name):
     call, reference = _op_cases()[name]

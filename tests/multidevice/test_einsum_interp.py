@@ -3,14 +3,16 @@ HLO: a split contraction is one all-reduce with no gather of the operands; inter
 collective."""
 from __future__ import annotations
 
-import re
-
 import jax
 import numpy as np
 import pytest
+from helpers import collectives
 
 import darray
 from darray._src import compat
+
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 MESH = {"x": 2, "y": 4}
 
@@ -21,11 +23,6 @@ def mesh():
 
 def put(host, spec):
     return darray.asarray(host, mesh=mesh(), spec=spec)
-
-
-def collectives(text):
-    return re.findall(r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
-                      r"(?:-start)?\(", text)
 
 
 def hlo(fn, *arrays):
@@ -82,6 +79,7 @@ def test_einsum_batched_and_free_axes_need_no_collective(shape):
     ("...j,jk", [(3, 7, 5), (5, 6)], [("x", None, "y"), ("y", None)]),
     ("b...,b->...", [(6, 4, 3), (6,)], [("y", "x", None), ("y",)]),
 ])
+@pytest.mark.distributed_placement
 def test_einsum_forms_match_numpy(subscripts, shapes, specs):
     hosts = [RNG.standard_normal(s) for s in shapes]
     ops = [put(h, sp) for h, sp in zip(hosts, specs)]

@@ -2,22 +2,21 @@
 layouts kept, broadcasting with scalars / numpy / jax / smaller DistArrays, layout mismatches."""
 import operator
 
+import helpers
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import NamedSharding
+from helpers import mesh_of
 
 import darray
-from darray._src import compat
 from darray._src.api import elementwise
+
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(1234)
-
-
-def make_mesh(shape):
-    return compat.make_auto_mesh(shape, ("x", "y")[: len(shape)])
 
 
 def spec_for(mesh_shape, ndim):
@@ -26,8 +25,7 @@ def spec_for(mesh_shape, ndim):
 
 def assert_layout(y, layout):
     """The Layout and the physical sharding (size-1 mesh axes may be dropped from the spec)."""
-    assert y.layout == layout
-    assert y.data.sharding.is_equivalent_to(NamedSharding(layout.mesh, layout.spec), y.data.ndim)
+    helpers.assert_layout(y, layout)
     assert y.data.sharding.spec == layout.spec or 1 in layout.mesh.shape.values()
 
 
@@ -61,7 +59,7 @@ def _inputs(name, category, shape):
 @pytest.mark.parametrize("row", elementwise.TABLE, ids=[r[0] for r in elementwise.TABLE])
 def test_every_function_against_numpy(row):
     name, _, arity, category, _ = row
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     hosts = _inputs(name, category, (13, 10))[:arity]
     xs = [darray.asarray(h, mesh=mesh, spec=("x", "y")) for h in hosts]
     y = getattr(darray, name)(*xs)
@@ -85,7 +83,7 @@ def test_table_covers_the_standard():
 
 @pytest.mark.parametrize("dtype", ["float32", "complex64", "int32"])
 def test_dtypes_kept(dtype):
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     h = (RNG.uniform(-3, 3, 13) * (1 + 1j if dtype == "complex64" else 1)).astype(dtype)
     x = darray.asarray(h, mesh=mesh, spec=("x",))
     for name in ("negative", "square", "abs", "sign"):
@@ -100,7 +98,7 @@ def test_dtypes_kept(dtype):
 
 
 def test_clip_and_integer_rounding():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     h = RNG.uniform(-3, 3, 13)
     x = darray.asarray(h, mesh=mesh, spec=("x",))
     np.testing.assert_array_equal(np.asarray(darray.clip(x, -1.0, 2.0)), np.clip(h, -1, 2))
@@ -128,7 +126,7 @@ BITWISE = [operator.and_, operator.or_, operator.xor, operator.lshift, operator.
 
 @pytest.mark.parametrize("mesh_shape", [(2, 4)])
 def test_operators_forward_reflected_inplace(mesh_shape):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     a = RNG.uniform(0.5, 3, (13, 7))
     b = RNG.uniform(0.5, 3, (13, 7))
     x = darray.asarray(a, mesh=mesh, spec=spec_for(mesh_shape, 2))
@@ -167,7 +165,7 @@ def test_operators_forward_reflected_inplace(mesh_shape):
 
 
 def test_inplace_refuses_dtype_and_shape_changes():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     x = darray.asarray(np.arange(13, dtype=np.int32), mesh=mesh)
     with pytest.raises(TypeError, match=r"x \+= y would change the dtype of x from int32 to "
                                         r"float64"):
@@ -187,7 +185,7 @@ def test_inplace_refuses_dtype_and_shape_changes():
 @pytest.mark.parametrize("mesh_shape,shape", [(m, (13, 10, 7)) for m in MESH_SHAPES]
                          + [((8,), (7,)), ((4, 2), (5, 13))])
 def test_broadcast_operands_keep_layout(mesh_shape, shape):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     a = RNG.standard_normal(shape)
     x = darray.asarray(a, mesh=mesh, spec=spec_for(mesh_shape, len(shape)))
     row = RNG.standard_normal(shape[-1])
@@ -211,7 +209,7 @@ def test_broadcast_operands_keep_layout(mesh_shape, shape):
 
 
 def test_broadcast_to_bigger_shape_takes_first_full_size_operand():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     a, b = RNG.standard_normal((13, 10)), RNG.standard_normal(10)
     x = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     v = darray.asarray(b, mesh=mesh, spec=("y",))
@@ -227,7 +225,7 @@ def test_broadcast_to_bigger_shape_takes_first_full_size_operand():
 
 
 def test_python_scalars_are_weak():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     f32 = darray.asarray(np.ones(13, np.float32), mesh=mesh)
     i8 = darray.asarray(np.ones(13, np.int8), mesh=mesh)
     u8 = darray.asarray(np.ones(13, np.uint8), mesh=mesh)
@@ -242,7 +240,7 @@ def test_python_scalars_are_weak():
 
 
 def test_mismatched_layouts_redistribute_or_raise():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     a, b = RNG.standard_normal((13, 10)), RNG.standard_normal((13, 10))
     x = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     y = darray.asarray(b, mesh=mesh, spec=("y", "x"))
@@ -265,7 +263,7 @@ def test_mismatched_layouts_redistribute_or_raise():
 
 
 def test_halo_operand_goes_through_the_logical_path():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     a = RNG.standard_normal(29)
     x = darray.asarray(a, mesh=mesh, spec=("x",))
     h = x.halo(1)
@@ -276,7 +274,7 @@ def test_halo_operand_goes_through_the_logical_path():
 
 
 def test_bad_operands_and_dtypes_are_named():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     x = darray.asarray(np.ones(13), mesh=mesh)
     i = darray.asarray(np.ones(13, np.int32), mesh=mesh)
     with pytest.raises(TypeError, match="sin: x has dtype int32, but sin accepts floating-point"):
@@ -296,7 +294,7 @@ def test_bad_operands_and_dtypes_are_named():
 
 
 def test_jit_and_grad_through_elementwise():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     a = RNG.standard_normal((13, 10))
     x = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     f = jax.jit(lambda x: darray.sin(x) * x + 1.0)
@@ -318,7 +316,7 @@ def test_inplace_after_asarray_copy_does_not_touch_the_original():
 
 
 def test_hlo_same_layout_and_compatible_broadcasts_do_not_communicate():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     x = darray.asarray(RNG.standard_normal((13, 10, 7)), mesh=mesh, spec=("x", "y"))
     m = darray.mean(x, axis=0, keepdims=True)  # (1, 10, 7): unsplit length-1 axis, same 'y'
     row = np.ones(7)
@@ -333,7 +331,7 @@ def test_hlo_same_layout_and_compatible_broadcasts_do_not_communicate():
 
 
 def test_floor_divide_and_remainder_special_cases_follow_the_standard():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     inf = np.inf
     a = np.array([-0.0, -0.0, inf, inf, -inf, 3.0, -3.0, -3.0, 7.0])
     b = np.array([2.0, -2.0, 2.0, -2.0, 2.0, -inf, inf, -inf, 2.0])

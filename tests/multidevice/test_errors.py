@@ -47,6 +47,7 @@ def test_axis_error_is_caught_by_name():
         darray.sum(x, axis=2)
 
 
+@pytest.mark.x64
 def test_plan_fft_raises_a_true_plan_error_where_fftn_runs():
     mesh = jax.make_mesh((8,), ("d",))
     ref = np.arange(64.0) % 7

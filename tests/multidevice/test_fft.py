@@ -4,6 +4,7 @@ import re
 import jax
 import numpy as np
 import pytest
+from helpers import assert_layout, mesh_of, rand
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,20 +12,15 @@ import darray
 import darray.fft as dfft
 from darray._src import compat
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESHES = {
     "slab8": ((8,), ("d",)),
     "pencil2x4": ((2, 4), ("x", "y")),
     "pencil4x2": ((4, 2), ("x", "y")),
     "pencil1x8": ((1, 8), ("x", "y")),
 }
-_MESH_CACHE = {}
-
-
-def mesh_of(key):
-    if key not in _MESH_CACHE:
-        shape, names = MESHES[key] if key in MESHES else key
-        _MESH_CACHE[key] = compat.make_auto_mesh(shape, names)
-    return _MESH_CACHE[key]
 
 
 def spec_of(key):
@@ -37,21 +33,6 @@ def close(got, ref, dtype):
     tol = 2e-5 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-12
     err = np.abs(got - ref).max() / max(np.abs(ref).max(), 1.0)
     assert err < tol, f"relative error {err} >= {tol}"
-
-
-def assert_layout(y, split):
-    assert y.layout.split == split
-    # JAX drops size-1 mesh axes from specs, so compare shardings, not spec tuples.
-    assert y.data.sharding.is_equivalent_to(y.sharding, y.data.ndim)
-    assert y.data.shape == y.layout.physical_shape
-
-
-def rand(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        a = a + 1j * rng.standard_normal(shape)
-    return a.astype(dtype)
 
 
 PENCIL_KSPACE = {"slab8": ((), ("d",), ()), "pencil2x4": ((), ("x",), ("y",)),
@@ -74,15 +55,15 @@ def kspace(mesh, last_len):
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
 def test_fftn_roundtrip_3d(mesh, shape, dtype):
     a = rand(shape, dtype)
-    x = darray.asarray(a, mesh=mesh_of(mesh), spec=spec_of(mesh))
+    x = darray.asarray(a, mesh=mesh_of(*MESHES[mesh]), spec=spec_of(mesh))
     y = dfft.fftn(x)
     close(y, np.fft.fftn(a.astype(np.complex128)), dtype)
     assert y.dtype == (np.complex64 if dtype == np.float32 else np.complex128)
-    assert_layout(y, kspace(mesh, shape[-1]))
+    assert_layout(y, split=kspace(mesh, shape[-1]))
     z = dfft.ifftn(y)
     close(z, a, dtype)
     assert z.layout == x.layout
-    assert_layout(z, x.layout.split)
+    assert_layout(z, split=x.layout.split)
 
 
 @pytest.mark.parametrize("mesh", list(MESHES))
@@ -90,11 +71,11 @@ def test_fftn_roundtrip_3d(mesh, shape, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_rfftn_roundtrip_3d(mesh, shape, dtype):
     a = rand(shape, dtype)
-    x = darray.asarray(a, mesh=mesh_of(mesh), spec=spec_of(mesh))
+    x = darray.asarray(a, mesh=mesh_of(*MESHES[mesh]), spec=spec_of(mesh))
     y = dfft.rfftn(x)
     close(y, np.fft.rfftn(a.astype(np.float64)), dtype)
     assert y.shape == shape[:-1] + (shape[-1] // 2 + 1,)
-    assert_layout(y, kspace(mesh, shape[-1] // 2 + 1))
+    assert_layout(y, split=kspace(mesh, shape[-1] // 2 + 1))
     z = dfft.irfftn(y, s=shape)
     close(z, a, dtype)
     assert z.dtype == dtype and z.layout == x.layout
@@ -105,7 +86,7 @@ def test_rfftn_roundtrip_3d(mesh, shape, dtype):
 def test_norms_and_1d_functions(norm, mesh):
     a = rand((12, 10, 9), np.float64, seed=1)
     c = rand((12, 10, 9), np.complex128, seed=2)
-    m, spec = mesh_of(mesh), spec_of(mesh)
+    m, spec = mesh_of(*MESHES[mesh]), spec_of(mesh)
     x, xc = darray.asarray(a, mesh=m, spec=spec), darray.asarray(c, mesh=m, spec=spec)
     for axis in (0, 1, -1):
         close(dfft.fft(xc, axis=axis, norm=norm), np.fft.fft(c, axis=axis, norm=norm), c.dtype)
@@ -122,7 +103,7 @@ def test_norms_and_1d_functions(norm, mesh):
 
 def test_1d_transform_along_split_axis_keeps_layout():
     a = rand((16, 6), np.complex128)
-    x = darray.asarray(a, mesh=mesh_of("slab8"), spec=("d",))
+    x = darray.asarray(a, mesh=mesh_of((8,), ("d",)), spec=("d",))
     y = dfft.fft(x, axis=0)
     close(y, np.fft.fft(a, axis=0), a.dtype)
     assert y.layout == x.layout
@@ -132,7 +113,7 @@ def test_1d_transform_along_split_axis_keeps_layout():
 def test_n_and_s_arguments(n):
     a = rand((10, 12, 9), np.float64, seed=3)
     c = rand((10, 12, 9), np.complex128, seed=4)
-    m = mesh_of("pencil2x4")
+    m = mesh_of((2, 4))
     x, xc = darray.asarray(a, mesh=m, spec=("x", "y")), darray.asarray(c, mesh=m, spec=("x", "y"))
     close(dfft.fft(xc, n=n, axis=1), np.fft.fft(c, n=n, axis=1), c.dtype)
     close(dfft.rfft(x, n=n, axis=0), np.fft.rfft(a, n=n, axis=0), a.dtype)
@@ -151,10 +132,10 @@ def test_batch_axis_on_3d_mesh():
     x = darray.asarray(a, mesh=m, spec=("c", "x", "y"))
     y = dfft.fftn(x, axes=(1, 2, 3))
     close(y, np.fft.fftn(a, axes=(1, 2, 3)), a.dtype)
-    assert_layout(y, (("c",), (), (), ("x", "y")))  # x and y merged; the batch split stays
+    assert_layout(y, split=(("c",), (), (), ("x", "y")))  # x and y merged; the batch split stays
     p = dfft.fftn(x, axes=(1, 2, 3), decomposition="pencil")
     close(p, np.fft.fftn(a, axes=(1, 2, 3)), a.dtype)
-    assert_layout(p, (("c",), (), ("x",), ("y",)))
+    assert_layout(p, split=(("c",), (), ("x",), ("y",)))
     assert dfft.ifftn(p, axes=(1, 2, 3), decomposition="pencil").layout == x.layout
     r = dfft.rfftn(x, axes=(1, 2, 3))
     close(r, np.fft.rfftn(a, axes=(1, 2, 3)), a.dtype)
@@ -175,7 +156,7 @@ def test_random_shapes_and_axes(mesh, data):
     axes = tuple(data.draw(st.permutations(range(ndim)))[:k])
     a = rand(shape, np.complex128, seed=6)
     spec = spec_of(mesh)[:ndim]
-    x = darray.asarray(a, mesh=mesh_of(mesh), spec=spec)
+    x = darray.asarray(a, mesh=mesh_of(*MESHES[mesh]), spec=spec)
     y = dfft.fftn(x, axes=axes)
     close(y, np.fft.fftn(a, axes=axes), a.dtype)
     assert y.data.sharding.is_equivalent_to(y.sharding, y.data.ndim)
@@ -193,7 +174,7 @@ def compiled_text(f, *args):
 
 
 def test_hlo_pencil_fftn_uses_all_to_all_and_no_all_gather():
-    m = mesh_of("pencil2x4")
+    m = mesh_of((2, 4))
     x = darray.zeros((16, 16, 16), dtype=np.complex64, mesh=m, spec=("x", "y"))
     xr = darray.zeros((16, 16, 16), dtype=np.float32, mesh=m, spec=("x", "y"))
     # the (2, 4) pencil merges both splits: one all-to-all over all 8 devices per direction
@@ -210,16 +191,17 @@ def test_hlo_pencil_fftn_uses_all_to_all_and_no_all_gather():
 
 
 def test_hlo_uneven_slab_rfftn_no_all_gather():
-    x = darray.zeros((13, 9, 7), mesh=mesh_of("slab8"), spec=("d",))
+    x = darray.zeros((13, 9, 7), mesh=mesh_of((8,), ("d",)), spec=("d",))
     text = compiled_text(lambda v: dfft.irfftn(dfft.rfftn(v), s=(13, 9, 7)), x)
     assert "all-to-all" in text and "all-gather" not in text
 
 
+@pytest.mark.distributed_placement
 def test_freq_functions():
-    m = mesh_of("pencil2x4")
+    m = mesh_of((2, 4))
     f = dfft.fftfreq(13, 0.5, mesh=m, spec=(("x", "y"),))
     close(f, np.fft.fftfreq(13, 0.5), np.float64)
-    assert_layout(f, (("x", "y"),))
+    assert_layout(f, split=(("x", "y"),))
     g = dfft.rfftfreq(16, d=2.0, dtype=np.float32)
     close(g, np.fft.rfftfreq(16, 2.0), np.float32)
     assert g.dtype == np.float32 and g.layout.split == (("d",),)
@@ -232,7 +214,7 @@ def test_freq_functions():
 @pytest.mark.parametrize("shape", [(16, 8), (13, 7)])
 def test_shifts(shape):
     a = rand(shape, np.float64)
-    x = darray.asarray(a, mesh=mesh_of("pencil2x4"), spec=("x", "y"))
+    x = darray.asarray(a, mesh=mesh_of((2, 4)), spec=("x", "y"))
     y = dfft.fftshift(x)
     close(y, np.fft.fftshift(a), a.dtype)
     assert y.layout == x.layout
@@ -240,6 +222,7 @@ def test_shifts(shape):
     close(dfft.ifftshift(dfft.fftshift(x)), a, a.dtype)
 
 
+@pytest.mark.distributed_placement
 def test_default_mesh_is_a_slab():
     a = rand((16, 8, 8), np.complex64)
     y = dfft.fftn(darray.asarray(a))
@@ -249,14 +232,14 @@ def test_default_mesh_is_a_slab():
 
 def test_input_is_not_modified():
     a = rand((8, 8), np.complex128)
-    x = darray.asarray(a, mesh=mesh_of("slab8"), spec=("d",))
+    x = darray.asarray(a, mesh=mesh_of((8,), ("d",)), spec=("d",))
     before = np.asarray(x).copy()
     dfft.fftn(x)
     np.testing.assert_array_equal(np.asarray(x), before)
 
 
 def test_errors_name_the_argument():
-    x = darray.asarray(rand((8, 8), np.float64), mesh=mesh_of("slab8"), spec=("d",))
+    x = darray.asarray(rand((8, 8), np.float64), mesh=mesh_of((8,), ("d",)), spec=("d",))
     with pytest.raises(ValueError, match="norm='bogus' is not accepted"):
         dfft.fftn(x, norm="bogus")
     with pytest.raises(ValueError, match="axes entry=2 is out of range"):
@@ -271,13 +254,14 @@ def test_errors_name_the_argument():
         dfft.rfftn(dfft.fftn(x))
     with pytest.raises(TypeError, match="fftn: x must be an array"):
         dfft.fftn([1.0, 2.0])
-    xi = darray.asarray(np.arange(8), mesh=mesh_of("slab8"))
+    xi = darray.asarray(np.arange(8), mesh=mesh_of((8,), ("d",)))
     with pytest.raises(TypeError, match="floating-point dtype"):
         dfft.fft(xi)
     with pytest.raises(ValueError, match="decomposition='slab' is not accepted"):
         dfft.fftn(x, decomposition="slab")
 
 
+@pytest.mark.slow  # about 70 s: the benchmark's whole small sweep
 def test_bench_small_smoke(tmp_path):
     """The CI smoke run of the benchmark (tiny sizes, all rows, HLO check, JSON table)."""
     import importlib.util

@@ -7,12 +7,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import rand
 
 import darray
 import darray.fft as dfft
 from darray._src import compat
 from darray._src.array import DistArray
 from darray._src.engine.common import masked_physical
+
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 SHAPE = (8, 6, 4)
 
@@ -27,12 +31,6 @@ def mesh(request):
 @pytest.fixture(params=["eager", "jit"])
 def wrap(request):
     return (lambda f: f) if request.param == "eager" else jax.jit
-
-
-def rand(shape, seed=0, complex_=False):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape)
-    return a + 1j * rng.standard_normal(shape) if complex_ else a
 
 
 def place(a, mesh):
@@ -111,7 +109,7 @@ def test_grad_real_transforms(mesh, wrap):
 
 
 def test_jvp_and_vjp(mesh, wrap):
-    a, t = rand(SHAPE, seed=4, complex_=True), rand(SHAPE, seed=5, complex_=True)
+    a, t = rand(SHAPE, np.complex128, seed=4), rand(SHAPE, np.complex128, seed=5)
     x, tx = place(a, mesh), place(t, mesh)
     y, ty = wrap(lambda p, q: jax.jvp(dfft.fftn, (p,), (q,)))(x, tx)
     np.testing.assert_allclose(np.asarray(y), np.fft.fftn(a), rtol=1e-12, atol=1e-10)
@@ -120,7 +118,7 @@ def test_jvp_and_vjp(mesh, wrap):
     assert_distributed(ty.data)
 
     y, pullback = jax.vjp(dfft.fftn, x)
-    c = rand(SHAPE, seed=6, complex_=True)
+    c = rand(SHAPE, np.complex128, seed=6)
     ct = DistArray._new(_physical_like(c, y), y.layout)  # a cotangent in y's k-space layout
     (xb,) = wrap(pullback)(ct)
     # fftn is linear and symmetric: its transpose is fftn itself.
@@ -153,7 +151,7 @@ def test_jacfwd_and_jacrev_small(mesh, wrap):
 
 
 def test_vmap_over_physical_batches(mesh):
-    a = rand((3,) + SHAPE, seed=8, complex_=True)
+    a = rand((3,) + SHAPE, np.complex128, seed=8)
     layout = place(a[0], mesh).layout
     stacked = jnp.stack([place(a[i], mesh).data for i in range(3)])
     out = jax.jit(jax.vmap(lambda d: dfft.fftn(DistArray._new(d, layout)).data))(stacked)
@@ -172,7 +170,7 @@ def test_adjoint_dot_product(mesh, name):
     kshape = SHAPE[:-1] + (SHAPE[-1] // 2 + 1,)
     if name in ("fftn", "ifftn"):
         fn = getattr(dfft, name)
-        x, y = rand(SHAPE, 10, True), rand(SHAPE, 11, True)
+        x, y = rand(SHAPE, np.complex128, seed=10), rand(SHAPE, np.complex128, seed=11)
         xd = place(x, mesh)
         ax, pullback = jax.vjp(fn, xd)
         yd = DistArray._new(_physical_like(y, ax), ax.layout)
@@ -182,20 +180,20 @@ def test_adjoint_dot_product(mesh, name):
         np.testing.assert_allclose(np.asarray(ax), ref, rtol=1e-10, atol=1e-12)
         assert_sharded_like(xt, xd)
     elif name == "rfftn":
-        x = rand(SHAPE, 12)
+        x = rand(SHAPE, seed=12)
         xd = place(x, mesh)
         ax, pullback = jax.vjp(dfft.rfftn, xd)
-        y = rand(kshape, 13, True)
+        y = rand(kshape, np.complex128, seed=13)
         yd = DistArray._new(_physical_like(y, ax), ax.layout)
         (xt,) = pullback(yd)
         np.testing.assert_allclose(np.real(_dot(ax, y)), _dot(x, xt), rtol=1e-10)
         assert_sharded_like(xt, xd)
     else:
-        c = rand(kshape, 15, True)
-        cd = dfft.rfftn(place(rand(SHAPE, 16), mesh))
+        c = rand(kshape, np.complex128, seed=15)
+        cd = dfft.rfftn(place(rand(SHAPE, seed=16), mesh))
         cd = DistArray._new(_physical_like(c, cd), cd.layout)
         ax, pullback = jax.vjp(lambda v: dfft.irfftn(v, s=SHAPE), cd)
-        z = rand(SHAPE, 17)
+        z = rand(SHAPE, seed=17)
         (ct,) = pullback(place(z, mesh))
         np.testing.assert_allclose(_dot(ax, z), np.real(_dot(c, ct)), rtol=1e-10)
         np.testing.assert_allclose(np.asarray(ax), np.fft.irfftn(c, s=SHAPE, axes=(0, 1, 2)),
@@ -214,7 +212,7 @@ def test_vmap_over_distarray(mesh, spec):
     """vmap straight over a DistArray (the mapped axis must be even: vmap maps over the
     physical array, padding included). A split batch axis needs darray.vmap: plain jax.vmap
     would all-gather it and is refused (issue #28)."""
-    a = rand((4,) + SHAPE, seed=9, complex_=True)
+    a = rand((4,) + SHAPE, np.complex128, seed=9)
     x = darray.asarray(a, mesh=mesh, spec=spec)
     vmap = jax.vmap if spec[0] is None else darray.vmap
     if spec[0] is not None:

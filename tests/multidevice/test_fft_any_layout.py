@@ -1,32 +1,17 @@
 """darray.fft on every layout numpy accepts: every axis split (fold), any 1-D length
 (four-step or Bluestein), merged pencils; accuracy in ulps, HLO without all-gather, memory."""
-import re
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import collective_count, compiled_hlo, mesh_of, rand
 
 import darray
 import darray.fft as dfft
-from darray._src import compat
 
-_MESHES = {}
-
-
-def mesh_of(shape, names):
-    key = (shape, names)
-    if key not in _MESHES:
-        _MESHES[key] = compat.make_auto_mesh(shape, names, devices=jax.devices()[:np.prod(shape)])
-    return _MESHES[key]
-
-
-def signal(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        a = a + 1j * rng.standard_normal(shape)
-    return a.astype(dtype)
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 
 def ulps_per_log(got, ref, dtype):
@@ -36,14 +21,6 @@ def ulps_per_log(got, ref, dtype):
     n = max(ref.size, 2)
     scale = max(np.abs(ref).max(), 1e-300)
     return np.abs(got - ref).max() / scale / (np.finfo(dtype).eps * np.log2(n))
-
-
-def count(hlo, op):
-    return len(re.findall(rf"[\])}}] {op}(-start)?\(", hlo))
-
-
-def hlo_of(fn, x):
-    return jax.jit(fn).lower(x).compile().as_text()
 
 
 def test_2d_array_on_2d_mesh_every_axis_split():
@@ -61,8 +38,8 @@ def test_2d_array_on_2d_mesh_every_axis_split():
     assert ulps_per_log(k, np.fft.rfftn(a), np.float64) < 8
     back = dfft.irfftn(k, s=(24, 18))
     assert back.layout == x.layout and ulps_per_log(back, a, np.float64) < 8
-    hlo = hlo_of(lambda d: dfft.ifftn(dfft.fftn(d)).data, x)
-    assert count(hlo, "all-gather") == 0 and count(hlo, "all-to-all") == 8
+    hlo = compiled_hlo(lambda d: dfft.ifftn(dfft.fftn(d)).data, x)
+    assert collective_count(hlo, "all-gather") == 0 and collective_count(hlo, "all-to-all") == 8
 
 
 @pytest.mark.parametrize("shape", [(7, 13, 17), (3, 5, 7)])
@@ -70,21 +47,21 @@ def test_3d_array_on_3d_mesh_every_axis_split_uneven(shape):
     """Uneven 3-D folds on (2, 2, 2): XLA's verifier rejected the fused all-to-all until the
     transpose materialised its operand (transpose.all_to_all_move)."""
     m = mesh_of((2, 2, 2), ("a", "b", "c"))
-    a = signal(shape, np.complex128, seed=4)
+    a = rand(shape, np.complex128, seed=4)
     x = darray.asarray(a, mesh=m, spec=("a", "b", "c"))
     y = dfft.fftn(x)
     assert ulps_per_log(y, np.fft.fftn(a), np.float64) < 8
     assert y.layout.split == x.layout.split and y.data.sharding.spec == x.data.sharding.spec
     z = dfft.ifftn(y)
     assert z.layout == x.layout and ulps_per_log(z, a, np.float64) < 8
-    assert count(hlo_of(lambda d: dfft.fftn(d).data, x), "all-gather") == 0
+    assert collective_count(compiled_hlo(lambda d: dfft.fftn(d).data, x), "all-gather") == 0
 
 
 @pytest.mark.slow  # compiles Bluestein programs (about 10 s each on 2 cores)
 def test_2d_every_axis_split_chunks_that_cannot_fold():
     """(9, 9) over (4, 2): no fold lines up, the in-place Bluestein path runs per axis."""
     m = mesh_of((4, 2), ("x", "y"))
-    a = signal((9, 9), np.complex128, seed=1)
+    a = rand((9, 9), np.complex128, seed=1)
     x = darray.asarray(a, mesh=m, spec=("x", "y"))
     y = dfft.fftn(x, norm="ortho")
     assert y.layout == x.layout
@@ -102,7 +79,7 @@ ALL_1D = [(n, p, d) for n, p in [(7, 4), (9, 2), (97, 8), (101, 8), (1, 8), (3, 
     pytest.param(*c, marks=pytest.mark.slow) for c in ALL_1D if c not in FAST_1D])
 def test_1d_any_length(n, parts, dtype):
     m = mesh_of((parts,), ("d",))
-    a = signal(n, dtype, seed=n)
+    a = rand(n, dtype, seed=n)
     x = darray.asarray(a, mesh=m, spec=("d",))
     y = dfft.fft(x)
     assert y.layout == x.layout
@@ -114,7 +91,7 @@ def test_1d_any_length(n, parts, dtype):
 @pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
 def test_1d_prime_every_function_and_norm(norm):
     m = mesh_of((8,), ("d",))
-    c = signal(97, np.complex128, seed=3)
+    c = rand(97, np.complex128, seed=3)
     r = c.real.copy()
     xc, xr = darray.asarray(c, mesh=m, spec=("d",)), darray.asarray(r, mesh=m, spec=("d",))
     half = darray.asarray(c[:49], mesh=m, spec=("d",))
@@ -134,7 +111,7 @@ def test_1d_prime_every_function_and_norm(norm):
 def test_1d_every_length_up_to_64(dtype):
     m = mesh_of((8,), ("d",))
     for n in range(1, 65):
-        a = signal(n, dtype, seed=n)
+        a = rand(n, dtype, seed=n)
         x = darray.asarray(a, mesh=m, spec=("d",))
         y = dfft.fft(x)
         assert ulps_per_log(y, np.fft.fft(a.astype(np.complex128)), dtype) < 4, n
@@ -144,9 +121,9 @@ def test_1d_every_length_up_to_64(dtype):
 
 def test_1d_bluestein_grad():
     m = mesh_of((8,), ("d",))
-    a = signal(13, np.complex128, seed=4)
+    a = rand(13, np.complex128, seed=4)
     x = darray.asarray(a, mesh=m, spec=("d",))
-    w = signal(13, np.complex128, seed=5)
+    w = rand(13, np.complex128, seed=5)
     g = jax.grad(lambda d: jnp.sum(jnp.abs(dfft.fft(d).to_jax() - w) ** 2))(x)
     want = jax.grad(lambda d: jnp.sum(jnp.abs(jnp.fft.fft(d) - w) ** 2))(jnp.asarray(a))
     assert g.layout == x.layout
@@ -156,10 +133,10 @@ def test_1d_bluestein_grad():
 def test_merged_pencil_memory_and_grad():
     """(2, 4) pencil: one all-to-all over 8 devices; XLA's plan stays within 3 arrays."""
     m = mesh_of((2, 4), ("x", "y"))
-    a = signal((64, 64, 64), np.complex64, seed=6)
+    a = rand((64, 64, 64), np.complex64, seed=6)
     x = darray.asarray(a, mesh=m, spec=("x", "y"))
     compiled = jax.jit(lambda d: dfft.fftn(d).data).lower(x).compile()
-    assert count(compiled.as_text(), "all-to-all") == 1
+    assert collective_count(compiled.as_text(), "all-to-all") == 1
     mem = compiled.memory_analysis()  # per device: in units of the input block
     assert mem.argument_size_in_bytes == a.nbytes // 8
     extra = (mem.temp_size_in_bytes + mem.output_size_in_bytes) / mem.argument_size_in_bytes
@@ -171,7 +148,7 @@ def test_merged_pencil_memory_and_grad():
 
 def test_halo_input_transforms_its_interior():
     m = mesh_of((8,), ("d",))
-    a = signal((16, 8), np.complex128, seed=7)
+    a = rand((16, 8), np.complex128, seed=7)
     x = darray.asarray(a, mesh=m, spec=("d",)).halo(width=1)
     assert x.layout.has_halo
     y = dfft.fftn(x)
@@ -185,15 +162,15 @@ def test_halo_input_transforms_its_interior():
 def test_jit_jvp_and_vjp_on_new_paths(shape, mesh_shape, explicit):
     m = (jax.make_mesh(mesh_shape, ("x", "y")) if explicit
          else mesh_of(mesh_shape, ("x", "y")))
-    a = signal(shape, np.float64, seed=8)
-    t = signal(shape, np.float64, seed=9)
+    a = rand(shape, np.float64, seed=8)
+    t = rand(shape, np.float64, seed=9)
     x = darray.asarray(a, mesh=m, spec=("x", "y"))
     dx = darray.asarray(t, mesh=m, spec=("x", "y"))
     y, dy = jax.jit(lambda u, v: jax.jvp(dfft.rfftn, (u,), (v,)))(x, dx)
     assert dy.layout == y.layout
     np.testing.assert_allclose(np.asarray(dy), np.fft.rfftn(t), atol=1e-10)
     _, pullback = jax.vjp(lambda u: dfft.fftn(u, norm="ortho"), x)
-    ct = darray.asarray(signal(shape, np.complex128, seed=10), mesh=m, spec=("x", "y"))
+    ct = darray.asarray(rand(shape, np.complex128, seed=10), mesh=m, spec=("x", "y"))
     (g,) = pullback(dfft.fftn(ct, norm="ortho"))
     assert g.layout == x.layout
     want = jax.vjp(lambda u: jnp.fft.fftn(u.astype(jnp.complex128), norm="ortho"),

@@ -23,6 +23,7 @@ def _rel(got, want):
     return np.max(np.abs(np.asarray(got) - want)) / np.max(np.abs(want))
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("n", [13, 61, 97])
 @pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
 def test_eager_and_jitted_paths_match_numpy(n, norm):
@@ -36,6 +37,7 @@ def test_eager_and_jitted_paths_match_numpy(n, norm):
             assert _rel(np.asarray(y), ref(a, norm=norm)) < 1e-12
 
 
+@pytest.mark.x64
 def test_real_transforms_of_a_prime_length():
     a, x = _x(29)
     r = a.real
@@ -49,6 +51,7 @@ def test_real_transforms_of_a_prime_length():
     assert _rel(np.asarray(traced), r) < 1e-12
 
 
+@pytest.mark.x64
 def test_batched_axis_over_a_2d_mesh():
     a, x = _x(11, (2, 4), ("x", "y"), batch=6)
     y = dfft.fft(x, axis=1)
@@ -93,6 +96,7 @@ def test_jitted_round_trip_memory_plan_and_collectives():
     assert _rel(np.asarray(back), a.astype(np.complex128)) < 1e-5
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("n, parts", [(13, 8), (4093, 8), (7, 4), (9, 2), (131, 8)])
 def test_in_program_chirp_tables_match_the_host_tables(n, parts):
     """The small exact tables (chirp_grid) reproduce the float64 host chirps and filter."""

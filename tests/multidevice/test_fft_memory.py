@@ -106,6 +106,7 @@ def test_every_program_plans_at_most_the_pinned_arrays(plan):
     assert not over, (over, arrays)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("family", ["dct", "dst"])
 def test_type_1_kernels_run_in_row_slices_and_match_scipy(family):
     # r2r_local._in_row_slices: 8 rows run as 4 slices of 2 (a loop writing in place); odd and

@@ -6,21 +6,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 import darray.fft as dfft
-from darray._src import compat
 
-_MESHES = {}
 SPECS = {"pencil2x4": ((2, 4), ("x", "y"), ("x", "y", None)),
          "slab8": ((8,), ("d",), ("d", None, None))}
 
 
 def place(a, case):
     shape, names, spec = SPECS[case]
-    if (shape, names) not in _MESHES:
-        _MESHES[shape, names] = compat.make_auto_mesh(shape, names)
-    return darray.asarray(a, mesh=_MESHES[shape, names], spec=spec)
+    return darray.asarray(a, mesh=mesh_of(shape, names), spec=spec)
 
 
 def pad_full(c, fine):
@@ -76,6 +73,7 @@ SHAPES = [(8, 12, 10), (9, 7, 11), (6, 10, 9)]
     pytest.param(SHAPES[0], "slab8", id="even-slab8", marks=pytest.mark.slow),
     pytest.param(SHAPES[1], "slab8", id="odd-slab8", marks=pytest.mark.slow),
     pytest.param(SHAPES[2], "pencil2x4", id="mixed-pencil2x4", marks=pytest.mark.slow)])
+@pytest.mark.x64
 def test_alias_free_product_against_numpy(s, case):
     rng = np.random.default_rng(0)
     u, v = rng.standard_normal(s), rng.standard_normal(s)
@@ -101,6 +99,7 @@ def test_alias_free_product_against_numpy(s, case):
 
 @pytest.mark.parametrize("norm", ["backward", pytest.param("ortho", marks=pytest.mark.slow),
                                   "forward"])
+@pytest.mark.x64
 def test_complex_and_every_norm(norm):
     s = (8, 9, 10)
     rng = np.random.default_rng(1)
@@ -124,6 +123,7 @@ def test_complex_and_every_norm(norm):
                                np.asarray(kr), atol=1e-11)
 
 
+@pytest.mark.x64
 def test_padding_per_axis_and_axes_subset():
     s = (6, 8, 10)
     a = np.random.default_rng(2).standard_normal(s)

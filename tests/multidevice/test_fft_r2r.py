@@ -6,11 +6,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.fft as sf
+from helpers import assert_layout, mesh_of, rand
 
 import darray
 import darray.fft as dfft
 from darray._src import compat
 from darray._src.fft.api import fft_plan
+
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 SHAPE = (7, 13, 17)
 # (mesh shape, mesh axis names, spec): slab; pencil; a mesh axis left unused (replicated);
@@ -24,18 +28,11 @@ CASES = {
 }
 # the example: a 2-D array split on both axes of a 2-D mesh
 ALLSPLIT_2D = ((4, 2), ("x", "y"), ("x", "y"))
-_MESHES = {}
 
 
 def place(a, case):
     shape, names, spec = CASES[case]
-    if (shape, names) not in _MESHES:
-        _MESHES[shape, names] = compat.make_auto_mesh(shape, names)
-    return darray.asarray(a, mesh=_MESHES[shape, names], spec=spec)
-
-
-def rand(shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape)
+    return darray.asarray(a, mesh=mesh_of(shape, names), spec=spec)
 
 
 def close(got, ref, tol=1e-12):
@@ -43,11 +40,6 @@ def close(got, ref, tol=1e-12):
     assert got.shape == ref.shape, (got.shape, ref.shape)
     err = np.abs(got - ref).max() / max(np.abs(ref).max(), 1.0)
     assert err < tol, f"relative error {err} >= {tol}"
-
-
-def assert_sharded_as_layout(y):
-    assert y.data.sharding.is_equivalent_to(y.sharding, y.data.ndim)
-    assert y.data.shape == y.layout.physical_shape
 
 
 def expected_layout(x, axes, sizes):
@@ -63,7 +55,7 @@ def test_dctn_idctn_values_layouts_and_no_all_gather(case):
     close(y, sf.dctn(a))
     assert y.dtype == np.float64
     assert y.layout == expected_layout(x, (0, 1, 2), SHAPE)
-    assert_sharded_as_layout(y)
+    assert_layout(y)
     # the round trip in one jit: its values, its layout and its HLO
     text = _round_trip_hlo(lambda v: dfft.idctn(dfft.dctn(v, norm="ortho"), norm="ortho"), x, a)
     assert "all-to-all" in text  # every case has a split transform axis
@@ -76,7 +68,7 @@ def _round_trip_hlo(fn, x, a):
     z = compiled(x)
     close(z, a)
     assert z.layout == x.layout
-    assert_sharded_as_layout(z)
+    assert_layout(z)
     text = compiled.as_text()
     assert "all-gather" not in text
     return text
@@ -96,7 +88,7 @@ def test_even_lengths_pair_axes_with_scipy_values_and_layouts(case, family):
         y = fwd(x, type=typ, norm=norm)
         close(y, ref_fwd(a, type=typ, norm=norm))
         assert y.layout == expected_layout(x, (0, 1, 2), EVEN_SHAPE)
-        assert_sharded_as_layout(y)
+        assert_layout(y)
         close(inv(y, type=typ, norm=norm), ref_inv(ref_fwd(a, type=typ, norm=norm), type=typ,
                                                    norm=norm))
     text = _round_trip_hlo(lambda v: inv(fwd(v)), x, a)
@@ -107,7 +99,7 @@ def test_even_lengths_pair_axes_with_scipy_values_and_layouts(case, family):
     w = rand(EVEN_SHAPE, seed=12)
     g = jax.jit(jax.grad(lambda v: jnp.sum(fwd(v, norm="ortho").to_jax() * w)))(x)
     assert g.layout == x.layout
-    assert_sharded_as_layout(g)
+    assert_layout(g)
     close(g, ref_inv(w, norm="ortho"))
 
 
@@ -124,7 +116,7 @@ def test_every_type_on_a_pencil_with_norms_and_lengths(family, typ):
     y = fwd(x, type=typ, s=s, axes=axes, norm=norm)
     close(y, ref_fwd(a, type=typ, s=s, axes=axes, norm=norm))
     assert y.layout == expected_layout(x, axes, s)
-    assert_sharded_as_layout(y)
+    assert_layout(y)
     z = inv(y, type=typ, s=SHAPE[:2], axes=axes, norm=norm)
     close(z, ref_inv(ref_fwd(a, type=typ, s=s, axes=axes, norm=norm), type=typ, s=SHAPE[:2],
                      axes=axes, norm=norm))
@@ -135,7 +127,7 @@ def test_every_type_on_a_pencil_with_norms_and_lengths(family, typ):
     y1 = one(x, type=typ, n=9, axis=1, norm=norm, orthogonalize=orth)
     close(y1, getattr(sf, family)(a, type=typ, n=9, axis=1, norm=norm, orthogonalize=orth))
     assert y1.layout == expected_layout(x, (1,), (9,))
-    assert_sharded_as_layout(y1)
+    assert_layout(y1)
 
 
 def test_2d_array_split_on_both_mesh_axes():
@@ -145,7 +137,7 @@ def test_2d_array_split_on_both_mesh_axes():
     y = dfft.dstn(x, type=2, norm="ortho")
     close(y, sf.dstn(a, type=2, norm="ortho"))
     assert y.layout == expected_layout(x, (0, 1), (13, 17))
-    assert_sharded_as_layout(y)
+    assert_layout(y)
     z = dfft.idstn(y, type=2, norm="ortho")
     close(z, a)
     assert z.layout == x.layout
@@ -170,7 +162,7 @@ def test_host_1d_input_is_placed_whole_and_matches_scipy():
     y = dfft.idct(a, type=2, norm="ortho")
     close(y, sf.idct(a, type=2, norm="ortho"))
     assert y.layout.split == ((),) and len(y.data.sharding.device_set) == 8
-    assert_sharded_as_layout(y)
+    assert_layout(y)
 
 
 def test_float32_complex_and_integer_inputs():
@@ -187,7 +179,7 @@ def test_float32_complex_and_integer_inputs():
     yi = dfft.idct(place(ints, "slab8"), type=3, axis=0)
     assert yi.dtype == np.float64
     close(yi, sf.idct(ints, type=3, axis=0))
-    assert_sharded_as_layout(yi)
+    assert_layout(yi)
 
 
 def _along(mat, arr, axis):
@@ -221,7 +213,7 @@ def test_grad_matches_scipy_adjoint_and_keeps_layout(case, family, typ, inverse)
         adjoint = _along(m.T, adjoint, axis)
     g = jax.jit(jax.grad(loss))(x)
     assert g.layout == x.layout
-    assert_sharded_as_layout(g)
+    assert_layout(g)
     close(g, adjoint)
 
 
@@ -336,7 +328,7 @@ def _check_ad(op, transform, mode, mesh_kind, partitioner):
         assert isinstance(out, darray.DistArray) and out.layout == layout
         assert len(out.data.sharding.device_set) == 8
         assert not out.data.sharding.is_fully_replicated
-        assert_sharded_as_layout(out)
+        assert_layout(out)
         close(out, ref)
     finally:
         jax.config.update("jax_use_shardy_partitioner", before)

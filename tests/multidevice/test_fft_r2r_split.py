@@ -10,10 +10,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.fft as sf
+from helpers import mesh_of, rand
 
 import darray
 import darray.fft as dfft
 from darray._src import compat
+
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 # (mesh shape, mesh axis names, spec of the 1-D signal): over all 8 devices; over one axis of a
 # 2-D mesh (replicated over the other); over both axes of a 2-D mesh.
@@ -22,22 +26,13 @@ PLACEMENTS = {
     "y_of_2x4": ((2, 4), ("x", "y"), ("y",)),
     "xy_of_2x4": ((2, 4), ("x", "y"), (("x", "y"),)),
 }
-_MESHES = {}
 NAMES = ("dct", "idct", "dst", "idst")
 NORMS = (None, "ortho", "forward", "backward")
 
 
 def place(a, placement):
     shape, names, spec = PLACEMENTS[placement]
-    if (shape, names) not in _MESHES:
-        _MESHES[shape, names] = compat.make_auto_mesh(shape, names)
-    return darray.asarray(a, mesh=_MESHES[shape, names], spec=spec)
-
-
-def rand(n, seed=0, complex_=False):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(n)
-    return a + 1j * rng.standard_normal(n) if complex_ else a
+    return darray.asarray(a, mesh=mesh_of(shape, names), spec=spec)
 
 
 def close(got, ref, tol=1e-12):
@@ -62,7 +57,7 @@ def defined(name, typ, n):
 
 def check(name, typ, norm, n_arg, placement, length, seed=0, orthogonalize=None,
           complex_=False):
-    a = rand(length, seed, complex_)
+    a = rand(length, np.complex128 if complex_ else np.float64, seed=seed)
     x = place(a, placement)
     fn = jax.jit(lambda v: getattr(dfft, name)(v, type=typ, n=n_arg, norm=norm,
                                                orthogonalize=orthogonalize))

@@ -53,6 +53,7 @@ MESHES = {"slab8": ((8,), ("d",), ("d",)), "pencil2x4": ((2, 4), ("x", "y"), ("x
     ((0, 1, 2), (Scale(2.0), Scale(3.0), Scale(0.5)), (Scale(0.5), Scale(1 / 3), Scale(2.0))),
     ((1, 2), (Scale(2.0, 7), Scale(1.0, 12)), (Scale(0.5, 10), Scale(1.0, 9))),
 ])
+@pytest.mark.x64
 def test_r2r_moves_splits_and_inverse_retraces(mesh, axes, kernels, inverse):
     shape, names, spec = MESHES[mesh]
     m = compat.make_auto_mesh(shape, names)
@@ -71,6 +72,7 @@ def test_r2r_moves_splits_and_inverse_retraces(mesh, axes, kernels, inverse):
     assert "all-gather" not in text and ("all-to-all" in text) == moves
 
 
+@pytest.mark.x64
 def test_r2r_gradient_is_the_transposed_kernel():
     m = compat.make_auto_mesh((2, 4), ("x", "y"))
     a = np.random.default_rng(1).standard_normal((8, 12, 6))

@@ -1,15 +1,18 @@
 """Four-step FFT along axes that stay split (every array axis split): fft/split_axis.py."""
-import re
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import collective_count, compiled_hlo, mesh_of, rand
 from jax.sharding import PartitionSpec as P
 
 import darray
 import darray.fft as dfft
 from darray._src.fft.split_axis import factor
+
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 NORMS = ("backward", "ortho", "forward")
 MESHES = {"8": ((8,), ("d",), "d"), "2x4": ((2, 4), ("x", "y"), ("x", "y"))}
@@ -23,19 +26,11 @@ CASES = [pytest.param(*c) for c in FAST] + [pytest.param(*c, marks=pytest.mark.s
 
 def _mesh(key):
     shape, names, spec = MESHES[key]
-    return jax.make_mesh(shape, names), spec
+    return mesh_of(shape, names, explicit=True), spec
 
 
 def _tol(dtype):
     return 2e-4 if dtype in (np.float32, np.complex64) else 1e-10
-
-
-def _signal(n, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(n)
-    if np.dtype(dtype).kind == "c":
-        a = a + 1j * rng.standard_normal(n)
-    return a.astype(dtype)
 
 
 def _close(got, want, dtype):
@@ -44,20 +39,11 @@ def _close(got, want, dtype):
     np.testing.assert_allclose(got, want, atol=_tol(dtype) * scale, rtol=0)
 
 
-def _count(hlo, op):
-    """Instructions `op(` or `op-start(` in compiled HLO text (tuple-typed results too)."""
-    return len(re.findall(rf"[\])}}] {op}(-start)?\(", hlo))
-
-
-def _hlo(fn, x):
-    return jax.jit(fn).lower(x).compile().as_text()
-
-
 @pytest.mark.parametrize("mesh_key,n,double", CASES)
 def test_fft_ifft_all_norms(mesh_key, n, double):
     dtype = np.complex128 if double else np.complex64
     mesh, spec = _mesh(mesh_key)
-    a = _signal(n, dtype)
+    a = rand(n, dtype)
     x = darray.asarray(a, mesh=mesh, spec=(spec,))
     ref = a.astype(np.complex128)
     for norm in NORMS:
@@ -74,7 +60,7 @@ def test_fft_ifft_all_norms(mesh_key, n, double):
 def test_rfft_irfft_all_norms(mesh_key, n, double):
     dtype = np.float64 if double else np.float32
     mesh, spec = _mesh(mesh_key)
-    a = _signal(n, dtype)
+    a = rand(n, dtype)
     x = darray.asarray(a, mesh=mesh, spec=(spec,))
     cdt = np.complex64 if dtype == np.float32 else np.complex128
     for norm in NORMS:
@@ -94,7 +80,7 @@ def test_irfft_of_a_generic_spectrum_and_hfft_ihfft():
     """irfft ignores the imaginary parts of X[0] (and X[N/2]) as numpy does; hfft/ihfft."""
     mesh, spec = _mesh("8")
     m = 65  # -> N = 128
-    c = _signal(m, np.complex128, seed=3)
+    c = rand(m, np.complex128, seed=3)
     k = darray.asarray(c, mesh=mesh, spec=(spec,))
     for norm in NORMS:
         y = dfft.irfft(k, norm=norm)
@@ -103,7 +89,7 @@ def test_irfft_of_a_generic_spectrum_and_hfft_ihfft():
         h = dfft.hfft(k, norm=norm)
         assert h.layout.split == (("d",),)
         _close(h, np.fft.hfft(c, norm=norm), np.float64)
-    r = darray.asarray(_signal(128, np.float64), mesh=mesh, spec=(spec,))
+    r = darray.asarray(rand(128, np.float64), mesh=mesh, spec=(spec,))
     for norm in NORMS:
         z = dfft.ihfft(r, norm=norm)
         assert z.shape == (65,) and z.layout.split == (("d",),)
@@ -113,7 +99,7 @@ def test_irfft_of_a_generic_spectrum_and_hfft_ihfft():
 @pytest.mark.parametrize("n_in,n", [(64, 128), (192, 128), (100, 64)])
 def test_length_argument_pads_and_truncates(n_in, n):
     mesh, spec = _mesh("8")
-    a = _signal(n_in, np.complex128)
+    a = rand(n_in, np.complex128)
     x = darray.asarray(a, mesh=mesh, spec=(spec,))
     if x.layout.split != (("d",),):
         pytest.fail(f"expected a split input, got {x.layout}")
@@ -126,9 +112,10 @@ def test_length_argument_pads_and_truncates(n_in, n):
     _close(k, np.fft.rfft(a.real, n=n), np.float64)
 
 
+@pytest.mark.distributed_placement
 def test_default_placement_1d():
     """`darray.fft.fft(x)` of a 1D array on its default placement (split over all devices)."""
-    a = _signal(256, np.complex128)
+    a = rand(256, np.complex128)
     x = darray.asarray(a)
     assert x.layout.parts(0) == 8
     y = dfft.fft(x)
@@ -142,17 +129,17 @@ def test_hlo_all_to_all_no_all_gather(fn, kw):
     mesh, spec = _mesh("8")
     real = fn in (dfft.rfft,)
     n = 65 if fn is dfft.irfft else 128
-    a = _signal(n, np.float64 if real else np.complex128)
+    a = rand(n, np.float64 if real else np.complex128)
     x = darray.asarray(a, mesh=mesh, spec=(spec,))
-    hlo = _hlo(lambda d: fn(d, **kw).data, x)
-    assert _count(hlo, "all-to-all") == 3, hlo[:2000]  # exactly the four-step's three
+    hlo = compiled_hlo(lambda d: fn(d, **kw).data, x)
+    assert collective_count(hlo, "all-to-all") == 3, hlo[:2000]  # exactly the four-step's three
     for op in ("all-gather", "all-reduce", "collective-permute", "reduce-scatter"):
-        assert _count(hlo, op) == 0, op
+        assert collective_count(hlo, op) == 0, op
 
 
 def test_fftn_2d_every_axis_split():
     mesh = jax.make_mesh((2, 4), ("x", "y"))
-    a = _signal(8 * 48, np.complex128).reshape(8, 48)  # 8 % 2^2 == 0, 48 % 4^2 == 0
+    a = rand(8 * 48, np.complex128).reshape(8, 48)  # 8 % 2^2 == 0, 48 % 4^2 == 0
     x = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     # y folds onto axis 0 ((x, y), -), both axes transform, the fold is undone: 4 all-to-alls
     y = dfft.fftn(x)
@@ -172,13 +159,13 @@ def test_fftn_2d_every_axis_split():
     back = dfft.irfftn(k, s=(8, 48))
     assert back.layout == r.layout
     _close(back, a.real, np.float64)
-    hlo = _hlo(lambda d: dfft.fftn(d).data, x)
-    assert _count(hlo, "all-to-all") == 4 and _count(hlo, "all-gather") == 0
+    hlo = compiled_hlo(lambda d: dfft.fftn(d).data, x)
+    assert collective_count(hlo, "all-to-all") == 4 and collective_count(hlo, "all-gather") == 0
 
 
 def test_batched_uneven_batch_axis():
     mesh = jax.make_mesh((2, 4), ("x", "y"))
-    a = _signal(5 * 64, np.complex128).reshape(5, 64)  # batch axis 5 over 2: padded
+    a = rand(5 * 64, np.complex128).reshape(5, 64)  # batch axis 5 over 2: padded
     x = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     y = dfft.fft(x, axis=1)
     assert y.layout == x.layout
@@ -187,14 +174,14 @@ def test_batched_uneven_batch_axis():
 
 def test_unfactorable_length_runs_bluestein():
     mesh, spec = _mesh("8")
-    a = _signal(13, np.complex128)
+    a = rand(13, np.complex128)
     x = darray.asarray(a, mesh=mesh, spec=(spec,))
     y = dfft.fft(x)
     assert y.layout == x.layout
     _close(y, np.fft.fft(a), np.complex128)
-    hlo = _hlo(lambda d: dfft.ifft(d).data, x)
+    hlo = compiled_hlo(lambda d: dfft.ifft(d).data, x)
     # traced inside a jit: 4 for the convolution + 1 for the filter built in the program
-    assert _count(hlo, "all-to-all") == 5 and _count(hlo, "all-gather") == 0
+    assert collective_count(hlo, "all-to-all") == 5 and collective_count(hlo, "all-gather") == 0
 
 
 def test_factor():
@@ -207,8 +194,8 @@ def test_factor():
 
 def test_grad_matches_single_device():
     mesh, spec = _mesh("8")
-    a = _signal(64, np.float64, seed=5)
-    w = _signal(33, np.complex128, seed=6)
+    a = rand(64, np.float64, seed=5)
+    w = rand(33, np.complex128, seed=6)
 
     def loss_d(x):
         k = dfft.rfft(x, norm="ortho")
@@ -231,8 +218,8 @@ def test_grad_matches_single_device():
 
 def test_jit_jvp_vjp():
     mesh, spec = _mesh("8")
-    a = _signal(64, np.complex128, seed=7)
-    t = _signal(64, np.complex128, seed=8)
+    a = rand(64, np.complex128, seed=7)
+    t = rand(64, np.complex128, seed=8)
     x = darray.asarray(a, mesh=mesh, spec=(spec,))
     dx = darray.asarray(t, mesh=mesh, spec=(spec,))
     y, dy = jax.jit(lambda u, v: jax.jvp(dfft.fft, (u,), (v,)))(x, dx)

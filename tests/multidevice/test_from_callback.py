@@ -13,6 +13,7 @@ def _mesh(sizes):
                          axis_types=(jax.sharding.AxisType.Auto,) * len(sizes))
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("sizes,spec", MESHES)
 def test_from_callback_matches_host_and_sees_only_logical_blocks(sizes, spec):
     host = np.random.default_rng(1).standard_normal((13, 10, 7))
@@ -67,6 +68,7 @@ def test_from_callback_errors_name_the_problem():
         darray.from_callback(16, np.float64, lambda idx: np.array(["a", "b"]), mesh=mesh)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("sizes,spec", MESHES)
 def test_fromfunction_matches_numpy(sizes, spec):
     fn = lambda i, j, k: i * 100.0 + j * 10.0 + k  # noqa: E731

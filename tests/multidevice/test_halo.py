@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from halo_reference import check_filled, reduce_reference
+from helpers import mesh_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,17 +16,16 @@ import darray
 from darray._src import compat
 from darray._src.plans import halo_plan
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 RULES = ("periodic", "constant", "edge", "reflect")
 MESHES = {(8,): ("d",), (2, 4): ("x", "y"), (4, 2): ("x", "y"), (1, 8): ("x", "y")}
 
 
-def mesh_of(shape):
-    return compat.make_auto_mesh(shape, MESHES[shape])
-
-
 def make(shape, mesh_shape, spec, seed=0, dtype=np.float64):
     host = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-    return host, darray.asarray(host, mesh=mesh_of(mesh_shape), spec=spec)
+    return host, darray.asarray(host, mesh=mesh_of(mesh_shape, MESHES[mesh_shape]), spec=spec)
 
 
 # -- fill against np.pad ------------------------------------------------------------------------
@@ -114,7 +114,7 @@ def test_rehalo_and_unhalo():
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.int32, np.bool_])
 def test_dtypes(dtype):
     host = (np.arange(24).reshape(12, 2) % 3).astype(dtype)
-    x = darray.asarray(host, mesh=mesh_of((8,)), spec=("d",))
+    x = darray.asarray(host, mesh=mesh_of((8,), ("d",)), spec=("d",))
     y = x.halo(1, boundary="constant", fill_value=1)
     assert y.dtype == host.dtype
     check_filled(y, host, "constant", fill_value=1)
@@ -205,7 +205,7 @@ def test_hlo_face_sized_permutes_no_all_gather():
 
 
 def test_hlo_uneven_no_all_gather():
-    x = darray.zeros((13, 6), mesh=mesh_of((8,)), spec=("d",))
+    x = darray.zeros((13, 6), mesh=mesh_of((8,), ("d",)), spec=("d",))
     f = jax.jit(lambda d: darray.DistArray._new(d, x.layout).halo(1).data)
     text = f.lower(x.data).compile().as_text()
     assert "all-gather" not in text
@@ -241,6 +241,6 @@ def test_errors():
         darray.halo([1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match=r"backend='nope' is not a registered halo backend"):
         darray.halo(x, backend="nope")
-    empty = darray.zeros((0, 4), mesh=mesh_of((8,)), spec=("d",))
+    empty = darray.zeros((0, 4), mesh=mesh_of((8,), ("d",)), spec=("d",))
     with pytest.raises(darray.LayoutError, match=r"axis 0 of length 0"):
         empty.halo(1)

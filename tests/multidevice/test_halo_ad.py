@@ -15,6 +15,9 @@ from jax.sharding import PartitionSpec as P
 import darray
 from darray._src import compat
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 
 def _mesh(kind):
     if kind == "explicit":

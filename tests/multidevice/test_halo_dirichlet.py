@@ -47,6 +47,7 @@ def check_filled(y, host, rules):
     assert count > 0
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("rule", sorted(ODD))
 @pytest.mark.parametrize("n", [16, 13, 7, 4])
 @pytest.mark.parametrize("width", [1, 2, 3])
@@ -60,6 +61,7 @@ def test_fill_1d_mesh(rule, n, width):
     np.testing.assert_array_equal(np.asarray(y), host)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("shape", [(8, 16, 4), (7, 13, 3)])
 def test_fill_pencil_mixed_rules(shape):
     rules = ("antisymmetric", "antireflect", "periodic")
@@ -69,6 +71,7 @@ def test_fill_pencil_mixed_rules(shape):
     check_filled(y, host, rules)
 
 
+@pytest.mark.x64
 def test_odd_mirror_is_what_the_sine_transforms_assume():
     """A sine series sampled at cell centres (a DST-II field: scipy's dst type 2 diagonalises
     it) continues across both walls as the antisymmetric ghosts; one sampled on the nodes with
@@ -106,6 +109,7 @@ def test_odd_mirror_is_what_the_sine_transforms_assume():
 @pytest.mark.parametrize("rule", sorted(ODD))
 @pytest.mark.parametrize("mesh_shape,shape,spec", [((8,), (13, 3), ("d",)),
                                                    ((2, 4), (6, 9, 3), ("x", "y"))])
+@pytest.mark.x64
 def test_reduce_is_the_adjoint(rule, mesh_shape, shape, spec):
     """<fill(x), y> == <x, reduce(y)> over owned and ghost cells, and reduce against a numpy
     scatter with signs."""
@@ -131,6 +135,7 @@ def test_reduce_is_the_adjoint(rule, mesh_shape, shape, spec):
     np.testing.assert_allclose(np.asarray(r), expect.reshape(shape), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.x64
 def test_gradient_through_an_odd_stencil():
     """d/dx of sum((D x)^2) for a forward difference with an antisymmetric wall, against the
     dense numpy matrix of the same stencil; the gradient keeps the layout."""

@@ -90,6 +90,7 @@ def test_pickle_round_trips_values_and_layout(spec, halo):
     assert z.layout.split == x.layout.split
 
 
+@pytest.mark.distributed_placement
 def test_pickle_of_scalars_and_default_placement():
     s = darray.sum(_x())
     t = pickle.loads(pickle.dumps(s))

@@ -3,18 +3,17 @@ asserted; scalar reads checked to move only the result (all-reduce of one cell, 
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scalar_check import assert_replicated_scalar
 
 import darray
-from darray._src import compat
+
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 MESHES = [(8,), (2, 4), (4, 2), (1, 8)]
-
-
-def mesh_of(shape):
-    return compat.make_auto_mesh(shape, ("x",) if len(shape) == 1 else ("x", "y"))
 
 
 @pytest.fixture(params=MESHES, ids=lambda m: "x".join(map(str, m)))

@@ -25,6 +25,7 @@ def _host(shape, dtype, seed=0):
     return values.astype(dtype)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128, np.int16, np.bool_])
 def test_round_trip_onto_other_meshes_and_specs(tmp_path, engine, dtype):
@@ -48,6 +49,8 @@ def test_round_trip_onto_other_meshes_and_specs(tmp_path, engine, dtype):
     np.testing.assert_array_equal(np.asarray(z), host)
 
 
+@pytest.mark.x64
+@pytest.mark.distributed_placement
 def test_chunk_files_are_the_blocks_and_plain_numpy_reads_them(tmp_path):
     host = _host((9, 5), np.float64)  # 9 over 8 devices: blocks of 2, three own nothing
     x = darray.asarray(host, mesh=_mesh((8,)), spec=("x",))
@@ -63,6 +66,7 @@ def test_chunk_files_are_the_blocks_and_plain_numpy_reads_them(tmp_path):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.x64
 def test_load_without_placement_restores_the_saved_layout(tmp_path, engine):
     """Issue 38: load() fell back to the default mesh and split, not the saved ones."""
     host = _host((13, 10, 7), np.float64)
@@ -85,6 +89,7 @@ def test_load_without_placement_restores_the_saved_layout(tmp_path, engine):
     np.testing.assert_array_equal(np.asarray(z), host)
 
 
+@pytest.mark.x64
 def test_halo_and_zero_d_and_empty(tmp_path):
     host = _host((12, 6), np.float64)
     x = darray.asarray(host, mesh=_mesh((4, 2)), spec=("x", "y")).halo(1)
@@ -99,6 +104,7 @@ def test_halo_and_zero_d_and_empty(tmp_path):
     assert darray.load(tmp_path / "e", mesh=_mesh((8,))).shape == (0, 3)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("engine", ENGINES)
 def test_interrupted_save_keeps_previous_checkpoint(tmp_path, monkeypatch, engine):
     path = tmp_path / "ckpt"

@@ -52,6 +52,8 @@ def test_damaged_metadata_names_checkpoint_file_and_problem(tmp_path, engine, ho
         assert "save the array again" in str(err.value)
 
 
+@pytest.mark.x64
+@pytest.mark.distributed_placement  # the damaged block is read as a block
 @pytest.mark.parametrize("engine", ENGINES)
 def test_truncated_chunk_names_checkpoint_file_and_sizes(tmp_path, engine):
     path = _saved(tmp_path, engine)

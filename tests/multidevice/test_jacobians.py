@@ -55,6 +55,7 @@ SHAPES = [(8, 8, 8), (6, 5, 4)]  # even, and uneven (padded) on both split axes
 
 @pytest.mark.parametrize("shape, how", [(s, h) for s in SHAPES for h in ("jacfwd", "jacrev")]
                          + [((6, 5, 4), "jit(jacfwd)"), ((8, 8, 8), "jit(jacrev)")])
+@pytest.mark.x64
 def test_jacobian_is_one_distarray_and_every_function_takes_it(mesh, shape, how):
     host = np.random.default_rng(1).standard_normal(shape)
     x = darray.asarray(host, device=mesh, spec=("x", "y"))
@@ -93,6 +94,7 @@ def test_reshape_of_a_jacobian_moves_no_more_than_an_all_to_all(mesh):
             assert "all-gather" not in hlo and "all-to-all" not in hlo, op
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("jit", [False, True])
 def test_hessian_and_gradient_jacobian(mesh, shape, jit):
@@ -107,6 +109,7 @@ def test_hessian_and_gradient_jacobian(mesh, shape, jit):
     assert_matches_data(g, 3 * host ** 2)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("shape", SHAPES)
 def test_jvp_and_vjp_of_darray_grad(mesh, shape):
     host = np.random.default_rng(4).standard_normal(shape)
@@ -138,6 +141,7 @@ def test_jacobians_with_a_plain_jax_side(mesh, shape):
         assert_matches_data(J, np.asarray(jac(lambda a: a ** 2)(xj)), distributed=False)
 
 
+@pytest.mark.x64
 def test_unread_nest_passes_through_jit(mesh):
     """A Jacobian handed to jit before darray read it is settled inside the trace (pinned to
     the rule's Layout) and comes out consistent."""

@@ -46,6 +46,7 @@ def test_the_fixes_named_give_the_gradient():
         assert g.layout == x.layout
 
 
+@pytest.mark.x64
 def test_print_repr_and_format_of_traced_distarrays_inside_jit(capsys):
     @jax.jit
     def f(a):

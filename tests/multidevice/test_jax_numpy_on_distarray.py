@@ -20,6 +20,7 @@ def mesh():
     return compat.make_auto_mesh((2, 4), ("x", "y"))
 
 
+@pytest.mark.x64
 def test_jnp_function_refuses_a_distarray_and_the_documented_spellings_work(mesh):
     host = np.random.default_rng(0).standard_normal((13, 10, 7))
     x = darray.asarray(host, device=mesh, spec=("x", "y"))
@@ -38,6 +39,7 @@ def test_jnp_function_refuses_a_distarray_and_the_documented_spellings_work(mesh
     np.testing.assert_allclose(np.asarray(back), np.sin(host), rtol=1e-14)
 
 
+@pytest.mark.x64
 def test_jax_array_on_the_left_still_gives_a_distarray(mesh):
     """What defining __jax_array__ would break: jax.Array's operators would absorb x."""
     host = np.random.default_rng(1).standard_normal((16, 8))

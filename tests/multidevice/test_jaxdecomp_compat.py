@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.lax import FftType
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -16,11 +17,8 @@ from jax.sharding import PartitionSpec as P
 import darray.jaxdecomp as jd
 from darray.jaxdecomp import fft as jd_fft
 
-AUTO = (jax.sharding.AxisType.Auto,) * 2
-
-
-def mesh_of(shape):
-    return jax.make_mesh(shape, ("x", "y"), axis_types=AUTO)
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 
 def trimmed(spec):
@@ -215,7 +213,10 @@ SMALL_BLOCKS = [((1, 8), P(None, "y"), (2, 2), (True, False), (6, 40, 4)),
                 ((2, 4), P("x", "y"), (3, 2), (True, False), (16, 20, 3))]
 
 
-@pytest.mark.parametrize("mesh_shape, spec, extents, periods, shape", SMALL_BLOCKS)
+# the first case in the default tier; the other two (about 18 s each) in the slow tier
+@pytest.mark.parametrize("mesh_shape, spec, extents, periods, shape",
+                         SMALL_BLOCKS[:1] + [pytest.param(*c, marks=pytest.mark.slow)
+                                             for c in SMALL_BLOCKS[1:]])
 def test_halo_exchange_on_blocks_smaller_than_three_extents(mesh_shape, spec, extents, periods,
                                                             shape):
     """There jaxDecomp reads a neighbour's ghost cells (JaxPM's 8^3 tests on 8 devices do);

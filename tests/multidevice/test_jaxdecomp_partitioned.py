@@ -20,14 +20,13 @@ import darray.jaxdecomp as jd
 from darray.jaxdecomp import fft as jd_fft
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from helpers import mesh_of
 from test_jaxdecomp_compat import halo_reference  # noqa: E402  (numpy model of the exchange)
 
-AUTO = jax.sharding.AxisType.Auto
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESHES = [(2, 4), (4, 2), (8, 1), (1, 8)]
-
-
-def mesh_of(shape, names=("z", "y")):
-    return jax.make_mesh(shape, names, axis_types=(AUTO,) * len(shape))
 
 
 def natural(mesh_shape):
@@ -58,7 +57,7 @@ def partitioner(request):
 
 @pytest.mark.parametrize("mesh_shape", MESHES)
 def test_pfft3d_pifft3d_under_jit_without_a_mesh(mesh_shape, partitioner):
-    mesh = mesh_of(mesh_shape)
+    mesh = mesh_of(mesh_shape, ("z", "y"))
     x = field()
     xs = jax.device_put(x, NamedSharding(mesh, natural(mesh_shape)))
     fwd = jax.jit(jd.pfft3d)
@@ -81,7 +80,7 @@ def test_pfft3d_pifft3d_under_jit_without_a_mesh(mesh_shape, partitioner):
 
 
 def test_noncontiguous_config_under_jit(partitioner):
-    mesh = mesh_of((2, 4))
+    mesh = mesh_of((2, 4), ("z", "y"))
     x = field()
     xs = jax.device_put(x, NamedSharding(mesh, P("z", "y")))
     try:
@@ -98,7 +97,7 @@ def test_noncontiguous_config_under_jit(partitioner):
 
 @pytest.mark.parametrize("mesh_shape", [(2, 4), (8, 1)])
 def test_gradients_jacfwd_jacrev(mesh_shape, partitioner):
-    mesh = mesh_of(mesh_shape)
+    mesh = mesh_of(mesh_shape, ("z", "y"))
     x = field((8, 8, 8), seed=3)
     xs = jax.device_put(x, NamedSharding(mesh, natural(mesh_shape)))
     w = field((8, 8, 8), seed=4)
@@ -128,7 +127,7 @@ def test_gradients_jacfwd_jacrev(mesh_shape, partitioner):
 
 
 def test_real_transforms_and_their_gradient(partitioner):
-    mesh = mesh_of((2, 4))
+    mesh = mesh_of((2, 4), ("z", "y"))
     x = field()
     xs = jax.device_put(x, NamedSharding(mesh, P("z", "y")))
     k = jax.jit(jd_fft.prfft3d)(xs)
@@ -148,7 +147,7 @@ TRANSPOSES = ["transposeXtoY", "transposeYtoZ", "transposeZtoY", "transposeYtoX"
 
 @pytest.mark.parametrize("name", TRANSPOSES)
 def test_transposes_under_jit_equal_eager(name, partitioner):
-    mesh = mesh_of((2, 4))
+    mesh = mesh_of((2, 4), ("z", "y"))
     x = field()
     xs = jax.device_put(x, NamedSharding(mesh, P("z", "y")))
     f = getattr(jd, name)
@@ -163,7 +162,7 @@ def test_transposes_under_jit_equal_eager(name, partitioner):
 
 @pytest.mark.parametrize("extents, periods", [((2, 2), (True, True)), ((1, 2), (False, True))])
 def test_halo_exchange_values_and_adjoint_under_jit(extents, periods, partitioner):
-    mesh = mesh_of((2, 4))
+    mesh = mesh_of((2, 4), ("z", "y"))
     x, g = field((16, 32, 4), seed=5), field((16, 32, 4), seed=6)
     xs = jax.device_put(x, NamedSharding(mesh, P("z", "y")))
     out = jax.jit(lambda v: jd.halo_exchange(v, extents, periods))(xs)
@@ -212,7 +211,7 @@ def test_sharded_vmap_keeps_the_batch_sharded(spatial, partitioner):
 def test_halo_gradient_against_a_constant_is_refused_not_wrong():
     """With the cotangent a constant, JAX prunes the sharded input and compiles the transpose
     for one device, where a halo exchange has no block edges: darray refuses by name."""
-    mesh = mesh_of((2, 4))
+    mesh = mesh_of((2, 4), ("z", "y"))
     xs = jax.device_put(field((16, 32, 4)), NamedSharding(mesh, P("z", "y")))
     g = field((16, 32, 4), seed=1)
     with pytest.raises(ValueError, match="no block edges"):
@@ -228,7 +227,7 @@ def test_one_device_program_runs_locally():
 
 
 def test_uneven_split_under_jit_is_refused_by_name():
-    mesh = mesh_of((2, 4))
+    mesh = mesh_of((2, 4), ("z", "y"))
     pin = NamedSharding(mesh, P("z", "y"))
     with pytest.raises(Exception, match="does not split evenly"):
         jax.jit(lambda v: jd.pfft3d(jax.lax.with_sharding_constraint(v, pin)))(
@@ -236,7 +235,7 @@ def test_uneven_split_under_jit_is_refused_by_name():
 
 
 def test_cudecomp_backend_under_jit_needs_a_known_sharding():
-    mesh = mesh_of((2, 4))
+    mesh = mesh_of((2, 4), ("z", "y"))
     xs = jax.device_put(field(), NamedSharding(mesh, P("z", "y")))
     with pytest.raises(ValueError, match="jax.set_mesh"):
         jax.jit(lambda v: jd.pfft3d(v, backend="cudecomp"))(xs)
@@ -262,9 +261,9 @@ def test_every_public_name_of_jaxdecomp_0_3():
 
 
 def test_validate_spec_matches_mesh():
-    mesh = mesh_of((2, 4))
+    mesh = mesh_of((2, 4), ("z", "y"))
     jd.validate_spec_matches_mesh(P("z", "y"), mesh)
-    jd.validate_spec_matches_mesh(P(None, "y"), mesh_of((1, 8)))
+    jd.validate_spec_matches_mesh(P(None, "y"), mesh_of((1, 8), ("z", "y")))
     with pytest.raises(ValueError, match="At position 0: spec has None but mesh axis 'z'"):
         jd.validate_spec_matches_mesh(P(None, "y"), mesh)
     with pytest.raises(ValueError, match="At position 0: spec has 'x' but mesh expects 'z'"):

@@ -3,16 +3,12 @@ the no-communication property of batch-split matmul asserted."""
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from scalar_check import assert_replicated_scalar
 
 import darray
-from darray._src import compat
 
 MESHES = [(8,), (2, 4), (4, 2), (1, 8)]
-
-
-def mesh_of(shape):
-    return compat.make_auto_mesh(shape, ("x",) if len(shape) == 1 else ("x", "y"))
 
 
 @pytest.fixture(params=MESHES, ids=lambda m: "x".join(map(str, m)))
@@ -38,6 +34,7 @@ def check(y, ref, split, tol=1e-9, mesh=None):
     assert y.data.shape == y.layout.physical_shape
 
 
+@pytest.mark.x64
 def test_batched_factorizations_keep_batch_split(mesh):
     a, x, (b,) = batch(mesh)
     s, xs, _ = batch(mesh, spd=True)
@@ -62,6 +59,7 @@ def test_batched_factorizations_keep_batch_split(mesh):
     assert sign.layout.split == (b,)
 
 
+@pytest.mark.x64
 def test_batched_solvers_and_norms(mesh):
     a, x, (b,) = batch(mesh)
     rhs = np.random.default_rng(1).standard_normal((7, 5, 2))
@@ -83,6 +81,7 @@ def test_batched_solvers_and_norms(mesh):
     check(la.vector_norm(x), np.linalg.norm(a.ravel()), (), mesh=mesh)
 
 
+@pytest.mark.x64
 def test_matmul_family(mesh):
     rng = np.random.default_rng(2)
     m = rng.standard_normal((13, 9))
@@ -114,6 +113,7 @@ def test_matmul_family(mesh):
         darray.linalg.det(xm[0])
 
 
+@pytest.mark.x64
 def test_batch_split_matmul_has_no_communication(mesh):
     a, x, (b,) = batch(mesh, shape=(16, 4, 4))
     hlo = jax.jit(lambda v: darray.matmul(v, v)).lower(x).compile().as_text()
@@ -122,6 +122,7 @@ def test_batch_split_matmul_has_no_communication(mesh):
     check(darray.matmul(x, x), a @ a, (b, (), ()))
 
 
+@pytest.mark.x64
 def test_complex_vecdot_conjugates_first_argument(mesh):
     rng = np.random.default_rng(3)
     z = rng.standard_normal((9, 4)) + 1j * rng.standard_normal((9, 4))

@@ -3,18 +3,16 @@ output layout asserted; roll along a split axis checked to be a neighbour exchan
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import darray
-from darray._src import compat
+
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 MESHES = [(8,), (2, 4), (4, 2), (1, 8)]
-
-
-def mesh_of(shape):
-    names = ("x",) if len(shape) == 1 else ("x", "y")
-    return compat.make_auto_mesh(shape, names)
 
 
 def pencil(mesh_shape):

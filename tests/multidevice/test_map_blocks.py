@@ -5,16 +5,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
-from darray._src import compat
 
 MESHES = {(8,): ("d",), (2, 4): ("x", "y"), (4, 2): ("x", "y"), (1, 8): ("x", "y")}
-
-
-def mesh_of(shape):
-    return compat.make_auto_mesh(shape, MESHES[shape])
 
 
 def laplacian7(b):
@@ -28,12 +24,13 @@ def laplacian7_numpy(a):
     return sum(np.roll(a, s, axis=k) for k in range(3) for s in (1, -1)) - 6 * a
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_shape", [(8,), (2, 4), (4, 2), (1, 8)])
 @pytest.mark.parametrize("shape", [(16, 16, 8), (13, 7, 5), (9, 10, 3)])
 def test_laplacian_periodic(mesh_shape, shape):
     spec = ("d",) if len(mesh_shape) == 1 else ("x", "y")
     host = np.random.default_rng(0).standard_normal(shape)
-    x = darray.asarray(host, mesh=mesh_of(mesh_shape), spec=spec)
+    x = darray.asarray(host, mesh=mesh_of(mesh_shape, MESHES[mesh_shape]), spec=spec)
     lap = darray.map_blocks(laplacian7, x.halo(1))
     assert isinstance(lap, darray.DistArray)
     assert lap.layout == x.layout and not lap.layout.has_halo
@@ -41,10 +38,11 @@ def test_laplacian_periodic(mesh_shape, shape):
     np.testing.assert_allclose(np.asarray(lap), laplacian7_numpy(host), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.x64
 def test_wide_stencil_uneven_1d():
     # 4th-order second derivative (width 2) on 13 cells over 8 blocks (2,2,2,2,2,2,1,0)
     host = np.random.default_rng(1).standard_normal(13)
-    x = darray.asarray(host, mesh=mesh_of((8,)), spec=("d",))
+    x = darray.asarray(host, mesh=mesh_of((8,), ("d",)), spec=("d",))
 
     def d2(b):
         return (-b[:-4] + 16 * b[1:-3] - 30 * b[2:-2] + 16 * b[3:-1] - b[4:]) / 12
@@ -55,6 +53,7 @@ def test_wide_stencil_uneven_1d():
     assert out.layout == x.layout
 
 
+@pytest.mark.x64
 def test_jacobi_step_constant_boundary_jit():
     host = np.random.default_rng(2).standard_normal((12, 10, 6))
     x = darray.asarray(host, mesh=mesh_of((2, 4)), spec=("x", "y"))
@@ -69,6 +68,7 @@ def test_jacobi_step_constant_boundary_jit():
     assert out.data.sharding.spec == P("x", "y")
 
 
+@pytest.mark.x64
 def test_keep_halo_multiple_outputs_and_scalar_args():
     host = np.random.default_rng(3).standard_normal((16, 8))
     x = darray.asarray(host, mesh=mesh_of((2, 4)), spec=("x", "y"))
@@ -147,7 +147,7 @@ def test_padding_is_nan_in_block_functions(mask):
 
 
 def test_explicit_out_layout_and_errors():
-    x = darray.zeros((16, 8), mesh=mesh_of((8,)), spec=("d",))
+    x = darray.zeros((16, 8), mesh=mesh_of((8,), ("d",)), spec=("d",))
     out = darray.map_blocks(lambda b: b + 1, x, out_layout=x.layout)
     np.testing.assert_array_equal(np.asarray(out), np.ones((16, 8)))
     with pytest.raises(darray.LayoutError, match=r"along axis 0 a block must have 2 cells"):
@@ -163,9 +163,10 @@ def test_explicit_out_layout_and_errors():
         darray.map_blocks(lambda a, b: a, x, other)
 
 
+@pytest.mark.x64
 def test_array_api_on_haloed_array_sees_interior():
     host = np.random.default_rng(4).standard_normal((13, 6))
-    x = darray.asarray(host, mesh=mesh_of((8,)), spec=("d",))
+    x = darray.asarray(host, mesh=mesh_of((8,), ("d",)), spec=("d",))
     y = x.halo(2, boundary="constant", fill_value=1e6)  # ghosts must not leak into results
     np.testing.assert_allclose(np.asarray(y + 1), host + 1)
     np.testing.assert_allclose(np.asarray(darray.sum(y)), host.sum(), rtol=1e-12)

@@ -68,6 +68,7 @@ def _leaves(r):
     return list(r) if isinstance(r, (tuple, list)) else [r]
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("name", list(CALLS))
 def test_committed_on_other_devices_raise(name):
     a, b = on(LO, V), on(HI, V % 3)
@@ -79,6 +80,7 @@ def test_committed_on_other_devices_raise(name):
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("name", list(CALLS))
 def test_committed_on_the_same_devices_are_resharded(name):
     # as jit does: the call runs on the first committed operand's mesh
@@ -90,6 +92,7 @@ def test_committed_on_the_same_devices_are_resharded(name):
             assert g.mesh == A, (g.mesh, name)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("name", list(CALLS))
 def test_uncommitted_moves_to_the_committed_operand(name):
     # darray.asarray without mesh=/device= is uncommitted: in either position it joins the
@@ -105,6 +108,7 @@ def test_uncommitted_moves_to_the_committed_operand(name):
                 assert g.mesh == HI, (g.mesh, name)
 
 
+@pytest.mark.distributed_placement
 def test_indexing_runs_where_the_indexed_array_is():
     x = darray.asarray(V)                       # uncommitted, default mesh
     idx = on(B, np.array([7, 0, 3]))             # committed, same devices
@@ -182,6 +186,7 @@ def test_device_is_the_mesh_the_user_passed():
     assert darray.asarray(np.ones(8), mesh=auto).device == auto
 
 
+@pytest.mark.distributed_placement
 def test_default_mesh_arrays_report_the_default_device_after_an_explicit_d_mesh_exists():
     # jax interns meshes: the Auto twin of an Explicit ('d',) mesh over all devices IS darray's
     # default mesh, so a mesh made elsewhere in the process must not become every default

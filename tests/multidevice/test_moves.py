@@ -113,6 +113,7 @@ def test_move_peaks_at_two_blocks_per_device(monkeypatch, shape, src, src_spec, 
     np.testing.assert_array_equal(np.asarray(out), ref)
 
 
+@pytest.mark.x64
 def test_to_device_and_asarray_share_the_move(monkeypatch):
     ref = np.arange(64 * 48, dtype=np.float32).reshape(64, 48)
     x = darray.asarray(ref, mesh=_mesh((2, 4), ("x", "y"), range(8)), spec=("x", "y"))

@@ -5,18 +5,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import NamedSharding
 from scalar_check import assert_replicated_scalar
 
 import darray
-from darray._src import compat
 from darray._src.array import DistArray
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 RNG = np.random.default_rng(5)
-
-
-def make_mesh(shape):
-    return compat.make_auto_mesh(shape, ("x", "y")[: len(shape)])
 
 
 # -- the "done when": generic code written only against the namespace ------------------
@@ -31,7 +30,7 @@ def standardise_then_sum(x, axis):
                                                    ((8,), (29, 5), ("x",)),
                                                    ((1, 8), (5, 13), ("x", "y"))])
 def test_generic_array_api_code_keeps_layout(mesh_shape, shape, spec):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     host = RNG.standard_normal(shape)
     x = darray.asarray(host, mesh=mesh, spec=spec)
     assert array_api_compat.array_namespace(x) is darray
@@ -62,7 +61,7 @@ def test_array_namespace_versions():
 
 # -- protocol methods --------------------------------------------------------------------------
 def test_python_scalar_conversions():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     assert bool(darray.asarray(np.array([2.0]), mesh=mesh)) is True
     assert int(darray.asarray(np.array(7, np.int32), mesh=mesh)) == 7
     assert float(darray.sum(darray.asarray(np.arange(13.0), mesh=mesh))) == 78.0
@@ -98,7 +97,7 @@ def test_python_scalar_conversions():
 
 
 def test_dlpack_and_from_dlpack():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     host = RNG.standard_normal((13, 10))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     np.testing.assert_array_equal(np.from_dlpack(x), host)
@@ -114,7 +113,7 @@ def test_dlpack_and_from_dlpack():
 
 
 def test_transposes():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     host = RNG.standard_normal((13, 10))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     np.testing.assert_array_equal(np.asarray(x.T), host.T)
@@ -127,7 +126,7 @@ def test_transposes():
 
 # -- creation from arrays ----------------------------------------------------------------------
 def test_tril_triu_meshgrid():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     host = RNG.standard_normal((2, 13, 10))
     x = darray.asarray(host, mesh=mesh, spec=(None, "x", "y"))
     for k in (-2, 0, 3):
@@ -152,6 +151,7 @@ def test_tril_triu_meshgrid():
 
 
 # -- inspection and data type functions on arrays ----------------------------------------------
+@pytest.mark.distributed_placement
 def test_namespace_info():
     info = darray.__array_namespace_info__()
     caps = info.capabilities()
@@ -185,7 +185,7 @@ def test_namespace_info():
 
 
 def test_astype_and_dtype_functions_on_arrays():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     host = RNG.uniform(-5, 5, (13, 10))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     y = darray.astype(x, darray.int32)

@@ -12,6 +12,7 @@ MESH = jax.make_mesh((8,), ("x",))
 @pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint16", "bool"])
 @pytest.mark.parametrize("args", [(0, 3, 4), (-1, 0, 4), (5, -5, 9), (2.5, 9.5, 16),
                                   (0, 3, 1), (0, 3, 0)])
+@pytest.mark.x64
 @pytest.mark.parametrize("endpoint", [True, False])
 def test_linspace_integer_dtype_as_numpy(dtype, args, endpoint):
     if dtype.startswith("u") and min(args[:2]) < 0:
@@ -27,6 +28,7 @@ def test_linspace_integer_dtype_as_numpy(dtype, args, endpoint):
 @pytest.mark.parametrize("fn", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"])
 @pytest.mark.parametrize("shape, spec, axis", [((0,), ("x",), 0), ((0, 3), ("x", None), 0),
                                                ((3, 0), (None, "x"), 1)])
+@pytest.mark.x64
 def test_transform_of_an_empty_axis_padded_to_n_is_zeros(fn, shape, spec, axis):
     host = np.zeros(shape, complex if fn in ("irfft", "hfft") else float)
     x = darray.asarray(host, mesh=MESH, spec=spec)
@@ -41,6 +43,7 @@ def test_transform_of_an_empty_axis_padded_to_n_is_zeros(fn, shape, spec, axis):
     assert got.layout.split == x.layout.split and got.mesh == x.mesh
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("fn", ["fftfreq", "rfftfreq"])
 def test_frequency_grids_accept_device(fn):
     x = darray.asarray(np.ones(16), mesh=MESH, spec=("x",))

@@ -11,6 +11,9 @@ import pytest
 import darray
 from darray._src import compat
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
 MESH8 = compat.make_auto_mesh((8,), ("d8",))
 RNG = np.random.default_rng(28)
@@ -231,6 +234,7 @@ def test_median_percentile_and_their_communication():
 
 
 # -- moveaxis and friends take numpy and jax arrays, as jax.numpy does ------------------------
+@pytest.mark.distributed_placement
 @pytest.mark.parametrize("make", [np.asarray, jnp.asarray])
 def test_manipulation_accepts_numpy_and_jax_arrays(make):
     a = np.arange(24.0).reshape(2, 3, 4)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import scipy.fft
 from halo_reference import check_filled, reduce_reference
+from helpers import mesh_of, rand
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -24,21 +25,14 @@ from darray._src import compat
 from darray._src.fft.api import fft_plan
 from darray._src.plans.fft_plan import LocalFFT, Merge, Transpose
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 RULES = ("periodic", "constant", "edge", "reflect", "symmetric")
 
 
 def one_device_mesh():
     return compat.make_auto_mesh((1, 1), ("r", "c"), devices=jax.devices()[:1])
-
-
-def mesh_of(shape):
-    return compat.make_auto_mesh(shape, ("r", "c"))
-
-
-def rand(shape, complex_=False, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape)
-    return a + 1j * rng.standard_normal(shape) if complex_ else a
 
 
 def assert_placed(y, x_layout_split=None):
@@ -59,7 +53,7 @@ def compiled_ops(fn, x, op):
 
 # -- FFT --------------------------------------------------------------------------------------
 def test_one_device_fftn_is_one_local_fft():
-    a = rand((8, 6, 5), complex_=True)
+    a = rand((8, 6, 5), np.complex128)
     x = darray.asarray(a, mesh=one_device_mesh(), spec=P("c", "r", None))
     plan = fft_plan(x)
     assert plan.stages == (LocalFFT((0, 1, 2), "c2c", False, (8, 6, 5)),)
@@ -109,7 +103,7 @@ def test_pencil_keeps_transposes_over_size_one_axes():
 
 def test_one_device_1d_split_over_size_one_axis_is_local():
     # Formerly a "split" 1-D array ran the four-step FFT; on a size-1 axis it is one local FFT.
-    a = rand((12,), complex_=True)
+    a = rand((12,), np.complex128)
     x = darray.asarray(a, mesh=one_device_mesh(), spec=P("r"))
     assert fft_plan(x).stages == (LocalFFT((0,), "c2c", False, (12,)),)
     y = darray.fft.fft(x)
@@ -124,8 +118,8 @@ def test_one_device_1d_split_over_size_one_axis_is_local():
 ])
 def test_size_one_mesh_axis_beside_a_real_one(spec, kspace):
     # (1, 8) mesh: one exchange for the one real split, size-1 axis left where it was.
-    a = rand((16, 12, 10), complex_=True)
-    x = darray.asarray(a, mesh=mesh_of((1, 8)), spec=spec)
+    a = rand((16, 12, 10), np.complex128)
+    x = darray.asarray(a, mesh=mesh_of((1, 8), ("r", "c")), spec=spec)
     plan = fft_plan(x)
     assert len(exchanges(plan)) == 1 and exchanges(plan)[0].mesh_axes == ("c",)
     y = darray.fft.fftn(x)
@@ -141,7 +135,7 @@ def test_size_one_mesh_axis_beside_a_real_one(spec, kspace):
 def test_fused_real_stages_after_an_exchange(axes, s):
     # (2, 4) pencil: the real stage runs next to a complex one after/before all-to-alls.
     a = rand((16, 12, 10), seed=4)
-    x = darray.asarray(a, mesh=mesh_of((2, 4)), spec=P("r", "c", None))
+    x = darray.asarray(a, mesh=mesh_of((2, 4), ("r", "c")), spec=P("r", "c", None))
     y = darray.fft.rfftn(x, s=s, axes=axes)
     np.testing.assert_allclose(np.asarray(y), np.fft.rfftn(a, s=s, axes=axes), rtol=1e-12,
                                atol=1e-10)
@@ -158,8 +152,8 @@ def test_fused_real_stages_after_an_exchange(axes, s):
 def test_size_one_axis_minor_in_a_group_keeps_the_plain_plan():
     # (c, r): the size-1 name cannot be put back in its place by the rule; plain plan, exact
     # round trip.
-    a = rand((16, 12, 10), complex_=True)
-    x = darray.asarray(a, mesh=mesh_of((1, 8)), spec=P(("c", "r"), None, None))
+    a = rand((16, 12, 10), np.complex128)
+    x = darray.asarray(a, mesh=mesh_of((1, 8), ("r", "c")), spec=P(("c", "r"), None, None))
     y = darray.fft.fftn(x)
     np.testing.assert_allclose(np.asarray(y), np.fft.fftn(a), rtol=1e-12, atol=1e-10)
     z = darray.fft.ifftn(y)
@@ -206,7 +200,7 @@ def test_one_device_halo_wider_than_the_axis(rule):
 ])
 def test_unsplit_axes_pad_locally_between_exchanges(rule, mesh_shape, spec):
     host = rand((9, 13, 6), seed=3)
-    x = darray.asarray(host, mesh=mesh_of(mesh_shape), spec=spec)
+    x = darray.asarray(host, mesh=mesh_of(mesh_shape, ("r", "c")), spec=spec)
     y = x.halo(((2, 1), 2, (1, 3)), boundary=rule, fill_value=4.0)
     assert y.layout.halo == ((2, 1), (2, 2), (1, 3))
     assert y.layout.split == x.layout.split

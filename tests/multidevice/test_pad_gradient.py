@@ -7,9 +7,13 @@ import re
 import jax
 import numpy as np
 import pytest
+from helpers import collectives
 
 import darray
 from darray._src import compat
+
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
 
 MESHES = {(8,): ("d",), (2, 4): ("x", "y")}
 LAYOUTS = [((16, 5), (8,), ("d",)), ((13, 5), (8,), ("d",)), ((5, 3), (8,), ("d",)),
@@ -21,11 +25,6 @@ MODES = ("constant", "edge", "wrap", "reflect", "symmetric")
 def put(host, mesh_shape, spec):
     return darray.asarray(host, mesh=compat.make_auto_mesh(mesh_shape, MESHES[mesh_shape]),
                           spec=spec)
-
-
-def collectives(text):
-    return re.findall(r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
-                      r"(?:-start)?\(", text)
 
 
 # -- pad --------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
     ((13,), ("x",)), ((13, 7), ("x", "y")), ((40, 50), (None, ("x", "y"))),
     ((13, 10, 12), ("x", "y")), ((2000,), (("x", "y"),)), ((0, 3), ("x",)),
 ])
+@pytest.mark.x64
 def test_str_matches_numpy_including_summaries(shape, spec):
     a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) * 1.5 - 7
     x = darray.asarray(a, mesh=MESH, spec=spec)
@@ -38,6 +39,8 @@ def test_large_array_prints_only_its_corners_without_all_gather():
     assert gathered and max(gathered) <= 7 * 8, gathered
 
 
+@pytest.mark.x64
+@pytest.mark.distributed_placement
 def test_zero_d_prints_its_value():
     a = np.arange(13.0)
     s = darray.sum(darray.asarray(a, mesh=MESH, spec=("x",)))
@@ -46,6 +49,7 @@ def test_zero_d_prints_its_value():
     assert f"{s:.1f}" == f"{a.sum():.1f}"
 
 
+@pytest.mark.x64
 def test_traced_arrays_print_their_layout():
     x = darray.asarray(np.arange(13.0), mesh=MESH, spec=("x",))
     seen = []

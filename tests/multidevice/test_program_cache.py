@@ -66,6 +66,7 @@ def test_cache_is_lru_and_counts_weights(monkeypatch):
         program_cache.program_cache(0)
 
 
+@pytest.mark.x64
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
 def test_many_fft_lengths_keep_mappings_bounded(monkeypatch):
     # a budget of a few FFT programs: every new length past it evicts, and the evicted

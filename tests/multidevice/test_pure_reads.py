@@ -44,6 +44,7 @@ def mesh():
     return compat.make_auto_mesh((2, 4), ("x", "y"))
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("make", ["slice", "reshape", "transpose"])
 def test_views_read_nothing_after_their_base_was_written(mesh, make):
     host = np.arange(8 * 12, dtype=np.float64).reshape(8, 12)

@@ -53,6 +53,7 @@ def _ks_statistic(samples, cdf):
 NORMAL_CDF = np.vectorize(lambda v: 0.5 * (1 + math.erf(v / math.sqrt(2))))
 
 
+@pytest.mark.x64
 def test_normal_identical_on_every_mesh_with_normal_statistics():
     places = [PLACES[0], PLACES[5]]  # 1 device vs (2,2,2); the slow tier tries every place
     x = _draws_on(places, darray.random.normal, BIG, dtype=np.float64)
@@ -74,6 +75,7 @@ def test_uniform_identical_with_uniform_statistics_and_bounds():
     assert _ks_statistic(x, lambda v: (v - lo) / (hi - lo)) < 1.63 / math.sqrt(n)
 
 
+@pytest.mark.x64
 def test_integers_identical_with_uniform_counts():
     x = _draws_on([PLACES[3]], darray.random.integers, BIG, low=-3, high=9)
     assert x.dtype == np.int64 and x.min() == -3 and x.max() == 8
@@ -82,6 +84,7 @@ def test_integers_identical_with_uniform_counts():
     assert ((counts - expected) ** 2 / expected).sum() < 24.7  # chi-square, 11 dof, 1 %
 
 
+@pytest.mark.x64
 def test_complex_normal_statistics():
     c = np.asarray(darray.random.normal(jax.random.key(0), BIG, np.complex128, mesh=(8,)))
     n = c.size
@@ -122,6 +125,7 @@ def test_keys_shapes_and_raw_keys():
     assert s.shape == () and 0 <= float(np.asarray(s)) < 1
 
 
+@pytest.mark.x64
 def test_generated_in_place_without_communication():
     layout = darray.zeros(SHAPE, mesh=_mesh((2, 4)), spec=("x", "y")).layout
     fn = rnd._generator(layout, ("normal", np.dtype(np.float64)), np.dtype(np.float64))
@@ -155,6 +159,7 @@ def test_errors_name_the_argument():
         darray.random.normal(key, (2**32, 1))
 
 
+@pytest.mark.x64
 def test_integers_full_ranges():
     x = np.asarray(darray.random.integers(jax.random.key(4), 0, 2**64, (300,),
                                           dtype=np.uint64, mesh=(8,)))

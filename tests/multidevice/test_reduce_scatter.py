@@ -3,8 +3,7 @@ freed mesh axes compiles to a reduce-scatter (lax.psum_scatter), with no all-red
 specs are honoured by a resharding. Values against numpy in float64, layouts asserted."""
 from __future__ import annotations
 
-import re
-
+import helpers
 import jax
 import numpy as np
 import pytest
@@ -23,9 +22,7 @@ def put(host, mesh_shape, spec):
 
 def collectives(x, **kw):
     f = jax.jit(lambda d: darray.sum(darray.DistArray._new(d, x.layout), **kw).data)
-    text = f.lower(x.data).compile().as_text()
-    return re.findall(r"\b(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute)"
-                      r"(?:-start)?\(", text)
+    return helpers.collectives(f.lower(x.data).compile().as_text())
 
 
 @pytest.mark.parametrize("shape,mesh_shape,in_spec,kw,out_spec", [
@@ -36,6 +33,7 @@ def collectives(x, **kw):
     ((16, 8, 5), (2, 4), ("x", "y"), {"axis": (0, 1)}, (("x", "y"),)),  # both freed, one axis
     ((16, 8, 5), (2, 4), ("x", "y"), {"axis": (0, 1), "keepdims": True}, (None, None, ("x", "y"))),
 ])
+@pytest.mark.x64
 def test_sum_scatter_is_a_reduce_scatter(shape, mesh_shape, in_spec, kw, out_spec):
     host = np.random.default_rng(0).standard_normal(shape)
     x = put(host, mesh_shape, in_spec)
@@ -52,6 +50,7 @@ def test_sum_scatter_is_a_reduce_scatter(shape, mesh_shape, in_spec, kw, out_spe
     assert "all-reduce" in collectives(x, **kw)
 
 
+@pytest.mark.x64
 def test_int_dtype_and_partly_scattered():
     host = np.random.default_rng(1).integers(-5, 5, size=(8, 16, 4)).astype(np.int32)
     x = put(host, (2, 4), ("x", "y"))
@@ -69,6 +68,7 @@ def test_int_dtype_and_partly_scattered():
     ((12, 10), ("x", "y"), {"axis": 1}, (None,)),         # replicate the result
     ((12, 10), ("x", "y"), {"axis": 1}, ("x",)),          # the default itself
 ])
+@pytest.mark.x64
 def test_other_specs_are_honoured(shape, in_spec, kw, out_spec):
     host = np.random.default_rng(2).standard_normal(shape)
     x = put(host, (2, 4), in_spec)
@@ -78,6 +78,7 @@ def test_other_specs_are_honoured(shape, in_spec, kw, out_spec):
     assert r.layout == want and r.data.sharding.spec == want.spec
 
 
+@pytest.mark.x64
 def test_gradient_through_the_scatter():
     host = np.random.default_rng(3).standard_normal((16, 32))
     x = put(host, (8,), ("d", None))
@@ -89,6 +90,7 @@ def test_gradient_through_the_scatter():
     assert g.data.sharding.spec == P("d")
 
 
+@pytest.mark.x64
 def test_haloed_input_and_errors():
     host = np.random.default_rng(5).standard_normal((16, 8))
     x = put(host, (8,), ("d", None)).halo(1)

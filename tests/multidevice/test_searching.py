@@ -4,20 +4,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import NamedSharding
 from scalar_check import assert_replicated_scalar
 
 import darray
-from darray._src import compat
 from darray._src.array import DistArray
 from darray._src.engine.common import valid_mask
 
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(99)
-
-
-def make_mesh(shape):
-    return compat.make_auto_mesh(shape, ("x", "y")[: len(shape)])
 
 
 def spec_for(mesh_shape, ndim):
@@ -40,9 +36,10 @@ def assert_sharded(y, mesh, split):
     assert y.data.sharding.is_equivalent_to(NamedSharding(mesh, y.layout.spec), y.data.ndim)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_shape", MESH_SHAPES)
 def test_argmax_argmin_every_axis(mesh_shape):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     host = RNG.integers(0, 5, (13, 10, 7)).astype(np.float64)  # many ties: first one wins
     spec = spec_for(mesh_shape, 3)
     # argmin shares the kernel: two axes suffice for it
@@ -61,7 +58,7 @@ def test_argmax_argmin_every_axis(mesh_shape):
 
 
 def test_arg_nan_and_dtypes():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     host = RNG.standard_normal(29)
     host[[5, 20]] = np.nan
     x = darray.asarray(host, mesh=mesh)
@@ -78,7 +75,7 @@ def test_arg_nan_and_dtypes():
 
 
 def test_hlo_argmax_along_split_axis_has_no_gather():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     x = darray.asarray(RNG.standard_normal((13, 10, 7)), mesh=mesh, spec=("x", "y"))
     for fn in (lambda x: darray.argmax(x, axis=0), lambda x: darray.argmin(x)):
         text = jax.jit(fn).lower(x).compile().as_text()
@@ -86,8 +83,9 @@ def test_hlo_argmax_along_split_axis_has_no_gather():
         assert "all-gather" not in text
 
 
+@pytest.mark.x64
 def test_count_nonzero_and_nonzero():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     host = RNG.integers(0, 3, (13, 10)) * (RNG.random((13, 10)) > 0.5)
     x = poisoned(host, mesh, ("x", "y"), 1)
     for axis in (None, 0, 1):
@@ -102,8 +100,9 @@ def test_count_nonzero_and_nonzero():
         darray.nonzero(darray.sum(x))
 
 
+@pytest.mark.x64
 def test_where_and_searchsorted():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     a, b = RNG.standard_normal((13, 10)), RNG.standard_normal((13, 10))
     x = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     y = darray.asarray(b, mesh=mesh, spec=("x", "y"))
@@ -129,9 +128,10 @@ def test_where_and_searchsorted():
         darray.searchsorted(t, x, side="middle")
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("mesh_shape", [(8,), (4, 2)])
 def test_all_any_diff(mesh_shape):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     host = RNG.random((13, 10)) > 0.1
     spec = spec_for(mesh_shape, 2)
     x = poisoned(host, mesh, spec, False)  # False padding would break `all`

@@ -103,6 +103,7 @@ _SET_CASES = [
 
 @pytest.mark.parametrize("mesh_shape,shape,spec,key", _SET_CASES,
                          ids=[f"{m}-{s}-{p}-{k}" for m, s, p, k in _SET_CASES])
+@pytest.mark.x64
 def test_setitem_values_layout_and_no_gather(mesh_shape, shape, spec, key):
     mesh = _mesh(mesh_shape)
     a = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
@@ -140,6 +141,7 @@ def test_setitem_distarray_value_in_another_layout():
     assert out.layout == x.layout
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.complex128])
 def test_other_dtypes(dtype):
     mesh = _mesh((2, 4))

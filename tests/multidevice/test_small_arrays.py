@@ -14,6 +14,9 @@ from darray._src import compat
 from darray._src.array import DistArray
 from darray._src.placement import default_mesh, local_mesh
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 RNG = np.random.default_rng(11)
 MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
 CELLS = 4096

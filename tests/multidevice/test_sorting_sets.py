@@ -2,17 +2,13 @@
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import darray
-from darray._src import compat
 
 MESHES = [(8,), (2, 4), (4, 2), (1, 8)]
-
-
-def mesh_of(shape):
-    return compat.make_auto_mesh(shape, ("x",) if len(shape) == 1 else ("x", "y"))
 
 
 @pytest.fixture(params=MESHES, ids=lambda m: "x".join(map(str, m)))
@@ -33,6 +29,7 @@ def check(y, ref, split):
     assert y.data.shape == y.layout.physical_shape
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("axis", [0, 1, -1])
 @pytest.mark.parametrize("descending", [False, True])
 def test_sort_and_argsort(mesh, axis, descending):
@@ -59,6 +56,7 @@ def test_sort_unsplit_axis_is_local(mesh):
         assert op not in hlo
 
 
+@pytest.mark.x64
 @settings(max_examples=10, deadline=None)
 @given(n=st.integers(1, 25), mesh_shape=st.sampled_from(MESHES), seed=st.integers(0, 9))
 def test_sort_hypothesis(n, mesh_shape, seed):
@@ -96,6 +94,7 @@ def test_unique_functions(mesh):
     np.testing.assert_array_equal(np.asarray(ui.values)[np.asarray(ui.inverse_indices)], a)
 
 
+@pytest.mark.x64
 def test_unique_empty_and_jit(mesh):
     x = darray.asarray(np.zeros((0,)), mesh=mesh)
     assert darray.unique_values(x).shape == (0,)

@@ -11,6 +11,7 @@ from darray._src import compat
 MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("spec", [(("x", "y"),), (("y", "x"),)])
 @pytest.mark.parametrize("n", [5, 13])
 def test_slices_roll_and_dct_on_reordered_splits(spec, n):

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import collectives, compiled_hlo, mesh_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.sharding import NamedSharding
@@ -11,16 +12,14 @@ from jax.sharding import PartitionSpec as P
 from scalar_check import assert_replicated_scalar
 
 import darray
-from darray._src import compat
 from darray._src.array import DistArray
 from darray._src.engine.common import valid_mask
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(7)
-
-
-def make_mesh(shape):
-    return compat.make_auto_mesh(shape, ("x", "y")[: len(shape)])
 
 
 def spec_for(mesh_shape, ndim):
@@ -58,7 +57,7 @@ AXES = [None, 0, 1, 2, (0, 2), (-1, 0)]
 
 @pytest.mark.parametrize("mesh_shape", MESH_SHAPES)
 def test_sum_is_exact_over_uneven_split_axes(mesh_shape):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     host = RNG.integers(-1000, 1000, (13, 10, 7))
     x = poisoned(host, mesh, spec_for(mesh_shape, 3), 10**9)
     for axis in AXES:
@@ -75,7 +74,7 @@ def test_sum_is_exact_over_uneven_split_axes(mesh_shape):
 
 @pytest.mark.parametrize("name", ["prod", "mean", "var", "std", "min", "max"])
 def test_other_reductions_ignore_poisoned_padding(name):
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     host = RNG.uniform(0.5, 1.5, (13, 10, 7))
     x = poisoned(host, mesh, ("x", "y"), np.nan)
     for axis in (None, 0, (1, 2)):
@@ -89,7 +88,7 @@ def test_other_reductions_ignore_poisoned_padding(name):
 @pytest.mark.parametrize("mesh_shape,shape", [((8,), (7,)), ((1, 8), (5, 13)),
                                               ((4, 2), (29, 3))])
 def test_mean_var_std_with_correction(mesh_shape, shape):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     host = RNG.standard_normal(shape)
     x = poisoned(host, mesh, spec_for(mesh_shape, len(shape)), 1e30)
     np.testing.assert_allclose(np.asarray(darray.mean(x)), host.mean(), rtol=1e-12)
@@ -100,8 +99,9 @@ def test_mean_var_std_with_correction(mesh_shape, shape):
                                host.std(ddof=1, keepdims=True), rtol=1e-12)
 
 
+@pytest.mark.distributed_placement
 def test_full_reduction_is_replicated_0d():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     x = darray.asarray(RNG.standard_normal((13, 10)), mesh=mesh, spec=("x", "y"))
     y = darray.sum(x)
     assert_replicated_scalar(y, mesh, np.asarray(x).sum(), rtol=1e-12)
@@ -110,7 +110,7 @@ def test_full_reduction_is_replicated_0d():
 
 
 def test_dtype_rules():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     i32 = darray.asarray(np.arange(13, dtype=np.int32), mesh=mesh)
     u8 = darray.asarray(np.arange(13, dtype=np.uint8), mesh=mesh)
     f32 = darray.asarray(np.arange(13, dtype=np.float32), mesh=mesh)
@@ -129,7 +129,7 @@ def test_dtype_rules():
 
 
 def test_errors_name_the_problem():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     x = darray.asarray(np.ones((13, 4)), mesh=mesh)
     with pytest.raises(ValueError, match="axis=2 is out of range for an array of rank 2"):
         darray.sum(x, axis=2)
@@ -148,25 +148,20 @@ def test_errors_name_the_problem():
         darray.sum([1.0, 2.0, 3.0])
 
 
-def _collectives(fn, x):
-    text = jax.jit(fn).lower(x).compile().as_text()
-    return {name for name in ("all-gather", "all-reduce", "all-to-all", "collective-permute")
-            if f" {name}(" in text or f" {name}-start(" in text}
-
-
 def test_hlo_sum_over_split_axis_all_reduces_never_gathers():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     x = darray.asarray(RNG.standard_normal((13, 10, 7)), mesh=mesh, spec=("x", "y"))
     for fn in (lambda x: darray.sum(x, axis=0), lambda x: darray.sum(x),
                lambda x: darray.var(x, axis=(0, 1)), lambda x: darray.max(x, axis=1)):
-        assert _collectives(fn, x) == {"all-reduce"}
+        assert set(collectives(compiled_hlo(fn, x))) == {"all-reduce"}
     # the scan combines block totals with an all-reduce and a neighbour shift, no gather
-    assert "all-gather" not in _collectives(lambda x: darray.cumulative_sum(x, axis=0), x)
+    scan = compiled_hlo(lambda x: darray.cumulative_sum(x, axis=0), x)
+    assert "all-gather" not in collectives(scan)
 
 
 @pytest.mark.parametrize("mesh_shape", [(2, 4), (8,)])
 def test_cumulative_sum_and_prod(mesh_shape):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     host = RNG.uniform(0.9, 1.1, (13, 10))
     x = poisoned(host, mesh, spec_for(mesh_shape, 2), np.nan)
     for axis in (0, -1):
@@ -184,7 +179,7 @@ def test_cumulative_sum_and_prod(mesh_shape):
 
 
 def test_reductions_under_jit_and_grad():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     host = RNG.standard_normal((13, 10))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     y = jax.jit(lambda x: darray.mean(x, axis=1))(x)
@@ -196,7 +191,7 @@ def test_reductions_under_jit_and_grad():
 
 
 def test_nan_propagates_across_devices():
-    mesh = make_mesh((8,))
+    mesh = mesh_of((8,))
     host = RNG.standard_normal(29)
     host[20] = np.nan  # on one device only: the cross-device combine must keep it
     x = darray.asarray(host, mesh=mesh)
@@ -204,12 +199,12 @@ def test_nan_propagates_across_devices():
         assert np.isnan(float(getattr(darray, name)(x))), name
     host2 = RNG.standard_normal((13, 10))
     host2[11, 3] = np.nan
-    y = darray.max(darray.asarray(host2, mesh=make_mesh((2, 4)), spec=("x", "y")), axis=0)
+    y = darray.max(darray.asarray(host2, mesh=mesh_of((2, 4)), spec=("x", "y")), axis=0)
     np.testing.assert_array_equal(np.asarray(y), np.max(host2, axis=0))
 
 
 def test_vmap_over_a_batch_axis():
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     host = RNG.standard_normal((4, 13, 10))
     x = darray.asarray(host, mesh=mesh, spec=(None, "x", "y"))
     s = jax.vmap(lambda v: darray.sum(darray.sin(v), axis=0))(x)
@@ -224,7 +219,7 @@ def test_vmap_over_a_batch_axis():
        shape=st.lists(st.integers(1, 11), min_size=1, max_size=3).map(tuple),
        data=st.data())
 def test_sum_and_argmax_match_numpy_for_any_shape(mesh_shape, shape, data):
-    mesh = make_mesh(mesh_shape)
+    mesh = mesh_of(mesh_shape)
     axis = data.draw(st.sampled_from([None] + list(range(len(shape)))), label="axis")
     host = RNG.integers(-50, 50, shape)
     x = darray.asarray(host, mesh=mesh, spec=spec_for(mesh_shape, len(shape)))
@@ -239,9 +234,10 @@ def test_sum_and_argmax_match_numpy_for_any_shape(mesh_shape, shape, data):
             assert y.layout.split == expected
 
 
+@pytest.mark.distributed_placement
 def test_scalar_results_feed_back_on_their_own_mesh():
     """A 0-d result (a 0-d DistArray) goes back into darray functions and stays on its mesh."""
-    mesh = make_mesh((2, 4))
+    mesh = mesh_of((2, 4))
     host = RNG.standard_normal((13, 10))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     s = darray.sum(x)

@@ -22,6 +22,7 @@ def test_to_jax_of_uneven_splits(n):
     assert y.layout == x.layout
 
 
+@pytest.mark.x64
 def test_mask_update_with_values_of_an_uneven_length():
     # array-api-extra's at(x)[mask].add(...) does exactly this (294 hits over 8 devices)
     a = np.random.default_rng(0).standard_normal((64, 16))
@@ -33,6 +34,7 @@ def test_mask_update_with_values_of_an_uneven_length():
     assert x.layout.split == (("x",), ())
 
 
+@pytest.mark.x64
 def test_reduction_of_an_uneven_two_axis_split():
     a = np.random.default_rng(1).standard_normal((50, 6))
     x = darray.asarray(a, mesh=MESH24, spec=(("x", "y"), None))

@@ -56,6 +56,7 @@ def assert_within_batch_groups(hlo, mesh):
         assert len({c_of[i] for i in group}) == 1, f"group {group} crosses batch groups"
 
 
+@pytest.mark.x64
 def test_numpy_style_batch_axes(mesh, host):
     x = darray.asarray(host, mesh=mesh, spec=("c", "x", "y"))
     f = jax.jit(lambda a: dfft.fftn(a, axes=(1, 2, 3)))
@@ -66,6 +67,7 @@ def test_numpy_style_batch_axes(mesh, host):
     np.testing.assert_allclose(np.asarray(y), np.fft.fftn(host, axes=(1, 2, 3)), atol=1e-10)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("how", ["darray.vmap", "jax.vmap+spmd_axis_name"])
 def test_vmap_keeps_batch_split(mesh, host, how):
     x = darray.asarray(host, mesh=mesh, spec=("c", "x", "y"))
@@ -110,6 +112,7 @@ def test_plain_jax_vmap_with_the_wrong_spmd_axis_name_is_refused(mesh, host):
     np.testing.assert_allclose(np.asarray(y), 2 * host)
 
 
+@pytest.mark.x64
 def test_plain_jax_vmap_over_an_unsplit_axis_works(mesh, host):
     x = darray.asarray(host, mesh=mesh, spec=(None, "x", "y"))
     hlo = jax.jit(jax.vmap(dfft.fftn)).lower(x).compile().as_text()
@@ -119,6 +122,7 @@ def test_plain_jax_vmap_over_an_unsplit_axis_works(mesh, host):
     np.testing.assert_allclose(np.asarray(y), np.fft.fftn(host, axes=(1, 2, 3)), atol=1e-10)
 
 
+@pytest.mark.x64
 def test_vmap_stencil_and_grad(mesh, host):
     x = darray.asarray(host, mesh=mesh, spec=("c", "x", "y"))
 

@@ -7,24 +7,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import assert_layout
 
 import darray
 import darray.fft as dfft
-from darray import DistArray
 from darray._src import compat
 
 
 @pytest.fixture(scope="module")
 def mesh():
     return compat.make_auto_mesh((2, 4), ("x", "y"))
-
-
-def assert_laid_out(a, layout=None):
-    assert isinstance(a, DistArray)
-    if layout is not None:
-        assert a.layout == layout, (a.layout, layout)
-    assert a.data.shape == a.layout.physical_shape
-    assert a.data.sharding.is_equivalent_to(a.sharding, a.ndim), (a.layout, a.data.sharding)
 
 
 # -- (a) particle-mesh painting on an uneven grid -----------------------------------------------
@@ -74,6 +66,7 @@ def _paint_reference(d):
     return grid
 
 
+@pytest.mark.x64
 def test_particle_mesh_painting_on_an_uneven_grid(mesh):
     rng = np.random.default_rng(10)
     disp = [rng.uniform(-0.9, 0.9, N_PM) for _ in range(3)]  # within the ghost width
@@ -86,17 +79,18 @@ def test_particle_mesh_painting_on_an_uneven_grid(mesh):
         return darray.map_blocks(_paint_block, grid, dx, dy, dz, block_info=True).halo_reduce()
 
     rho = paint(*d)
-    assert_laid_out(rho, d[0].layout)
+    assert_layout(rho, d[0].layout)
     assert float(darray.sum(rho)) == pytest.approx(np.prod(N_PM), rel=1e-13)
     np.testing.assert_allclose(np.asarray(rho), np.asarray(_paint_reference(disp)), atol=1e-12)
     # the library's own painting, which a scientist would call instead of writing the block
     both = darray.asarray(np.stack(disp, axis=-1), device=mesh, spec=("x", "y"))
     rho_lib = darray.particles.paint(both, scheme="cic")
-    assert_laid_out(rho_lib, d[0].layout)
+    assert_layout(rho_lib, d[0].layout)
     np.testing.assert_allclose(np.asarray(rho_lib), np.asarray(rho), atol=1e-12)
 
 
 # -- (b) Dirichlet Poisson solve by DST-I ---------------------------------------------------------
+@pytest.mark.x64
 def test_dirichlet_poisson_by_dst(mesh):
     """-lap(u) = f on the interior of a box with u = 0 on its walls (5-point stencil, h = 1):
     the sine series diagonalises the stencil, eigenvalue 2 - 2 cos(pi (k + 1) / (n + 1))."""
@@ -113,7 +107,7 @@ def test_dirichlet_poisson_by_dst(mesh):
         return dfft.idstn(f_k / lam, type=1)
 
     u = solve(f)
-    assert_laid_out(u, f.layout)
+    assert_layout(u, f.layout)
     # single-device jax.numpy: the dense 5-point Dirichlet Laplacian, solved directly
     lap_1d = [2 * jnp.eye(n) - jnp.eye(n, k=1) - jnp.eye(n, k=-1) for n in shape]
     a = jnp.kron(lap_1d[0], jnp.eye(shape[1])) + jnp.kron(jnp.eye(shape[0]), lap_1d[1])
@@ -146,6 +140,7 @@ def _ns_step(w, ks, fft, ifft, real):
     return w + DT * (-(u * w_x + v * w_y) + NU * lap)
 
 
+@pytest.mark.x64
 def test_pseudo_spectral_navier_stokes_in_a_scan(mesh):
     g = np.linspace(0, 2 * np.pi, N_NS, endpoint=False)
     x, y = np.meshgrid(g, g, indexing="ij")
@@ -163,8 +158,8 @@ def test_pseudo_spectral_navier_stokes_in_a_scan(mesh):
         return jax.lax.scan(body, w0, None, length=STEPS)
 
     w, enstrophy = run(w0, ks)
-    assert_laid_out(w, w0.layout)
-    assert_laid_out(enstrophy)
+    assert_layout(w, w0.layout)
+    assert_layout(enstrophy)
     ks_ref = [jnp.asarray(k) for k in _ns_wavenumbers()]
     w_ref, ens_ref = jnp.asarray(w0_host), []
     for _ in range(STEPS):
@@ -182,6 +177,7 @@ def _laplacian_block(b):
     return b[:-2, 1:-1] + b[2:, 1:-1] + b[1:-1, :-2] + b[1:-1, 2:] - 4 * b[1:-1, 1:-1]
 
 
+@pytest.mark.x64
 def test_halo_stencil_heat_equation_and_gradient(mesh):
     shape = (13, 10)  # uneven on both split axes
     rng = np.random.default_rng(12)
@@ -205,8 +201,8 @@ def test_halo_stencil_heat_equation_and_gradient(mesh):
 
     u = jax.jit(evolve)(u0)
     value, grad = jax.jit(darray.value_and_grad(loss))(u0)
-    assert_laid_out(u, u0.layout)
-    assert_laid_out(grad, u0.layout)
+    assert_layout(u, u0.layout)
+    assert_layout(grad, u0.layout)
     ref_value, ref_grad = jax.value_and_grad(lambda a: jnp.sum(evolve_ref(a) * w_host))(
         jnp.asarray(u0_host))
     np.testing.assert_allclose(np.asarray(u), np.asarray(evolve_ref(jnp.asarray(u0_host))),
@@ -216,6 +212,7 @@ def test_halo_stencil_heat_equation_and_gradient(mesh):
 
 
 # -- (e) nested darray.vmap with jacfwd -----------------------------------------------------------
+@pytest.mark.x64
 def test_nested_vmap_and_jacfwd():
     """Two batch axes, each split over its own mesh axis (c, x), fields split over y (the
     nested parallelism of jaxDecomp's notebook): an FFT per member, and per member the Jacobian
@@ -229,7 +226,7 @@ def test_nested_vmap_and_jacfwd():
     assert "all-gather" not in spectra.lower(xs).compile().as_text()
     k = spectra(xs)
     assert k.layout.split[:2] == (("c",), ("x",))
-    assert_laid_out(k)
+    assert_layout(k)
     np.testing.assert_allclose(np.asarray(k), np.asarray(jnp.fft.fftn(host, axes=(2, 3))),
                                rtol=1e-12, atol=1e-12)
 
@@ -244,6 +241,6 @@ def test_nested_vmap_and_jacfwd():
     J = jacobians(xs)
     assert J.shape == (2, 2, 4, 6, 4, 6)
     assert J.layout.split[:2] == (("c",), ("x",))
-    assert_laid_out(J)
+    assert_layout(J)
     ref = jax.vmap(jax.vmap(jax.jacfwd(f_ref)))(jnp.asarray(host))
     np.testing.assert_allclose(np.asarray(J), np.asarray(ref), rtol=1e-12, atol=1e-12)

@@ -78,6 +78,7 @@ def _has_mpiexec():
     return shutil.which("mpiexec") is not None
 
 
+@pytest.mark.x64
 @pytest.mark.multiprocess
 def test_two_processes_create_draw_save_load_like_one(tmp_path):
     _features_like_one_process(tmp_path, 2, mpiexec=False)

@@ -49,6 +49,7 @@ def _kill_when_ready(proc):
         proc.wait(timeout=30)
 
 
+@pytest.mark.x64
 @pytest.mark.multiprocess
 def test_killed_saves_leave_the_old_checkpoint(tmp_path):
     old = np.arange(64 * 48, dtype=np.float32).reshape(64, 48)

@@ -187,6 +187,8 @@ def _single_process_draws():
     return {where: {k: np.asarray(v) for k, v in d.items()} for where, d in draws.items()}
 
 
+# about 50 s (three mpiexec launches); the other launchers stay in the default tier
+@pytest.mark.slow
 @pytest.mark.multiprocess
 @needs_mpiexec
 def test_under_mpiexec_2_3_4_processes_match_numpy_and_one_process(tmp_path):
@@ -211,6 +213,7 @@ def _died_at(outdir):
     return float(open(os.path.join(outdir, "died_at")).read())
 
 
+@pytest.mark.x64
 @pytest.mark.multiprocess
 @needs_mpiexec
 def test_under_mpiexec_a_killed_rank_ends_every_other_rank_naming_it(tmp_path):

@@ -14,6 +14,7 @@ NAMES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
          "float32", "float64", "complex64", "complex128"]
 
 
+@pytest.mark.x64
 def test_dtype_objects_compare_with_jax_and_numpy():
     for name in NAMES:
         dt = getattr(darray, name)
@@ -60,6 +61,7 @@ PROMOTIONS = [
 ]
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("a,b,out", PROMOTIONS)
 def test_result_type_follows_the_standard(a, b, out):
     da, db = getattr(darray, a), getattr(darray, b)

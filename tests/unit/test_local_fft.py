@@ -66,6 +66,7 @@ def test_an_unsplittable_request_says_so():
         inverse_passes((LIMIT + 2,), (0,), "c2c", (LIMIT + 2,))
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("kind", ["c2c", "c2r"])
 @pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
 def test_split_passes_match_numpy(kind, norm):
@@ -83,6 +84,7 @@ def test_split_passes_match_numpy(kind, norm):
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.x64
 def test_sliced_batch_pass_matches_numpy_and_grad_flows():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((6, 4, 8)) + 1j * rng.standard_normal((6, 4, 8))

@@ -81,6 +81,7 @@ def test_register_targets_rejects_unknown_platform():
     ((2, 3, 5), 9, -1),
     ((4, 0, 3), 2, 1),     # empty input axis: all zeros out
 ])
+@pytest.mark.x64
 def test_pad_axis_matches_numpy_under_jit(dtype, shape, length, axis):
     x = _sample(shape, dtype)
     out = jax.jit(native.pad_axis, static_argnums=(1, 2))(x, length, axis)
@@ -90,12 +91,14 @@ def test_pad_axis_matches_numpy_under_jit(dtype, shape, length, axis):
     np.testing.assert_array_equal(np.asarray(out), expected)
 
 
+@pytest.mark.x64
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_pad_axis_eager_matches_numpy(dtype):
     x = _sample((3, 4), dtype, seed=1)
     np.testing.assert_array_equal(np.asarray(native.pad_axis(x, 6, axis=0)), _reference(x, 6, 0))
 
 
+@pytest.mark.x64
 def test_pad_axis_under_vmap_keeps_the_axis():
     x = _sample((5, 3, 4), np.float64, seed=2)
     out = jax.vmap(lambda a: native.pad_axis(a, 6, axis=0))(x)

@@ -10,6 +10,9 @@ import scipy.fft as sf
 
 from darray._src.kernels.r2r_local import R2RKernel, apply_kernel
 
+# float64 data and tolerances throughout: not run with x64 off
+pytestmark = pytest.mark.x64
+
 FAMILY_TYPE_INVERSE = list(itertools.product(("dct", "dst"), (1, 2, 3, 4), (False, True)))
 # (norm, orthogonalize): None and "backward" are the same norm, so one of them per flag value
 NORM_ORTH = [(None, None), ("backward", True), ("ortho", None), ("ortho", False),

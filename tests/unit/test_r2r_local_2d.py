@@ -11,7 +11,8 @@ import scipy.fft as sf
 from darray._src.kernels.r2r_local import R2RKernel, apply_kernel
 from darray._src.kernels.r2r_local_2d import apply_kernels, apply_pair, pair_eligible, pair_fits
 
-jax.config.update("jax_enable_x64", True)
+# float64 against scipy: tests/conftest.py turns x64 on; the x64-off leg deselects the module
+pytestmark = pytest.mark.x64
 
 # even lengths on both axes run the 2-D form; an odd one falls back to one axis at a time
 SHAPES = [(3, 8, 8), (2, 6, 10), (2, 2, 2), (1, 4, 2), (1, 12, 6), (2, 16, 14),
