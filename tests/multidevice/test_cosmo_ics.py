@@ -67,6 +67,7 @@ def numpy_ics(noise, box):
     return irfft(delta_k), psi1, psi2
 
 
+@pytest.mark.x64  # float64 data and tolerances
 @pytest.mark.parametrize("shape,mesh_name,spec,box", CASES)
 def test_fields_match_numpy_from_the_same_noise(shape, mesh_name, spec, box):
     mesh = mesh_of(mesh_name)
@@ -93,6 +94,7 @@ def test_fields_match_numpy_from_the_same_noise(shape, mesh_name, spec, box):
     assert np.abs(np.asarray(again) - p1_ref).max() < 1e-13 * np.abs(p1_ref).max()
 
 
+@pytest.mark.x64  # float64 data and tolerances
 def test_noise_mode_reproduces_a_jax_random_single_device_code():
     """The documented mapping: jax.random.normal noise passed as noise= gives the field a
     single-device code computes from it."""
@@ -118,6 +120,7 @@ def test_no_all_gather_in_the_compiled_initial_conditions():
     assert found.count("all-to-all") > 0          # the distributed FFTs
 
 
+@pytest.mark.x64  # float64 data and tolerances
 def test_physics_checks():
     """-div psi1 = delta (spectrally); a field varying along one axis has psi2 = 0 (Zel'dovich
     is exact in 1-D); the measured P(k) of a field follows P within sampling noise."""
@@ -148,6 +151,7 @@ def test_physics_checks():
     assert many.sum() >= 8 and np.all(rel[many] < 5 * np.sqrt(2 / modes[many]))
 
 
+@pytest.mark.x64  # float64 data and tolerances
 def test_key_mode_is_mesh_independent_and_errors():
     key = jax.random.key(4)
     a = gaussian_field(power, key=key, shape=(9, 14, 11), mesh=mesh_of("4x2"), spec=("x", "y"))

@@ -72,6 +72,7 @@ def assert_layout(out, mesh, spec, shape):
 
 
 # -- values against numpy ----------------------------------------------------------------------
+@pytest.mark.x64  # float64 data and tolerances
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("shape, m", [((13, 10, 7), 1001), ((16, 9, 12), 5)])
 def test_paint_matches_numpy(scheme, shape, m):
@@ -85,6 +86,7 @@ def test_paint_matches_numpy(scheme, shape, m):
     assert abs(float(darray.sum(rho)) - mass.sum()) < 1e-12 * mass.sum()
 
 
+@pytest.mark.x64  # float64 data and tolerances
 @pytest.mark.parametrize("scheme", ["cic", "tsc", pytest.param("ngp", marks=pytest.mark.slow)])
 def test_readout_matches_numpy(scheme):
     shape, m = (13, 10, 7), 777
@@ -108,6 +110,7 @@ def test_readout_matches_numpy(scheme):
     ((2, 4), ("x", "y"), (ALL,), (None, "y")),       # the grid replicated over x: a psum
     ((2, 4), ("x", "y"), ("x",), ("y", None, "x")),  # pos's rows replicated over y
 ])
+@pytest.mark.x64  # float64 data and tolerances
 def test_other_meshes_and_splits(mesh_shape, names, pos_spec, grid_spec):
     mesh = compat.make_auto_mesh(mesh_shape, names)
     shape, m = (11, 17, 6), 650
@@ -127,6 +130,7 @@ def test_other_meshes_and_splits(mesh_shape, names, pos_spec, grid_spec):
                                atol=1e-12)
 
 
+@pytest.mark.x64  # float64 data and tolerances
 def test_finer_mesh_box_units_and_2d():
     # 8^3 particles on their Lagrangian grid, displaced, painted on a 2x finer 16^3 mesh, with
     # positions in box units (box 100): pmesh's BoxSize convention
@@ -162,6 +166,7 @@ def test_float32():
 
 
 # -- adjoint and gradients ---------------------------------------------------------------------
+@pytest.mark.x64  # float64 data and tolerances
 def test_paint_and_readout_are_adjoint():
     shape, m = (13, 10, 7), 500
     rng = np.random.default_rng(6)
@@ -193,6 +198,7 @@ def _jnp_corners(pos, shape, scheme):
         yield index, w
 
 
+@pytest.mark.x64  # float64 data and tolerances
 @pytest.mark.parametrize("scheme", ("cic", pytest.param("tsc", marks=pytest.mark.slow)))
 def test_gradients_equal_single_device_jax(scheme):
     shape, m = (13, 10, 7), 601
@@ -248,6 +254,7 @@ def _sorted_catalogue():
     return q + np.random.default_rng(8).uniform(-0.4, 0.4, q.shape)
 
 
+@pytest.mark.x64  # float64 data and tolerances
 def test_capacity_sized_from_the_data_eagerly():
     host = _sorted_catalogue()
     pos = place(host)
@@ -265,6 +272,7 @@ def test_capacity_sized_from_the_data_eagerly():
         readout_catalogue(place(field, ALL), pos, box=16.0, capacity=100)
 
 
+@pytest.mark.x64  # float64 data and tolerances
 def test_overflow_under_jit_is_nan_with_nan_gradients_and_the_retry(capfd):
     host = _sorted_catalogue()
     pos, w = place(host), place(np.ones(len(host)))

@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import pytest
 import scipy.fft
+from helpers import tol
 
 import darray
 from darray.errors import BackendUnavailableError
@@ -44,7 +45,7 @@ def test_each_route_records_jax_by_default(route):
     assert [(s.kind, s.requested, s.backend, s.fell_back) for s in log] == \
         [(route, "jax", "jax", False)]
     assert got.data.sharding.spec == got.layout.spec
-    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=tol(got.dtype), atol=tol(got.dtype))
 
 
 @pytest.mark.parametrize("route", ["FFT split-axis", "pad"])
@@ -56,7 +57,7 @@ def test_a_backend_without_row_exchanges_falls_back_visibly(route):
     (sel,) = log
     assert (sel.kind, sel.requested, sel.backend, sel.fell_back) == (route, "nccl", "jax", True)
     assert "fallback from 'nccl'" in repr(sel) and sel.reason, repr(sel)
-    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=tol(got.dtype), atol=tol(got.dtype))
 
 
 def test_padded_rfftn_records_the_plan_backend():
@@ -160,7 +161,8 @@ def test_fft_plan_shows_the_backend_the_call_records(route, setting):
     if sel.fell_back:  # nccl on CPU devices: "jax" runs it, and the plan says why
         assert "fallback from 'nccl'" in text and sel.reason and sel.reason in text
     assert got.layout == record.out_layout and got.data.sharding.spec == got.layout.spec
-    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=tol(got.dtype, 1e-10),
+                               atol=tol(got.dtype, 1e-10))
 
 
 def test_split_axis_record_names_the_stages():
@@ -216,7 +218,8 @@ def test_cudecomp_falls_back_visibly_where_it_has_no_stage(cudecomp_selectable, 
     if record is not None:
         assert record.selection == sel and sel.reason in record.describe()
     assert got.data.sharding.spec == got.layout.spec
-    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=tol(got.dtype, 1e-10),
+                               atol=tol(got.dtype, 1e-10))
 
 
 class _Counting:
@@ -258,4 +261,5 @@ def test_split_dct_runs_on_the_backend_in_force_and_records_each_call(monkeypatc
         registry.FFT_EXECUTORS.unregister("counting")
     for y in (first, again, got):
         assert y.layout.split == x.layout.split and y.data.sharding.spec == y.layout.spec
-        np.testing.assert_allclose(np.asarray(y), scipy.fft.dct(host), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(np.asarray(y), scipy.fft.dct(host), rtol=tol(y.dtype, 1e-10),
+                                   atol=tol(y.dtype, 1e-10))

@@ -53,7 +53,8 @@ def test_installed_metadata_matches_the_source():
     if ROOT.as_uri() not in origin:
         pytest.skip(f"the installed darray comes from elsewhere ({origin or 'no direct_url'})")
     assert dist.version == darray.__version__
-    assert dist.metadata["License-Expression"] == "Apache-2.0"
+    # the field every pip's `pip show` prints (pip < 25.0 ignores License-Expression)
+    assert dist.metadata["License"] == "Apache-2.0"
 
 
 def test_licence_file_and_declaration():
@@ -62,8 +63,11 @@ def test_licence_file_and_declaration():
     assert "END OF TERMS AND CONDITIONS" in text  # the full text, not a pointer to it
     assert "the darray authors" in text
     project = _pyproject()["project"]
-    assert project["license"] == "Apache-2.0"
-    assert project["license-files"] == ["LICENSE"]
+    assert project["license"] == {"text": "Apache-2.0"}
+    assert "License :: OSI Approved :: Apache Software License" in project["classifiers"]
+    # the wheel ships LICENSE by the default licence-file globs, which a license-files key
+    # (allowed only with an SPDX expression) would replace
+    assert "license-files" not in project
 
 
 def test_changelog_names_the_version():
