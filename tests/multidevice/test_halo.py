@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from halo_reference import check_filled, reduce_reference
-from helpers import mesh_of
+from helpers import canonical_dtype, mesh_of, tol
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,15 +16,13 @@ import darray
 from darray._src import compat
 from darray._src.plans import halo_plan
 
-# float64 data and tolerances throughout: not run with x64 off
-pytestmark = pytest.mark.x64
-
 RULES = ("periodic", "constant", "edge", "reflect")
 MESHES = {(8,): ("d",), (2, 4): ("x", "y"), (4, 2): ("x", "y"), (1, 8): ("x", "y")}
 
 
 def make(shape, mesh_shape, spec, seed=0, dtype=np.float64):
-    host = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    # the dtype darray holds (float32 with x64 off), so that exact checks compare its values
+    host = np.random.default_rng(seed).standard_normal(shape).astype(canonical_dtype(dtype))
     return host, darray.asarray(host, mesh=mesh_of(mesh_shape, MESHES[mesh_shape]), spec=spec)
 
 
@@ -68,7 +66,8 @@ def test_hypothesis_fill_and_reduce(mesh_shape, n0, n1, w0, w1, rule):
     check_filled(y, host, rule, fill_value=2.0)
     r = y.halo_reduce(boundary=rule)
     assert r.layout == x.layout
-    np.testing.assert_allclose(np.asarray(r), reduce_reference(y, rule), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(r), reduce_reference(y, rule), rtol=tol(r.dtype),
+                               atol=tol(r.dtype))
 
 
 def test_width_larger_than_neighbour_is_multi_hop():
@@ -133,7 +132,7 @@ def test_jit_and_traced_fill_value():
 
 def test_explicit_mesh_input():
     mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(compat.AxisType.Explicit,) * 2)
-    host = np.random.default_rng(3).standard_normal((8, 12))
+    host = np.random.default_rng(3).standard_normal((8, 12)).astype(canonical_dtype(np.float64))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     y = jax.jit(lambda a: a.halo(1))(x)
     check_filled(y, host, "periodic")
@@ -155,7 +154,8 @@ def test_reduce_matches_numpy(rule, mesh_shape, shape):
     r = y.halo_reduce(boundary=rule)
     assert r.layout == x.layout and not r.layout.has_halo
     assert r.data.sharding.spec == x.data.sharding.spec
-    np.testing.assert_allclose(np.asarray(r), reduce_reference(y, rule), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(r), reduce_reference(y, rule), rtol=tol(r.dtype),
+                               atol=tol(r.dtype))
 
 
 def test_painting_conserves_mass():
@@ -182,7 +182,7 @@ def test_adjoint_dot_product(rule):
         valid[phys] = True
     lhs = np.sum(np.where(valid, np.asarray(y0.data) * yh, 0.0))
     rhs = np.sum(host * np.asarray(y.halo_reduce(boundary=rule)))
-    np.testing.assert_allclose(lhs, rhs, rtol=1e-12)
+    np.testing.assert_allclose(lhs, rhs, rtol=tol(y.dtype))
 
 
 # -- HLO: neighbour exchange only -------------------------------------------------------------

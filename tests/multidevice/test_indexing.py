@@ -3,15 +3,12 @@ asserted; scalar reads checked to move only the result (all-reduce of one cell, 
 import jax
 import numpy as np
 import pytest
-from helpers import mesh_of
+from helpers import host, mesh_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scalar_check import assert_replicated_scalar
 
 import darray
-
-# float64 data and tolerances throughout: not run with x64 off
-pytestmark = pytest.mark.x64
 
 MESHES = [(8,), (2, 4), (4, 2), (1, 8)]
 
@@ -22,7 +19,7 @@ def mesh(request):
 
 
 def setup(mesh, shape=(7, 13, 3)):
-    a = np.random.default_rng(0).standard_normal(shape)
+    a = host(np.random.default_rng(0).standard_normal(shape))  # the dtype darray holds
     spec = ("x",) if len(mesh.axis_names) == 1 else ("x", "y")
     return a, darray.asarray(a, mesh=mesh, spec=spec)
 

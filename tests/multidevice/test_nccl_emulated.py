@@ -6,6 +6,8 @@ backend, darray.fft on it must equal numpy and keep the layouts of the "jax" bac
 """
 import numpy as np
 import pytest
+from helpers import assert_layout, mesh_of, rand
+from test_fft import MESHES, close, spec_of
 
 import darray
 import darray.fft as dfft
@@ -13,7 +15,6 @@ from darray._src import compat
 from darray._src.backends import nccl
 from darray._src.backends.jax import fft_exec
 from darray._src.backends.registry import FFT_EXECUTORS
-from tests.multidevice.test_fft import assert_layout, close, mesh_of, rand, spec_of
 
 
 def _emulated(plan, data, norm):
@@ -39,14 +40,14 @@ def emulated_backend():
 @pytest.mark.parametrize("decomposition", ["auto", "pencil"])
 def test_fftn_roundtrip_matches_numpy(mesh, shape, decomposition):
     a = rand(shape, np.complex128)
-    x = darray.asarray(a, mesh=mesh_of(mesh), spec=spec_of(mesh))
+    x = darray.asarray(a, mesh=mesh_of(*MESHES[mesh]), spec=spec_of(mesh))
     with darray.config_context(fft_backend="nccl_emulated"):
         y = dfft.fftn(x, decomposition=decomposition)
         z = dfft.ifftn(y, decomposition=decomposition)
     ref = dfft.fftn(x, decomposition=decomposition)  # the "jax" backend
     close(y, np.fft.fftn(a), np.complex128)
     assert y.layout == ref.layout
-    assert_layout(y, ref.layout.split)
+    assert_layout(y, ref.layout)
     close(z, a, np.complex128)
     assert z.layout == x.layout
 
@@ -56,11 +57,11 @@ def test_fftn_roundtrip_matches_numpy(mesh, shape, decomposition):
 def test_rfftn_uneven_matches_numpy(mesh):
     shape = (9, 13, 7)
     a = rand(shape, np.float64)
-    x = darray.asarray(a, mesh=mesh_of(mesh), spec=spec_of(mesh))
+    x = darray.asarray(a, mesh=mesh_of(*MESHES[mesh]), spec=spec_of(mesh))
     with darray.config_context(fft_backend="nccl_emulated"):
         y = dfft.rfftn(x)
         z = dfft.irfftn(y, s=shape)
     close(y, np.fft.rfftn(a), np.float64)
-    assert_layout(y, y.layout.split)
+    assert_layout(y, split=y.layout.split)
     close(z, a, np.float64)
     assert z.layout == x.layout

@@ -47,6 +47,7 @@ def _kill_when_ready(proc):
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+        proc.stdout.close()  # an open pipe would be a ResourceWarning, an error in this suite
 
 
 @pytest.mark.x64

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import os
+import pathlib
 import re
 import shutil
 import signal
@@ -107,7 +108,7 @@ def _logs(outdir, nproc):
     for rank in range(nproc):
         for stream in ("out", "err"):
             path = os.path.join(outdir, f"rank{rank}.{stream}")
-            text = open(path).read() if os.path.exists(path) else "(no file)"
+            text = pathlib.Path(path).read_text() if os.path.exists(path) else "(no file)"
             text = "\n".join(line for line in text.splitlines() if "[Gloo]" not in line)
             parts.append(f"--- rank {rank} std{stream} (last 2500 chars):\n{text[-2500:]}")
     return "\n".join(parts)
@@ -137,7 +138,7 @@ def _mpiexec(nproc, args, outdir, *, options=(), timeout=TIMEOUT_S, reap=None):
                 rank = int(path.rsplit("-", 1)[1])
                 if rank not in pids:
                     try:
-                        pids[rank] = int(open(path).read())
+                        pids[rank] = int(pathlib.Path(path).read_text())
                     except ValueError:
                         continue  # written as we read it; next round
             for rank, pid in pids.items():
@@ -167,7 +168,7 @@ def _checks_pass(nproc, devices_per_process, outdir, expect):
     logs = _logs(outdir, nproc)
     assert rc == 0, f"mpiexec -n {nproc} exited {rc}:\n{launcher_out[-2000:]}\n{logs}"
     for rank in range(nproc):
-        out = open(os.path.join(outdir, f"rank{rank}.out")).read()
+        out = pathlib.Path(outdir, f"rank{rank}.out").read_text()
         missing = [c for c in CHECKS + expect if f"CHECK {c} ok" not in out]
         assert not missing and "RESULT ok" in out, \
             f"rank {rank} of {nproc}: checks {missing} did not pass\n{logs}"
@@ -210,7 +211,7 @@ def test_under_mpiexec_2_3_4_processes_match_numpy_and_one_process(tmp_path):
 
 
 def _died_at(outdir):
-    return float(open(os.path.join(outdir, "died_at")).read())
+    return float(pathlib.Path(outdir, "died_at").read_text())
 
 
 @pytest.mark.x64
@@ -232,9 +233,9 @@ def test_under_mpiexec_a_killed_rank_ends_every_other_rank_naming_it(tmp_path):
     for rank in set(range(nproc)) - {dead}:
         assert statuses[rank] == darray.distributed.DEAD_PEER_EXIT, \
             f"rank {rank}: {statuses}\n{logs}"
-        err = open(tmp_path / f"rank{rank}.err").read()
+        err = (tmp_path / f"rank{rank}.err").read_text()
         assert f"darray.distributed: process {dead} of {nproc} died" in err, logs
-        assert "RESULT survived" not in open(tmp_path / f"rank{rank}.out").read(), logs
+        assert "RESULT survived" not in (tmp_path / f"rank{rank}.out").read_text(), logs
         lived_on = last_alive[rank] - died
         print(f"rank {rank} ended {lived_on:.2f} s after rank {dead} crashed")
         assert lived_on < BOUND_S, f"rank {rank} lived on {lived_on:.1f} s\n{logs}"
@@ -255,7 +256,7 @@ def test_under_mpiexec_with_its_cleanup_a_killed_rank_ends_all(tmp_path, dead):
     died = _died_at(tmp_path)
     assert sorted(last_alive) == list(range(nproc)), (last_alive, logs)
     for rank in set(range(nproc)) - {dead}:
-        assert "RESULT survived" not in open(tmp_path / f"rank{rank}.out").read(), logs
+        assert "RESULT survived" not in (tmp_path / f"rank{rank}.out").read_text(), logs
         lived_on = last_alive[rank] - died
         print(f"rank {rank} ended {lived_on:.2f} s after rank {dead} crashed")
         assert lived_on < BOUND_S, f"rank {rank} lived on {lived_on:.1f} s\n{logs}"
@@ -279,7 +280,7 @@ def test_under_mpiexec_a_hung_rank_is_found_by_its_missing_heartbeat(tmp_path):
     for rank in set(range(nproc)) - {hung}:
         assert statuses[rank] == darray.distributed.DEAD_PEER_EXIT, \
             f"rank {rank}: {statuses}\n{logs}"
-        err = open(tmp_path / f"rank{rank}.err").read()
+        err = (tmp_path / f"rank{rank}.err").read_text()
         assert f"darray.distributed: process {hung} of {nproc} died" in err, logs
         lived_on = last_alive[rank] - stopped
         print(f"rank {rank} ended {lived_on:.2f} s after rank {hung} stopped")
