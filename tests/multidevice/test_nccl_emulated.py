@@ -34,7 +34,6 @@ def emulated_backend():
     FFT_EXECUTORS.unregister("nccl_emulated")
 
 
-@pytest.mark.x64
 @pytest.mark.parametrize("mesh", ["slab8", "pencil2x4", "pencil4x2"])
 @pytest.mark.parametrize("shape", [(16, 16, 16), (7, 13, 10)])
 @pytest.mark.parametrize("decomposition", ["auto", "pencil"])
@@ -52,7 +51,6 @@ def test_fftn_roundtrip_matches_numpy(mesh, shape, decomposition):
     assert z.layout == x.layout
 
 
-@pytest.mark.x64
 @pytest.mark.parametrize("mesh", ["slab8", "pencil2x4"])
 def test_rfftn_uneven_matches_numpy(mesh):
     shape = (9, 13, 7)
