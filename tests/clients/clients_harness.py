@@ -238,8 +238,18 @@ def check(case_: Case, placement: Placement, record_property) -> None:
     kinds = [kind_of(g) for g in got_leaves]
     for i, (e, g) in enumerate(zip(exp_leaves, got_leaves)):
         if isinstance(g, darray.DistArray):
-            # A distributed result lives on the input's mesh (no silent move elsewhere).
-            assert set(g.mesh.devices.flat) == set(mesh.devices.flat), (i, g.mesh, mesh)
+            # A distributed result lives on the input's mesh (no silent move elsewhere). Under
+            # the shipped placement (docs/performance.md) a result darray placed by default may
+            # lie on JAX's default device, one of the mesh's: an eager 0-d result, an array the
+            # library made with no input (tril_indices), or one it brought back from the host
+            # with xp.asarray (recorded as "host" below).
+            devices, want = set(g.mesh.devices.flat), set(mesh.devices.flat)
+            placed_by_default = g.ndim == 0 or not dist_inputs or host_copies[0] > 0
+            if (darray.get_config("small_array_cells") and placed_by_default
+                    and len(devices) == 1):
+                assert devices <= want, (i, g.mesh, mesh)
+            else:
+                assert devices == want, (i, g.mesh, mesh)
             assert tuple(g.shape) == tuple(np.shape(e)), (i, g.layout, np.shape(e))
         if case_.compare is not None:
             case_.compare(np.asarray(e), np.asarray(g))
