@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import tol
 
 import darray
 import darray.fft as dfft
@@ -31,7 +32,8 @@ def assert_matches_data(a, want, distributed=True):
     assert a.data.shape == a.layout.physical_shape
     assert a.data.sharding.is_equivalent_to(a.sharding, a.ndim), (a.layout, a.data.sharding)
     assert not distributed or not a.data.sharding.is_fully_replicated
-    np.testing.assert_allclose(np.asarray(a), want, rtol=1e-12, atol=1e-12)
+    # float32 with x64 off: sums of a few terms, summed in another order than jax.numpy's
+    np.testing.assert_allclose(np.asarray(a), want, rtol=tol(a.dtype), atol=tol(a.dtype))
 
 
 def fft_real(x):

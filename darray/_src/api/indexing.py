@@ -384,8 +384,10 @@ def _advanced_get(x: DistArray, key: tuple) -> DistArray:
         (out,) = compaction.compact(mask, [x], with_indices=False)
         return out
     template, operands = _advanced_parts(x, key)
+    # a numpy index array is int64; with x64 off (JAX's default) JAX holds it as int32, and a
+    # ShapeDtypeStruct asking for int64 would warn (jax 0.12)
     shapes = [jax.ShapeDtypeStruct(x.shape, x.dtype)] + [
-        jax.ShapeDtypeStruct(o.shape, o.dtype) for o in operands]
+        jax.ShapeDtypeStruct(o.shape, jax.dtypes.canonicalize_dtype(o.dtype)) for o in operands]
     shape = jax.eval_shape(lambda a, *ops: _advanced_read(a, *ops, template), *shapes).shape
     out = default_layout(shape, x.layout)
     return common.apply_logical(_advanced_read, [x, *operands], out, static=(template,))
