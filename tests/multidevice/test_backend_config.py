@@ -165,7 +165,24 @@ def test_plan_a_backend_cannot_express_falls_back_visibly(fake_backends):
     assert calls == []  # both ran on jax
 
 
+def _saved_entry(registry, name):
+    """Registry `name`'s entry as it is now (the built-in ones loaded), to put back after a
+    test replaces it: unregistering would remove darray's native entry for every later test
+    in this process."""
+    registry.names()
+    return [(table, table.get(name)) for table in
+            (registry._entries, registry._supports, registry._usable, registry._fallback)]
+
+
+def _restore_entry(saved, name):
+    for table, value in saved:
+        table.pop(name, None)
+        if value is not None:
+            table[name] = value
+
+
 def test_cudecomp_selection_carries_its_comm_settings():
+    saved = _saved_entry(backends.FFT_EXECUTORS, "cudecomp")
     backends.register_fft_executor("cudecomp", backends.fft_executor("jax"))
     try:
         with darray.config_context(cudecomp_transpose_comm="MPI_A2A",
@@ -179,7 +196,7 @@ def test_cudecomp_selection_carries_its_comm_settings():
             backends.select_fft_backend("cudecomp")
         assert "cudecomp" not in backends.available_fft_backends()
     finally:
-        backends.FFT_EXECUTORS.unregister("cudecomp")
+        _restore_entry(saved, "cudecomp")
 
 
 # -- options read while tracing reach the next call, jitted or not (issue #28, point 2) ---------
