@@ -66,6 +66,7 @@ LONG_TIERS = ("slow", "clients", "gpu")
 LONG_TIER_TIMEOUT = 900
 
 
+@pytest.hookimpl(trylast=True)  # after -m, so the count is of tests that would have run
 def pytest_collection_modifyitems(config, items):
     """Longer timeouts for the long tiers; with x64 off, deselect the tests marked `x64` (they
     need float64 arrays)."""
