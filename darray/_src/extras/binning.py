@@ -300,6 +300,10 @@ def _edges(bins, range_, x: DistArray, dtype):
         where = int(np.argmax(edges[:-1] > edges[1:]))
         raise ValueError(f"bins must increase monotonically: bins[{where}]={edges[where]} > "
                          f"bins[{where + 1}]={edges[where + 1]}")
+    if edges.dtype.kind == "f":
+        # float edges keep their precision, as numpy's and jax.numpy's do: float64 edges with
+        # float32 data bin (and come back) in float64 where x64 allows it
+        dtype = np.dtype(jax.dtypes.canonicalize_dtype(np.promote_types(dtype, edges.dtype)))
     return edges.astype(dtype), edges.size - 1, False
 
 
