@@ -178,11 +178,12 @@ def _asarray_params(draw, shape):
 
 
 def _dist_asarray(x, dtype=None):
+    dtype = None if dtype is None else _astype_target(x.dtype, dtype)
     return darray.asarray(x, dtype=None if dtype is None else getattr(darray, dtype))
 
 
 def _np_asarray(x, dtype=None):
-    return np.asarray(x, dtype=dtype)
+    return np.asarray(x, dtype=None if dtype is None else _astype_target(x.dtype, dtype))
 
 
 def _from_dlpack(x):

@@ -196,6 +196,13 @@ def test_astype_and_dtype_functions_on_arrays():
     assert darray.astype(x, darray.float64) is not x
     with pytest.raises(TypeError, match="would drop the imaginary part"):
         darray.astype(x * 1j, darray.float64)
+    # asarray refuses the same cast, from every source (numpy and jax only warn)
+    for source in (x * 1j, (x * 1j).data, host * 1j, [1 + 2j, 3j], 2j):
+        with pytest.raises(TypeError, match=r"complex\d+ data with dtype=float32 would drop "
+                                            r"the imaginary part"):
+            darray.asarray(source, dtype=darray.float32)
+    assert darray.asarray(x * 1j, dtype=darray.complex64).dtype == darray.complex64
+    assert darray.asarray(host, dtype=darray.float32).dtype == darray.float32
     with pytest.raises(TypeError, match=r"dtype='float17' is not a darray dtype"):
         darray.astype(x, "float17")
     assert darray.result_type(x, y) == darray.float64

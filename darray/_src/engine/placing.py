@@ -180,6 +180,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
       DistArray(float32[13,10,7], mesh=(x:2, y:4), split=(x, y, None))
     """
     dtype = check_dtype(dtype)
+    if isinstance(obj, (DistArray, jax.Array)):  # host data is checked once converted
+        _refuse_dropping_imaginary(obj.dtype, dtype)
     if isinstance(obj, DistArray):
         same_place = mesh is None and device is None and spec is None
         layout = obj.layout if same_place else make_layout(obj.shape, mesh, spec, device, like=obj)
@@ -198,6 +200,17 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, mesh=None, spec=None)
     if layout.mesh is local_mesh():  # a small array: one transfer, as jnp.asarray does
         return created(jax.device_put(host, local_mesh().devices.flat[0]), layout)
     return created(physical.host_to_physical(host, layout), layout)
+
+
+def _refuse_dropping_imaginary(source, dtype) -> None:
+    """asarray(complex data, dtype=a real dtype) is refused, as `astype` refuses it: numpy
+    and jax drop the imaginary part with only a warning, a silent wrong value. The standard
+    leaves casts outside its promotion rules to the library."""
+    if dtype is not None and source is not None and np.dtype(source).kind == "c" \
+            and dtype.kind != "c":
+        raise TypeError(f"asarray of {np.dtype(source)} data with dtype={dtype} would drop the "
+                        f"imaginary part; take darray.real(...) first, or ask for a complex "
+                        f"dtype")
 
 
 def _from_jax_array(obj: jax.Array, dtype, mesh, spec, device) -> DistArray:
@@ -257,5 +270,6 @@ def _to_host(obj, dtype) -> np.ndarray:
         raise TypeError(f"obj of type {type(obj).__name__} gives a numpy array of dtype "
                         f"{host.dtype}, which darray does not hold; pass numbers or arrays "
                         "of bool, integer, real or complex dtype")
+    _refuse_dropping_imaginary(host.dtype, dtype)
     target = dtype if dtype is not None else canonical(host.dtype)
     return host.astype(target, copy=False)
