@@ -161,6 +161,12 @@ def jaxpm_reports():
 PIECES = ("paint", "read", "forces", "fft_roundtrip", "simulation")
 
 
+# jaxpm_reports runs JaxPM twice in subprocesses (~3 CPU-minutes): one xdist worker takes every
+# test that uses it (--dist loadgroup), so it runs once, not once per worker
+JAXPM_GROUP = pytest.mark.xdist_group("jaxpm_reports")
+
+
+@JAXPM_GROUP
 @pytest.mark.parametrize("piece", PIECES)
 def test_jaxpm_on_darray_equals_one_device(jaxpm_reports, piece, record_property):
     """sys.modules['jaxdecomp'] = darray.jaxdecomp: JaxPM's own code on a (2, 4) mesh equals
@@ -174,6 +180,7 @@ def test_jaxpm_on_darray_equals_one_device(jaxpm_reports, piece, record_property
     assert ours["grad_spec"] == "P('x', 'y')"
 
 
+@JAXPM_GROUP
 @pytest.mark.parametrize("pdims", ["(1, 8)", "(8, 1)", "(4, 2)", "(2, 4)"])
 def test_jaxpm_jacobians_without_a_mesh_context(jaxpm_reports, pdims):
     """JaxPM's test_fwd_rev_gradients, in darray's words and with values: jacfwd and jacrev
@@ -185,6 +192,7 @@ def test_jaxpm_jacobians_without_a_mesh_context(jaxpm_reports, pdims):
     assert ours["jacfwd"] < 1e-12 and ours["jacrev"] < 1e-12 and ours["sharding_kept"], ours
 
 
+@JAXPM_GROUP
 def test_jaxpm_on_jaxdecomp_painting_gradient_is_wrong(jaxpm_reports):
     """The same JaxPM code on jaxDecomp: forward right, painting gradients wrong (halo VJP)."""
     theirs = jaxpm_reports["jaxdecomp"]

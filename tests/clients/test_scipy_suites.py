@@ -52,12 +52,17 @@ class Suite:
     # darray's small_array_cells for the suite's process; None: the shipped default, as users
     # run it
     small_array_cells: int | None = None
+    # in the slow tier (`-m slow`) rather than CI's clients run, to keep CI in its time
+    slow: bool = False
 
 
 SKLEARN_ARGS = ("-p", "sklearn_xp_plugin", "-k", "darray or jax.numpy")
 SUITES = {
     "scipy.fft": Suite("scipy", ("fft/tests",), 1),
-    "scipy.signal": Suite("scipy", ("signal/tests/test_signaltools.py",), 1),
+    # scipy.signal, interpolate and integrate: 303, 230 and 107 CPU-s on CI's 2 cores, the
+    # three slowest scipy suites; the slow tier runs them (oaconvolve's writes through views
+    # stay in CI in test_mutation_idioms.py)
+    "scipy.signal": Suite("scipy", ("signal/tests/test_signaltools.py",), 1, slow=True),
     "scipy.special": Suite("scipy", ("special/tests",), 1),
     # issue 28: scipy.ndimage writes into np.asarray(output), which must raise, never keep zeros
     "scipy.ndimage": Suite("scipy", ("ndimage/tests/test_filters.py",
@@ -69,10 +74,10 @@ SUITES = {
     "scipy.linalg": Suite("scipy", ("linalg/tests/test_special_matrices.py",
                                     "linalg/tests/test_procrustes.py"), 1),
     "scipy.integrate": Suite("scipy", ("integrate/tests/test_quadrature.py",), 1,
-                             full=("integrate/tests",)),
+                             full=("integrate/tests",), slow=True),
     "scipy.interpolate": Suite("scipy", ("interpolate/tests/test_polyint.py",
                                          "interpolate/tests/test_rbfinterp.py"), 1,
-                               full=("interpolate/tests",)),
+                               full=("interpolate/tests",), slow=True),
     "scipy.optimize": Suite("scipy", ("optimize/tests/test_optimize.py",), 1,
                             full=("optimize/tests/test_chandrupatla.py",
                                   "optimize/tests/test_bracket.py",
@@ -174,7 +179,9 @@ def _run_suite(suite: Suite) -> tuple[dict, str]:
 
 # a suite is one subprocess of several hundred tests: 15 CPU-minutes on a loaded 2-core machine
 @pytest.mark.timeout(2400)
-@pytest.mark.parametrize("suite", list(SUITES))
+@pytest.mark.parametrize("suite", [
+    pytest.param(name, marks=pytest.mark.slow) if suite.slow else name
+    for name, suite in SUITES.items()])
 def test_scipy_suite_on_darray_and_jax(suite, record_property):
     outcomes, tail = _run_suite(SUITES[suite])
     counts = {b: collections.Counter() for b in ("darray", "jax.numpy")}
