@@ -12,6 +12,9 @@
 
 #include "pad_axis.h"
 #include "xla/ffi/api/c_api.h"
+#include "xla/ffi/api/ffi.h"
+
+XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayPermuteCpu);
 
 #ifdef DARRAY_HAS_CUDA
 #include <cuda_runtime_api.h>
@@ -91,6 +94,7 @@ NB_MODULE(_native, m) {
       []() {
         nb::dict d;
         d["darray_pad_axis_cpu"] = EncapsulateHandler(DarrayPadAxisCpu);
+        d["darray_permute_cpu"] = EncapsulateHandler(DarrayPermuteCpu);
 #ifdef DARRAY_HAS_MPI
         d["darray_mpi_all_to_all_cpu"] = EncapsulateHandler(DarrayMpiAllToAllCpu);
         d["darray_mpi_sendrecv_cpu"] = EncapsulateHandler(DarrayMpiSendRecvCpu);

@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from darray._src import compat, native
-from darray._src.backends import mpi_transport
+from darray._src.backends import mpi_transport, native_permute
 from darray._src.backends.jax import fft_exec, halo_exchange
 
 # (mesh device ids, mesh shape, axis names, exchange axes) -> split communicator
@@ -138,7 +138,10 @@ def execute(plan, data, norm: str):
     mesh = plan.in_layout.mesh
 
     def body(block):
-        return fft_exec.run_stages(block, plan, norm, exchange=Exchanges(mesh).all_to_all)
+        # the reorders between working orders by the native tiled copy (native_permute): one
+        # rank per core, where XLA's transposes of the minor axis cost more than the FFTs
+        return fft_exec.run_stages(block, plan, norm, exchange=Exchanges(mesh).all_to_all,
+                                   permute=native_permute.permute)
     return compat.shard_map(body, mesh=mesh, in_specs=(plan.in_layout.spec,),
                             out_specs=plan.out_layout.spec)(data)
 

@@ -33,9 +33,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import physical
+from darray._src import compat, physical
 from darray._src.array import DistArray
 from darray._src.axes import normalize_axis, positive_length
+from darray._src.backends.jax import fft_exec
 from darray._src.backends.registry import FFT_EXECUTORS, record, select_exchanges
 from darray._src.engine.common import ensure_array
 from darray._src.fft import split_axis
@@ -122,11 +123,12 @@ def _run_plan(plan, norm, cast, conj_in, conj_out, backend, data):
     Selection (`darray.record_backends`): a backend that cannot run the plan leaves it to
     "jax", and the record says why."""
     chosen = record(FFT_EXECUTORS.select(FFT_EXECUTORS.requested(backend), plan))
-    return _compiled(plan, norm, cast, conj_in, conj_out, chosen.requested)(data)
+    standalone = not compat.is_tracer(data)  # an eager call: its program holds this op alone
+    return _compiled(plan, norm, cast, conj_in, conj_out, chosen.requested, standalone)(data)
 
 
 @program_cache(FFT)
-def _compiled(plan, norm, cast, conj_in, conj_out, backend):
+def _compiled(plan, norm, cast, conj_in, conj_out, backend, standalone=False):
     execute = FFT_EXECUTORS.select(backend, plan).impl  # "jax" where backend can't run plan
 
     def run(data):
@@ -135,7 +137,11 @@ def _compiled(plan, norm, cast, conj_in, conj_out, backend):
             data = data.astype(cast)
         if conj_in:
             data = jnp.conj(data)
-        out = execute(plan, data, norm)
+        token = fft_exec.STANDALONE.set(standalone)
+        try:
+            out = execute(plan, data, norm)
+        finally:
+            fft_exec.STANDALONE.reset(token)
         if conj_out:
             out = jnp.conj(out)
         return physical.constrain(out, plan.out_layout)

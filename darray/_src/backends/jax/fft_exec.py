@@ -19,6 +19,7 @@ over the whole mesh followed by an FFT, fused into the concatenation of the rece
 """
 from __future__ import annotations
 
+import contextvars
 import math
 
 import jax
@@ -38,6 +39,11 @@ from darray._src.kernels import (  # foundation: jax and numpy only
     r2r_local_2d,
 )
 from darray._src.plans.fft_plan import LocalFFT, Merge, Plan, Stage, Transpose
+
+# True while darray traces an FFT that runs as a program of its own (an eager call: nothing
+# around it in the program), set by darray._src.fft.api around the executor's trace.
+STANDALONE: contextvars.ContextVar[bool] = contextvars.ContextVar("darray_fft_standalone",
+                                                                  default=False)
 
 
 def _working_order(order: list, axes) -> list:
@@ -134,10 +140,10 @@ def _deferred_stage(stages, order: list, norm: str):
     return None
 
 
-def _reorder(block, order: list, new: list):
+def _reorder(block, order: list, new: list, permute=jnp.transpose):
     if new == order:
         return block
-    return jnp.transpose(block, [order.index(a) for a in new])
+    return permute(block, [order.index(a) for a in new])
 
 
 def apply_r2r(block, axis: int, kernel):
@@ -203,16 +209,23 @@ def _orders_before_exchange(stage, following, devices: int) -> bool:
             and following.kind != "r2r" and stage.parts == devices)
 
 
-def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
+def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None,
+               permute=jnp.transpose):
     """The per-device body: apply every stage of `plan` to one local block. `exchange` does the
     row exchanges of the transposes (XLA's all-to-all; the MPI backend passes its own);
     `move(block, stage, order)`, when given, does a whole Transpose/Merge stage (the nccl
-    backend's fused pack-exchange-unpack)."""
+    backend's fused pack-exchange-unpack); `permute(block, perm)` does the reorders between
+    stages (``jnp.transpose``; the MPI backend passes its native tiled copy). The opening and
+    closing reorders use it only in a `STANDALONE` program: inside a user's jit they stay
+    ``jnp.transpose``, so that XLA can cancel a forward's closing move against the inverse's
+    opening one (it cannot cancel custom calls). Measured at 256^3 on 2 MPI ranks: native ends
+    made an eager c2c round trip 0.88x as long, a jitted one 1.06x."""
     ndim = block.ndim
+    ends = permute if STANDALONE.get() else jnp.transpose
     order = list(range(ndim))  # order[p]: the logical axis held by axis p of `block`
     if plan.stages:
         start = _start_order(plan, ndim)
-        block, order = _reorder(block, order, start), start
+        block, order = _reorder(block, order, start, ends), start
     stages = _fused(plan.stages)
     deferred = _deferred_stage(stages, order, norm)
     for i, stage in enumerate(stages):
@@ -223,7 +236,7 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
         if _orders_before_exchange(stage, following, plan.in_layout.mesh.size):
             assert isinstance(following, LocalFFT)  # _orders_before_exchange checked it
             new = _order_for(order, following)
-            block, order = _reorder(block, order, new), new
+            block, order = _reorder(block, order, new, permute), new
         if isinstance(stage, Transpose):
             block = all_to_all_move(block, stage.mesh_axes, order.index(stage.src),
                                     order.index(stage.dst), stage.src_local_len, stage.parts,
@@ -233,7 +246,7 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
             block = _run_merge(block, stage, order, exchange)
             continue
         new = _order_for(order, stage)
-        block, order = _reorder(block, order, new), new
+        block, order = _reorder(block, order, new, permute), new
         k = len(stage.axes)
         size_of = dict(zip(stage.axes, stage.sizes))
         s = tuple(size_of[a] for a in order[ndim - k:])
@@ -259,7 +272,7 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None):
         n = math.prod(stages[deferred].sizes)
         scale = 1.0 / n if norm == "backward" else 1.0 / math.sqrt(n)
         block = block * np.asarray(scale, dtype=jnp.finfo(block.dtype).dtype)
-    return _reorder(block, order, list(range(ndim)))
+    return _reorder(block, order, list(range(ndim)), ends)
 
 
 def execute(plan: Plan, data, norm: str):
