@@ -56,13 +56,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _bench_common import default_json_path, make_row, write_table  # noqa: E402
-from bench_multiprocess import PeakRss, _kill_tree, _timed  # noqa: E402
+from bench_multiprocess import PeakRss, _timed, run_job  # noqa: E402
 
 CONTENDERS = ("darray-eager", "darray-jit", "dtfft-default", "dtfft-p2p", "dtfft-p2p-pipelined",
               "dtfft-a2a", "mpi4py-fft")
@@ -304,25 +303,10 @@ def rank_main(argv):
 # ---------------------------------------------------------------- the driver
 
 def _launch(cmd_prefix, nproc, args, timeout, env):
-    fd, result_path = tempfile.mkstemp(suffix=".json", prefix="bench-peers-")
-    os.close(fd)
-    os.remove(result_path)
-    cmd = [*cmd_prefix[:1], "-n", str(nproc), *cmd_prefix[1:], os.path.abspath(__file__),
-           "--rank", result_path, *map(str, args)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env)
-    try:
-        log, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_tree(proc.pid)
-        proc.communicate()
-        return {"status": f"timed out after {timeout} s"}
-    if proc.returncode != 0 or not os.path.exists(result_path):
-        return {"status": f"failed (exit {proc.returncode})", "log": log[-1500:]}
-    with open(result_path) as f:
-        result = json.load(f)
-    os.remove(result_path)
-    return result
+    """One mpiexec job of `nproc` ranks: cmd_prefix is (mpiexec, python)."""
+    return run_job(lambda result_path: [
+        cmd_prefix[0], "-n", str(nproc), *cmd_prefix[1:], os.path.abspath(__file__), "--rank",
+        result_path, *map(str, args)], timeout, env, prefix="bench-peers-")
 
 
 def _why_missing(python, module, env) -> str | None:

@@ -221,13 +221,20 @@ def rank_main(argv):
 
 def _launch(nproc, args, timeout, env):
     """One mpiexec job; returns its result dict, or {"status": "failed", ...}."""
-    fd, result_path = tempfile.mkstemp(suffix=".json", prefix="bench-mp-")
+    return run_job(lambda result_path: [
+        shutil.which("mpiexec"), "-n", str(nproc), sys.executable, os.path.abspath(__file__),
+        "--rank", args[0], result_path, *map(str, args[1:])], timeout, env)
+
+
+def run_job(command_for, timeout, env, prefix="bench-mp-"):
+    """Run ``command_for(result_path)`` (an mpiexec command line whose root rank writes its
+    result as JSON at result_path), killing every process of it after `timeout` s. Returns the
+    result dict, or {"status": "failed ..." / "timed out ...", "log": ...}."""
+    fd, result_path = tempfile.mkstemp(suffix=".json", prefix=prefix)
     os.close(fd)
     os.remove(result_path)
-    cmd = [shutil.which("mpiexec"), "-n", str(nproc), sys.executable, os.path.abspath(__file__),
-           "--rank", args[0], result_path, *map(str, args[1:])]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env)
+    proc = subprocess.Popen(command_for(result_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
     try:
         log, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
