@@ -123,7 +123,10 @@ def _run_plan(plan, norm, cast, conj_in, conj_out, backend, data):
     Selection (`darray.record_backends`): a backend that cannot run the plan leaves it to
     "jax", and the record says why."""
     chosen = record(FFT_EXECUTORS.select(FFT_EXECUTORS.requested(backend), plan))
-    standalone = not compat.is_tracer(data)  # an eager call: its program holds this op alone
+    # An eager call (its program holds this op alone) may end on the backend's own reorders
+    # (fft_exec.STANDALONE); the pure-JAX backend's program is the same either way, so it
+    # keeps one cache entry for eager and jitted calls.
+    standalone = chosen.requested != "jax" and not compat.is_tracer(data)
     return _compiled(plan, norm, cast, conj_in, conj_out, chosen.requested, standalone)(data)
 
 
