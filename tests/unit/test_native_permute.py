@@ -7,10 +7,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import compiled_hlo
 
 from darray._src import native
 from darray._src.backends import native_permute
-from helpers import compiled_hlo
 
 RNG = np.random.default_rng(11)
 # 4-, 8- and 16-byte items, the handler's three copy widths
