@@ -111,10 +111,7 @@ def _forward_gathered(library, kind, full, comm):
         u[:] = full[tuple(slice(s, s + n) for s, n in zip(u.substart, u.shape))]
         u_hat = fft.forward(u, newDistArray(fft, True), normalize=False)  # numpy's scale
         pieces = comm.gather((u_hat.substart, np.asarray(u_hat)), root=0)
-        out_shape = list(full.shape)
-        if kind == "r2c":
-            out_shape[-1] = full.shape[-1] // 2 + 1
-        return _assemble(pieces, out_shape) if comm.rank == 0 else None
+        return _assemble(pieces, _spectrum_shape(full.shape, kind)) if comm.rank == 0 else None
     plan, cin, cout = _dtfft_plan(library, kind, full.shape, comm)
     local_in, out_buf = _dtfft_buffers(plan, kind, cin, cout)
     local_in[...] = full[tuple(slice(s, s + n) for s, n in zip(*cin))]
@@ -124,12 +121,14 @@ def _forward_gathered(library, kind, full, comm):
     out = out_buf.transpose(2, 0, 1)
     starts = (cout[0][2], cout[0][0], cout[0][1])
     pieces = comm.gather((starts, np.array(out)), root=0)
-    out_shape = list(full.shape)
-    if kind == "r2c":
-        out_shape[-1] = full.shape[-1] // 2 + 1
-    result = _assemble(pieces, out_shape) if comm.rank == 0 else None
+    result = _assemble(pieces, _spectrum_shape(full.shape, kind)) if comm.rank == 0 else None
     plan.destroy()
     return result
+
+
+def _spectrum_shape(shape, kind):
+    """The forward transform's shape: r2c halves the last axis, as numpy's rfftn."""
+    return tuple(shape[:-1]) + (shape[-1] // 2 + 1,) if kind == "r2c" else tuple(shape)
 
 
 def _assemble(pieces, shape):

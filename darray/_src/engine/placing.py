@@ -206,8 +206,7 @@ def _refuse_dropping_imaginary(source, dtype) -> None:
     """asarray(complex data, dtype=a real dtype) is refused, as `astype` refuses it: numpy
     and jax drop the imaginary part with only a warning, a silent wrong value. The standard
     leaves casts outside its promotion rules to the library."""
-    if dtype is not None and source is not None and np.dtype(source).kind == "c" \
-            and dtype.kind != "c":
+    if dtype is not None and np.dtype(source).kind == "c" and dtype.kind != "c":
         raise TypeError(f"asarray of {np.dtype(source)} data with dtype={dtype} would drop the "
                         f"imaginary part; take darray.real(...) first, or ask for a complex "
                         f"dtype")
