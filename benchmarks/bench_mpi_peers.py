@@ -14,6 +14,11 @@ that a load that comes and goes weighs on all of them alike. The contenders:
   correct one of these three, per case;
 * ``mpi4py-fft``: PFFT, slab, FFTW backend.
 
+Every contender runs with ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (``--no-hugepage-malloc``
+leaves it out): large buffers then come as transparent huge pages instead of being page-faulted
+4 KiB at a time on every call, which is what darray's jitted and eager calls pay for each
+output; the peers, which plan their buffers once, are run the same way for fairness.
+
 Every job times a forward + backward round trip (median of `--repeats` after one warm-up that
 compiles or plans, each between barriers), samples the resident set size (the largest over the
 ranks, every 2 ms: peak during the timed round trips minus the RSS just before the input was
@@ -68,6 +73,11 @@ CONTENDERS = ("darray-eager", "darray-jit", "dtfft-default", "dtfft-p2p", "dtfft
 # darray's memory jobs: every allocation of 1 MiB or more is its own mapping, returned when
 # freed, so the RSS baseline after the warm-up is not inflated by buffers kept for reuse
 _MEMORY_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "DARRAY_BENCH_MEMORY_JOB": "1"}
+# glibc serves every buffer above its mmap threshold (at most 32 MiB) with a fresh mapping and
+# unmaps it on free, so each large XLA buffer is page-faulted 4 KiB at a time, on every call;
+# with this tunable the mappings are advised as transparent huge pages (2 MiB faults). It
+# changes no result and no peak memory; see docs/performance.md, "Huge pages for large buffers"
+HUGEPAGE_MALLOC_ENV = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
 DTFFT_BACKENDS = {"dtfft-p2p": "MPI_P2P", "dtfft-p2p-pipelined": "MPI_P2P_PIPELINED",
                   "dtfft-a2a": "MPI_A2A"}
 
@@ -209,6 +219,9 @@ def _round_trip_job(library, kind, n, repeats, comm):
         holder = {}
 
         def round_trip():
+            # the last result is dropped first: the peers write each round trip into the one
+            # output buffer they allocated, and a user's `u = step(u)` keeps no old result
+            holder.pop("y", None)
             holder["y"] = both(x)
             holder["y"].data.block_until_ready()
 
@@ -331,6 +344,9 @@ def main(argv=None):
     parser.add_argument("--pfft-python", default=sys.executable)
     parser.add_argument("--pfft-mpiexec", default=None,
                         help="mpiexec for mpi4py-fft (default: the one on PATH)")
+    parser.add_argument("--hugepage-malloc", action=argparse.BooleanOptionalAction, default=True,
+                        help="run every contender (peers too) with GLIBC_TUNABLES="
+                             "glibc.malloc.hugetlb=1 (default: on)")
     parser.add_argument("--json", default=str(default_json_path("bench_mpi_peers")),
                         help="where to write the table (correct contenders, time and ratio to "
                              "dtFFT's best backend) as JSON, a PNG plot beside it")
@@ -341,6 +357,10 @@ def main(argv=None):
     root = os.path.dirname(HERE)
     base_env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    if args.hugepage_malloc:  # kept beside any tunables already set
+        base_env["GLIBC_TUNABLES"] = ":".join(
+            t for t in (os.environ.get("GLIBC_TUNABLES"), HUGEPAGE_MALLOC_ENV["GLIBC_TUNABLES"])
+            if t)
     dtfft_env = dict(base_env)
     if args.dtfft_libs:
         dtfft_env["LD_LIBRARY_PATH"] = os.pathsep.join(
@@ -398,7 +418,9 @@ def main(argv=None):
                         if status != "ok" and "log" in res:
                             print(res["log"][-800:])
     load_after = os.getloadavg()
-    print(f"\n(all jobs: {time.time() - t_start:.0f} s; {args.rounds} interleaved rounds, "
+    print(f"\n(all jobs: {time.time() - t_start:.0f} s; "
+          f"GLIBC_TUNABLES={base_env.get('GLIBC_TUNABLES', '(unset)')} for every contender; "
+          f"{args.rounds} interleaved rounds, "
           f"median of {args.repeats} round trips per job, median over rounds; load average "
           f"{load_before[0]:.2f}/{load_before[1]:.2f} before, {load_after[0]:.2f}/"
           f"{load_after[1]:.2f} after (1/5 min), {os.cpu_count()} cores)")

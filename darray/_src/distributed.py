@@ -197,7 +197,9 @@ def gather(x):
 
 
 def report() -> dict:
-    """Where this process stands: launcher, process index and count, its devices, all devices."""
+    """Where this process stands: launcher, process index and count, its devices, all devices,
+    and whether its large host buffers come as huge pages (`memory.huge_page_buffers`)."""
+    from darray._src.memory import huge_page_buffers
     launch = _STATE.get("launch")
     return {
         "launcher": launch.launcher if launch else "not initialized by darray",
@@ -207,6 +209,7 @@ def report() -> dict:
         "device_count": jax.device_count(),
         "backend": jax.default_backend(),
         "watchdog": "watchdog" in _STATE,
+        "huge_page_buffers": huge_page_buffers(),
     }
 
 

@@ -85,3 +85,33 @@ def check_fits(layout: Layout, dtype, *, what: str = "the array") -> None:
         raise ValueError(f"{head}, {_gib(needed)} ({needed} bytes) for this process's "
                          f"{len(mine)} {mine[0].platform.upper()} device(s), but the host has "
                          f"{_gib(available)} ({available} bytes) available ({source}){fix}")
+
+
+THP_MODE_FILE = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+def huge_page_buffers(thp_mode_file: str = THP_MODE_FILE, environ=None) -> str:
+    """Whether this process's large host buffers come as transparent huge pages, and how to ask.
+
+    glibc serves an allocation above its mmap threshold (32 MiB at most) with a fresh mapping
+    that it unmaps on free, so every large XLA:CPU buffer (each eager result, each jitted
+    program's scratch) is page-faulted 4 KiB at a time on every call: about half the time of a
+    256^3 complex FFT round trip on one core. The kernel serves 2 MiB pages instead when its
+    transparent-huge-page mode is "always", or when it is "madvise" and glibc is started with
+    the tunable glibc.malloc.hugetlb=1 (glibc 2.35 and later); neither changes a result or the
+    peak memory. The tunable is read at process start, so it can only be reported here.
+    """
+    try:
+        with open(thp_mode_file) as f:
+            mode = f.read().split("[", 1)[1].split("]", 1)[0]
+    except (OSError, IndexError):
+        return "unknown: no transparent huge pages on this system"
+    tunables = (os.environ if environ is None else environ).get("GLIBC_TUNABLES", "")
+    if mode == "always":
+        return "on: the kernel's transparent_hugepage mode is always"
+    if mode == "madvise" and "glibc.malloc.hugetlb=1" in tunables.split(":"):
+        return "on: GLIBC_TUNABLES has glibc.malloc.hugetlb=1"
+    if mode == "madvise":
+        return ("off: start the processes with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "
+                "(see darray's performance guide, 'Huge pages for large buffers')")
+    return f"off: the kernel's transparent_hugepage mode is {mode}"

@@ -70,3 +70,21 @@ def test_arrays_that_fit_are_created_as_before():
     x = darray.zeros((1024, 1024), dtype=darray.float32, mesh=(2, 4), spec=("x", "y"))
     assert x.layout.spec == jax.sharding.PartitionSpec("x", "y")
     np.testing.assert_array_equal(np.asarray(x), np.zeros((1024, 1024), np.float32))
+
+
+@pytest.mark.parametrize("mode, tunables, want", [
+    ("always [madvise] never", "glibc.malloc.hugetlb=1", "on: GLIBC_TUNABLES"),
+    ("always [madvise] never", "glibc.malloc.check=0:glibc.malloc.hugetlb=1", "on: GLIBC_TUNABLES"),
+    ("always [madvise] never", None, "off: start the processes with GLIBC_TUNABLES="),
+    ("always [madvise] never", "glibc.malloc.hugetlb=0", "off: start the processes"),
+    ("[always] madvise never", None, "on: the kernel's transparent_hugepage mode is always"),
+    ("always madvise [never]", "glibc.malloc.hugetlb=1", "off: the kernel's "
+                                                         "transparent_hugepage mode is never"),
+])
+def test_huge_page_buffers_reads_the_kernel_mode_and_the_glibc_tunable(tmp_path, mode, tunables,
+                                                                        want):
+    mode_file = tmp_path / "enabled"
+    mode_file.write_text(mode + "\n")
+    environ = {} if tunables is None else {"GLIBC_TUNABLES": tunables}
+    assert memory.huge_page_buffers(str(mode_file), environ).startswith(want)
+    assert memory.huge_page_buffers(str(tmp_path / "missing"), environ).startswith("unknown")

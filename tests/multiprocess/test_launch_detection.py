@@ -70,3 +70,4 @@ def test_report_in_a_single_process():
     assert info["process_index"] == 0 and info["process_count"] == 1
     assert info["device_count"] == len(info["local_devices"]) == 8
     assert os.environ.get("DARRAY_NUM_PROCESSES") is None
+    assert info["huge_page_buffers"].split(":")[0] in ("on", "off", "unknown")
