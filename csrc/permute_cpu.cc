@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "xla/ffi/api/ffi.h"
 
 namespace darray {
@@ -24,26 +28,53 @@ namespace {
 namespace ffi = ::xla::ffi;
 
 constexpr int kMaxRank = 8;
-constexpr int64_t kTile = 16;  // 16 x 16 elements: 4 KiB of complex128 per tile side
+constexpr int64_t kTile = 16;  // 16 x 16 elements: 4 KiB of complex128 per tile
+// Outputs at least this large are written with streaming (non-temporal) stores: they cannot
+// stay in cache anyway, and a streaming store writes a whole line without first reading it
+// (a plain store reads every output line before writing it, a third of the traffic).
+constexpr size_t kStreamingBytes = size_t{4} << 20;
 
 template <int kBytes>
 struct Element {
   unsigned char bytes[kBytes];
 };
 
-// Copy of an (rows x cols) plane: source element (r, c) at src + r*src_r + c*src_c, written to
-// dst + r*dst_r + c*dst_c (strides in elements). Tiled so both sides touch whole cache lines.
+// `count` elements from `src` (contiguous) to `dst` (contiguous); streamed when asked and
+// `dst` and the length allow 16-byte streaming stores.
 template <int kBytes>
-void CopyPlane(const Element<kBytes>* src, int64_t src_r, int64_t src_c, Element<kBytes>* dst,
-               int64_t dst_r, int64_t dst_c, int64_t rows, int64_t cols) {
+inline void WriteRun(Element<kBytes>* dst, const Element<kBytes>* src, int64_t count,
+                     bool streaming) {
+  const size_t bytes = static_cast<size_t>(count) * kBytes;
+#if defined(__SSE2__)
+  if (streaming && bytes % 16 == 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+    auto* d = reinterpret_cast<__m128i*>(dst);
+    const auto* s = reinterpret_cast<const __m128i*>(src);
+    for (size_t k = 0; k < bytes / 16; ++k) _mm_stream_si128(d + k, _mm_loadu_si128(s + k));
+    return;
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
+// Copy of an (rows x cols) plane whose source rows and destination columns are contiguous:
+// source element (r, c) at src + r*src_r + c, written to dst + c*dst_c + r. Each 16 x 16 tile
+// is read row by row into a small buffer (whole source lines) and written column by column
+// from it (whole destination lines): measured on 256^3 complex128 blocks, twice as fast as
+// copying element by element inside the tile, and as fast as memcpy with streaming stores.
+template <int kBytes>
+void CopyPlane(const Element<kBytes>* src, int64_t src_r, Element<kBytes>* dst, int64_t dst_c,
+               int64_t rows, int64_t cols, bool streaming) {
+  Element<kBytes> tile[kTile][kTile];  // [column][row]
   for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-    const int64_t r1 = r0 + kTile < rows ? r0 + kTile : rows;
+    const int64_t nr = r0 + kTile < rows ? kTile : rows - r0;
     for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-      const int64_t c1 = c0 + kTile < cols ? c0 + kTile : cols;
-      for (int64_t r = r0; r < r1; ++r) {
-        const Element<kBytes>* s = src + r * src_r;
-        Element<kBytes>* d = dst + r * dst_r;
-        for (int64_t c = c0; c < c1; ++c) d[c * dst_c] = s[c * src_c];
+      const int64_t nc = c0 + kTile < cols ? kTile : cols - c0;
+      for (int64_t r = 0; r < nr; ++r) {
+        const Element<kBytes>* s = src + (r0 + r) * src_r + c0;
+        for (int64_t c = 0; c < nc; ++c) tile[c][r] = s[c];
+      }
+      for (int64_t c = 0; c < nc; ++c) {
+        WriteRun<kBytes>(dst + (c0 + c) * dst_c + r0, tile[c], nr, streaming);
       }
     }
   }
@@ -63,6 +94,9 @@ void Permute(const void* x, void* y, const std::vector<int64_t>& in,
   for (int k = 0; k < rank; ++k) out_stride_of[perm[k]] = out_stride[k];
   const auto* src = static_cast<const Element<kBytes>*>(x);
   auto* dst = static_cast<Element<kBytes>*>(y);
+  int64_t total = 1;
+  for (int64_t n : in) total *= n;
+  const bool streaming = static_cast<size_t>(total) * kBytes >= kStreamingBytes;
   const int a = rank - 1;   // the input's minor axis
   const int b = perm[rank - 1];  // the input axis that becomes the output's minor axis
   // The plane is (b, a) when they differ; when the minor axis stays minor, rows of it are
@@ -83,14 +117,18 @@ void Permute(const void* x, void* y, const std::vector<int64_t>& in,
     if (a == b) {
       std::memcpy(dst + d_off, src + s_off, static_cast<size_t>(in[a]) * kBytes);
     } else {
-      CopyPlane<kBytes>(src + s_off, in_stride[b], 1, dst + d_off, out_stride_of[b],
-                        out_stride_of[a], in[b], in[a]);
+      // the output's minor axis is b (its stride there is 1), the input's is a
+      CopyPlane<kBytes>(src + s_off, in_stride[b], dst + d_off, out_stride_of[a], in[b], in[a],
+                        streaming);
     }
     for (int j = static_cast<int>(outer.size()) - 1; j >= 0; --j) {  // next outer index
       if (++index[j] < in[outer[j]]) break;
       index[j] = 0;
     }
   }
+#if defined(__SSE2__)
+  if (streaming) _mm_sfence();  // streamed lines are visible before the next op reads them
+#endif
 }
 
 ffi::Error PermuteImpl(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,

@@ -46,6 +46,19 @@ def test_every_permutation_equals_numpys_transpose(shape, dtype):
         np.testing.assert_array_equal(got, x.transpose(perm), err_msg=str(perm))
 
 
+# outputs of 4 MiB and more are written with streaming stores (whole 16-byte runs only: odd
+# float32 columns fall back to plain stores inside the same call); partial tiles on both axes
+@pytest.mark.parametrize("shape, dtype", [((17, 130, 129), np.complex128),
+                                          ((33, 129, 260), np.float32),
+                                          ((9, 300, 257), np.float64)], ids=str)
+def test_large_outputs_take_the_streaming_stores_and_equal_numpy(shape, dtype):
+    x = _canonical(_sample(shape, dtype))
+    assert x.nbytes >= 4 << 20
+    for perm in [(1, 2, 0), (2, 0, 1), (2, 1, 0), (0, 2, 1)]:
+        got = np.asarray(jax.jit(lambda a, p=perm: native_permute.permute(a, p))(x))
+        np.testing.assert_array_equal(got, x.transpose(perm), err_msg=str(perm))
+
+
 def test_the_minor_axis_moving_runs_natively_and_the_rest_stays_with_xla():
     x = jnp.zeros((4, 6, 8), jnp.float32)
     moved = compiled_hlo(jax.jit(lambda a: native_permute.permute(a, (2, 0, 1))), x)
