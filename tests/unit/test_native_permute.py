@@ -47,10 +47,11 @@ def test_every_permutation_equals_numpys_transpose(shape, dtype):
 
 
 # outputs of 4 MiB and more are written with streaming stores (whole 16-byte runs only: odd
-# float32 columns fall back to plain stores inside the same call); partial tiles on both axes
-@pytest.mark.parametrize("shape, dtype", [((17, 130, 129), np.complex128),
+# float32 columns fall back to plain stores inside the same call); partial tiles on both axes.
+# Sized for 4 MiB also with x64 off, where jax holds 64-bit data in 32 bits.
+@pytest.mark.parametrize("shape, dtype", [((33, 130, 129), np.complex128),
                                           ((33, 129, 260), np.float32),
-                                          ((9, 300, 257), np.float64)], ids=str)
+                                          ((9, 600, 257), np.float64)], ids=str)
 def test_large_outputs_take_the_streaming_stores_and_equal_numpy(shape, dtype):
     x = _canonical(_sample(shape, dtype))
     assert x.nbytes >= 4 << 20
