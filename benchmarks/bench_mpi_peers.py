@@ -77,7 +77,7 @@ _MEMORY_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "DARRAY_BENCH_MEMORY_JOB"
 # unmaps it on free, so each large XLA buffer is page-faulted 4 KiB at a time, on every call;
 # with this tunable the mappings are advised as transparent huge pages (2 MiB faults). It
 # changes no result and no peak memory; see docs/performance.md, "Huge pages for large buffers"
-HUGEPAGE_MALLOC_ENV = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+HUGEPAGE_TUNABLE = "glibc.malloc.hugetlb=1"
 DTFFT_BACKENDS = {"dtfft-p2p": "MPI_P2P", "dtfft-p2p-pipelined": "MPI_P2P_PIPELINED",
                   "dtfft-a2a": "MPI_A2A"}
 
@@ -359,8 +359,7 @@ def main(argv=None):
         p for p in (root, os.environ.get("PYTHONPATH")) if p))
     if args.hugepage_malloc:  # kept beside any tunables already set
         base_env["GLIBC_TUNABLES"] = ":".join(
-            t for t in (os.environ.get("GLIBC_TUNABLES"), HUGEPAGE_MALLOC_ENV["GLIBC_TUNABLES"])
-            if t)
+            t for t in (os.environ.get("GLIBC_TUNABLES"), HUGEPAGE_TUNABLE) if t)
     dtfft_env = dict(base_env)
     if args.dtfft_libs:
         dtfft_env["LD_LIBRARY_PATH"] = os.pathsep.join(
