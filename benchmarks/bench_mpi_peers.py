@@ -25,9 +25,12 @@ ranks, every 2 ms: peak during the timed round trips minus the RSS just before t
 made, in blocks of the local complex array ``n^3 / P * 16`` bytes; darray compiles on an array
 of its own first, and its memory comes from untimed jobs of its own, one per round, the
 largest reported, in which glibc returns every freed block of 1 MiB or more, `_MEMORY_ENV`),
-checks the round trip, and checks the forward transform on a non-cubic grid (`--check-shape`, default
-24x20x18) against numpy's ``fftn`` / ``rfftn`` of the gathered input in float64. A contender
-whose check fails is printed as WRONG and left out of the ratios.
+checks the round trip, and checks the forward transform on a non-cubic grid (`--check-shape`,
+default 24x20x18) against numpy's ``fftn`` / ``rfftn`` of the gathered input in float64. A
+contender whose check fails is printed as WRONG and left out of the ratios. Every contender's
+ranks are bound to one core each (`--no-bind-to-core` leaves binding to each mpiexec's default:
+none for MPICH's, cores for Open MPI's at 2 ranks): XLA sizes its thread pools to the cores a
+process may run on, so unbound ranks each start a pool as wide as the node.
 
 Set-up of the peers (none is a dependency of darray; a peer that is missing is skipped with
 the reason):
@@ -315,11 +318,14 @@ def rank_main(argv):
 
 # ---------------------------------------------------------------- the driver
 
-def _launch(cmd_prefix, nproc, args, timeout, env):
-    """One mpiexec job of `nproc` ranks: cmd_prefix is (mpiexec, python)."""
+def _launch(cmd_prefix, nproc, args, timeout, env, bind=True):
+    """One mpiexec job of `nproc` ranks: cmd_prefix is (mpiexec, python). `bind`: each rank
+    bound to one core (MPICH's mpiexec binds nothing unless told; Open MPI's binds to cores for
+    2 ranks by default), so that XLA sizes its thread pools to that core, not to the node."""
+    binding = ["--bind-to", "core" if bind else "none"]
     return run_job(lambda result_path: [
-        cmd_prefix[0], "-n", str(nproc), *cmd_prefix[1:], os.path.abspath(__file__), "--rank",
-        result_path, *map(str, args)], timeout, env, prefix="bench-peers-")
+        cmd_prefix[0], *binding, "-n", str(nproc), *cmd_prefix[1:], os.path.abspath(__file__),
+        "--rank", result_path, *map(str, args)], timeout, env, prefix="bench-peers-")
 
 
 def _why_missing(python, module, env) -> str | None:
@@ -348,6 +354,8 @@ def main(argv=None):
     parser.add_argument("--hugepage-malloc", action=argparse.BooleanOptionalAction, default=True,
                         help="run every contender (peers too) with GLIBC_TUNABLES="
                              "glibc.malloc.hugetlb=1 (default: on)")
+    parser.add_argument("--bind-to-core", action=argparse.BooleanOptionalAction, default=True,
+                        help="bind every contender's ranks to one core each (default: on)")
     parser.add_argument("--json", default=str(default_json_path("bench_mpi_peers")),
                         help="where to write the table (correct contenders, time and ratio to "
                              "dtFFT's best backend) as JSON, a PNG plot beside it")
@@ -404,12 +412,13 @@ def main(argv=None):
                     for lib in order:
                         prefix, env = launchers[lib]
                         res = _launch(prefix, p, [lib, kind, n, args.repeats, args.check_shape],
-                                      args.timeout, env)
+                                      args.timeout, env, args.bind_to_core)
                         runs.setdefault((p, n, kind, lib), []).append(res)
                         if lib.startswith("darray"):
                             # every round: one memory job's peak is a sample, not a measurement
                             memory = _launch(prefix, p, [lib, kind, n, 1, args.check_shape],
-                                             args.timeout, dict(env, **_MEMORY_ENV))
+                                             args.timeout, dict(env, **_MEMORY_ENV),
+                                             args.bind_to_core)
                             res["memory_growth"] = memory.get("growth")
                         status = res["status"]
                         med = statistics.median(res["times"]) if status == "ok" else None
@@ -420,7 +429,8 @@ def main(argv=None):
                             print(res["log"][-800:])
     load_after = os.getloadavg()
     print(f"\n(all jobs: {time.time() - t_start:.0f} s; "
-          f"GLIBC_TUNABLES={base_env.get('GLIBC_TUNABLES', '(unset)')} for every contender; "
+          f"GLIBC_TUNABLES={base_env.get('GLIBC_TUNABLES', '(unset)')} for every contender, "
+          f"ranks bound to {'one core each' if args.bind_to_core else 'nothing'}; "
           f"{args.rounds} interleaved rounds, "
           f"median of {args.repeats} round trips per job, median over rounds; load average "
           f"{load_before[0]:.2f}/{load_before[1]:.2f} before, {load_after[0]:.2f}/"

@@ -117,6 +117,57 @@ def _mpi_coordinator(launcher, rank, size, env) -> str | None:
     return None
 
 
+def local_process_count(environ=None) -> int | None:
+    """How many processes of this job run on this node, from the launcher's environment
+    (MPICH's, Open MPI's or SLURM's); None where none says."""
+    env = os.environ if environ is None else environ
+    for name in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"):
+        if env.get(name, "").isdigit():
+            return int(env[name])
+    # SLURM_TASKS_PER_NODE lists every node's count, runs compressed: "2(x3),1"
+    per_node, node = env.get("SLURM_TASKS_PER_NODE"), env.get("SLURM_NODEID", "")
+    if per_node and node.isdigit():
+        counts = []
+        for run in per_node.split(","):
+            count, compressed, times = run.partition("(x")
+            if compressed and not (times.endswith(")") and times[:-1].isdigit()):
+                return None
+            if not count.isdigit():
+                return None
+            counts += [int(count)] * (int(times[:-1]) if compressed else 1)
+        return counts[int(node)] if int(node) < len(counts) else None
+    return None
+
+
+def cpu_binding(local_processes=None, cores=None, node_cores=None, environ=None) -> str:
+    """Whether this process's CPU threads have cores of their own, and how to ask.
+
+    XLA:CPU sizes its thread pools to the cores the process may run on (its affinity mask), so
+    unbound processes that share a node each start pools as wide as the node and take cores
+    from each other: under MPICH's mpiexec, which binds nothing unless told, darray's MPI FFT
+    round trip on 2 ranks of a 2-core node took 1.2-1.7x as long as with each rank bound to a
+    core (docs/performance.md, "Bind each process to its cores"). Defaults: the launcher's
+    count of processes on this node (`local_process_count`), this process's affinity mask, the
+    node's cores.
+    """
+    if local_processes is None:
+        local_processes = local_process_count(environ)
+    if cores is None:
+        cores = len(os.sched_getaffinity(0))
+    if node_cores is None:
+        node_cores = os.cpu_count() or cores
+    mine = f"{cores} of the node's {node_cores} cores"
+    if local_processes is None:
+        return (f"unknown: this process may run on {mine}; the launcher does not say how many "
+                "processes share the node")
+    if local_processes * cores <= node_cores:
+        return f"ok: each of the {local_processes} process(es) on this node has {mine}"
+    return (f"oversubscribed: the {local_processes} processes on this node may each run on "
+            f"{mine}, and XLA sizes its thread pools to them; bind each process to its own "
+            "cores: mpiexec --bind-to core (MPICH, Open MPI) or srun --cpu-bind=cores "
+            "(see darray's performance guide, 'Bind each process to its cores')")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("", 0))
@@ -198,9 +249,13 @@ def gather(x):
 
 def report() -> dict:
     """Where this process stands: launcher, process index and count, its devices, all devices,
-    and whether its large host buffers come as huge pages (`memory.huge_page_buffers`)."""
+    whether its large host buffers come as huge pages (`memory.huge_page_buffers`) and whether
+    its threads have cores of their own (`cpu_binding`)."""
     from darray._src.memory import huge_page_buffers
     launch = _STATE.get("launch")
+    local = local_process_count()
+    if local is None and jax.process_count() == 1:
+        local = 1
     return {
         "launcher": launch.launcher if launch else "not initialized by darray",
         "process_index": jax.process_index(),
@@ -210,6 +265,8 @@ def report() -> dict:
         "backend": jax.default_backend(),
         "watchdog": "watchdog" in _STATE,
         "huge_page_buffers": huge_page_buffers(),
+        "cpu_binding": cpu_binding(local) if jax.default_backend() == "cpu" else
+                       "not applicable: the devices are not CPUs",
     }
 
 

@@ -71,3 +71,34 @@ def test_report_in_a_single_process():
     assert info["device_count"] == len(info["local_devices"]) == 8
     assert os.environ.get("DARRAY_NUM_PROCESSES") is None
     assert info["huge_page_buffers"].split(":")[0] in ("on", "off", "unknown")
+    # one process: its threads cannot take cores from another process of the job
+    assert info["cpu_binding"].startswith("ok: each of the 1 process(es) on this node has ")
+
+
+@pytest.mark.parametrize("environ, want", [
+    ({"MPI_LOCALNRANKS": "4"}, 4),                                       # MPICH's Hydra
+    ({"OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, 2),                            # Open MPI
+    ({"SLURM_NTASKS_PER_NODE": "8"}, 8),
+    ({"SLURM_TASKS_PER_NODE": "2(x3),1", "SLURM_NODEID": "2"}, 2),       # runs expanded
+    ({"SLURM_TASKS_PER_NODE": "2(x3),1", "SLURM_NODEID": "3"}, 1),
+    ({"SLURM_TASKS_PER_NODE": "2(x3),1", "SLURM_NODEID": "4"}, None),    # no such node
+    ({"SLURM_TASKS_PER_NODE": "2(x,1", "SLURM_NODEID": "0"}, None),      # unreadable
+    ({"SLURM_TASKS_PER_NODE": "4"}, None),                               # no node id
+    ({}, None),
+])
+def test_local_process_count_reads_the_launchers(environ, want):
+    assert distributed.local_process_count(environ) == want
+
+
+def test_cpu_binding_says_when_processes_share_cores_and_how_to_bind():
+    bound = distributed.cpu_binding(local_processes=2, cores=1, node_cores=2)
+    assert bound == "ok: each of the 2 process(es) on this node has 1 of the node's 2 cores"
+    unbound = distributed.cpu_binding(local_processes=2, cores=2, node_cores=2)
+    assert unbound.startswith("oversubscribed: the 2 processes on this node may each run on "
+                              "2 of the node's 2 cores")
+    assert "mpiexec --bind-to core" in unbound and "srun --cpu-bind=cores" in unbound
+    # the launcher's count, read from the environment given
+    assert distributed.cpu_binding(cores=16, node_cores=16, environ={
+        "MPI_LOCALNRANKS": "2"}).startswith("oversubscribed")
+    assert distributed.cpu_binding(cores=3, node_cores=16, environ={}).startswith(
+        "unknown: this process may run on 3 of the node's 16 cores")
