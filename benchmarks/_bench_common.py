@@ -113,3 +113,12 @@ def write_table(rows: list[dict], path, benchmark: str, ratio_to: str, title: st
     plt.close(fig)
     print(f"wrote {png}")
     return path
+
+
+def recommended_glibc_tunables() -> str:
+    """The GLIBC_TUNABLES darray's performance guide recommends for CPU runs (huge pages for
+    large host buffers, smaller ones reused). Imported when called, not with this module: a
+    benchmark's ranks may run in a peer's python, without jax."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    from darray._src.memory import HOST_BUFFER_TUNABLES
+    return HOST_BUFFER_TUNABLES

@@ -13,11 +13,12 @@ answer is rerun on each machine rather than assumed. The blocks (P ranks, an n^3
 
 Each job runs ``--procs`` processes at once, as the ranks of one node do (every core busy),
 each transforming its own block after a file barrier, each bound to one core as ``mpiexec
---bind-to core`` binds ranks (``--no-bind-to-core``: unbound), all with the huge-page tunable
-darray's MPI runs use (docs/performance.md, "Huge pages for large buffers" and "Bind each
-process to its cores"). A job's time per call is
+--bind-to core`` binds ranks (``--no-bind-to-core``: unbound), all with the glibc tunables
+darray's performance guide recommends (``--glibc-tunables``; docs/performance.md, "Host
+buffers: huge pages and reuse" and "Bind each process to its cores"). A job's time per call is
 the slowest process's, its result the median of ``--repeats`` calls; rounds alternate the
-libraries' order, and the table gives the median over rounds and the ratio to XLA. The
+libraries' order, and the table gives the median over rounds, the ratio to XLA and the page
+faults per call (a fresh output buffer is faulted in page by page; see the performance guide). The
 contenders:
 
 - ``xla``: ``jax.numpy.fft`` under ``jax.jit``, a new output per call (as in darray's programs);
@@ -47,12 +48,16 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _bench_common import default_json_path, make_row, write_table  # noqa: E402
+from _bench_common import (  # noqa: E402
+    default_json_path,
+    make_row,
+    recommended_glibc_tunables,
+    write_table,
+)
 
 LIBRARIES = ("xla", "pocketfft", "fftw", "mkl")
 MODULES = {"xla": "jax", "pocketfft": "scipy", "fftw": "pyfftw", "mkl": "mkl_fft"}
 STAGES = {"c2c": ("fft2", "fft1"), "r2c": ("rfft2", "fft1", "irfft2")}
-HUGEPAGE_TUNABLE = "glibc.malloc.hugetlb=1"
 # one thread per process in every library that reads these (FFTW and scipy are told directly)
 ONE_THREAD = {"MKL_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
@@ -151,20 +156,22 @@ def worker(argv):
     deadline = time.time() + 120
     while len(os.listdir(barrier_dir)) < procs and time.time() < deadline:
         time.sleep(0.005)
-    times = []
+    import resource
+    times, faults = [], resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(repeats):
         t0 = time.perf_counter()
         run()
         times.append(time.perf_counter() - t0)
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / repeats
     with open(result_path, "w") as f:
-        json.dump({"times": times, "error": error}, f)
+        json.dump({"times": times, "error": error, "faults": faults}, f)
 
 
-def run_job(python, library, stage, kind, n, procs, repeats, timeout, bind):
+def run_job(python, library, stage, kind, n, procs, repeats, timeout, bind, tunables):
     """`procs` processes at once; the per-call time of the slowest, or None and why."""
     env = dict(os.environ, **ONE_THREAD)
-    env["GLIBC_TUNABLES"] = ":".join(t for t in (os.environ.get("GLIBC_TUNABLES"),
-                                                 HUGEPAGE_TUNABLE) if t)
+    env["GLIBC_TUNABLES"] = ":".join(t for t in (os.environ.get("GLIBC_TUNABLES"), tunables)
+                                     if t)
     with tempfile.TemporaryDirectory() as tmp:
         barrier = os.path.join(tmp, "barrier")
         os.mkdir(barrier)
@@ -190,8 +197,8 @@ def run_job(python, library, stage, kind, n, procs, repeats, timeout, bind):
             with open(path) as f:
                 per_rank.append(json.load(f))
     per_call = [max(ts) for ts in zip(*(r["times"] for r in per_rank))]
-    return {"ms": 1e3 * statistics.median(per_call),
-            "error": max(r["error"] for r in per_rank)}, None
+    return {"ms": 1e3 * statistics.median(per_call), "error": max(r["error"] for r in per_rank),
+            "faults": max(r["faults"] for r in per_rank)}, None
 
 
 def why_missing(python, library):
@@ -216,6 +223,9 @@ def main(argv=None):
     parser.add_argument("--bind-to-core", action=argparse.BooleanOptionalAction, default=True,
                         help="bind each process to one core, as `mpiexec --bind-to core` does "
                              "(default: on)")
+    parser.add_argument("--glibc-tunables", default=recommended_glibc_tunables(),
+                        help="GLIBC_TUNABLES for every process (default: darray's recommended "
+                             "%(default)s; '' for none)")
     parser.add_argument("--json", default=str(default_json_path("bench_local_fft")))
     args = parser.parse_args(argv)
     pythons = {}
@@ -242,13 +252,15 @@ def main(argv=None):
             order = list(pythons) if rnd % 2 == 0 else list(reversed(pythons))
             for library in order:
                 res, why = run_job(pythons[library], library, case[2], case[1], case[0],
-                                   args.procs, args.repeats, args.timeout, args.bind_to_core)
+                                   args.procs, args.repeats, args.timeout, args.bind_to_core,
+                                   args.glibc_tunables)
                 samples.setdefault((case, library), []).append(res or {"failed": why})
                 print(f"round {rnd} {case[0]}^3 {case[1]} {case[2]} {library}: "
                       + (f"{res['ms']:.2f} ms" if res else why), flush=True)
     load_after = os.getloadavg()
     print(f"\n({time.time() - t_start:.0f} s; {args.procs} processes at once, "
           f"{'each bound to one core' if args.bind_to_core else 'unbound'}, "
+          f"GLIBC_TUNABLES={args.glibc_tunables or '(none)'}, "
           f"{args.rounds} rounds, median of {args.repeats} calls; load average "
           f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; {os.cpu_count()} cores)")
     rows = summarise(samples, cases, list(pythons), args.procs)
@@ -265,7 +277,7 @@ def summarise(samples, cases, libraries, procs):
         n, kind, stage = case
         shape, _, _ = block_shapes(stage, kind, n, procs)
         print(f"\n{n}^3 {kind}, {stage} of a {'x'.join(map(str, shape))} block")
-        print(f"  {'library':10s} {'ms':>8s} {'x XLA':>7s} {'error':>9s}")
+        print(f"  {'library':10s} {'ms':>8s} {'x XLA':>7s} {'error':>9s} {'faults/call':>11s}")
         ok = {lib: [s for s in samples.get((case, lib), []) if "ms" in s] for lib in libraries}
         xla = ok.get("xla")
         xla_ms = statistics.median(s["ms"] for s in xla) if xla else None
@@ -275,15 +287,16 @@ def summarise(samples, cases, libraries, procs):
                 continue
             ms = statistics.median(s["ms"] for s in ok[lib])
             error = max(s["error"] for s in ok[lib])
+            faults = statistics.median(s["faults"] for s in ok[lib])
             correct = error < 1e-12
             ratio = ms / xla_ms if xla_ms and correct else None
             flag = ("" if correct else "  WRONG: left out of the ratios") + (
                 "  (> 20% faster than XLA)" if ratio is not None and ratio < 1 / 1.2 else "")
             print(f"  {lib:10s} {ms:8.2f} {ratio if ratio else float('nan'):7.2f} "
-                  f"{error:9.1e}{flag}")
+                  f"{error:9.1e} {faults:11.0f}{flag}")
             if ratio is not None:
                 rows.append(make_row(lib, f"{n}^3 {kind} {stage}", f"{procs} procs",
-                                     ms / 1e3, ratio, error=error))
+                                     ms / 1e3, ratio, error=error, faults_per_call=faults))
     return rows
 
 

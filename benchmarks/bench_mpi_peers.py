@@ -14,17 +14,21 @@ that a load that comes and goes weighs on all of them alike. The contenders:
   correct one of these three, per case;
 * ``mpi4py-fft``: PFFT, slab, FFTW backend.
 
-Every contender runs with ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (``--no-hugepage-malloc``
-leaves it out): large buffers then come as transparent huge pages instead of being page-faulted
-4 KiB at a time on every call, which is what darray's jitted and eager calls pay for each
-output; the peers, which plan their buffers once, are run the same way for fairness.
+Every contender runs with the glibc tunables darray's performance guide recommends for CPU
+runs (``--glibc-tunables``, default ``darray._src.memory.HOST_BUFFER_TUNABLES``; ``""`` leaves
+them out): large buffers then come as transparent huge pages and smaller ones are reused,
+instead of being page-faulted 4 KiB at a time on every call, which is what darray's jitted and
+eager calls pay for each buffer; the peers, which plan their buffers once, are run the same way
+for fairness.
 
-Every job times a forward + backward round trip (median of `--repeats` after one warm-up that
-compiles or plans, each between barriers), samples the resident set size (the largest over the
-ranks, every 2 ms: peak during the timed round trips minus the RSS just before the input was
-made, in blocks of the local complex array ``n^3 / P * 16`` bytes; darray compiles on an array
-of its own first, and its memory comes from untimed jobs of its own, one per round, the
-largest reported, in which glibc returns every freed block of 1 MiB or more, `_MEMORY_ENV`),
+Every job times a forward + backward round trip (median of `--repeats` after `--warmup`
+untimed ones: the first compiles or plans, the next let the allocator's heaps grow to their
+working set, as in a simulation's thousands of calls; each between barriers), samples the
+resident set size (the largest over the ranks, every 2 ms: peak during the timed round trips
+minus the RSS just before the input was made, in blocks of the local complex array
+``n^3 / P * 16`` bytes; darray compiles on an array of its own first, and its memory comes
+from untimed jobs of its own, one per round, the largest reported, in which glibc returns
+every freed block of 1 MiB or more, `_MEMORY_TUNABLES`),
 checks the round trip, and checks the forward transform on a non-cubic grid (`--check-shape`,
 default 24x20x18) against numpy's ``fftn`` / ``rfftn`` of the gathered input in float64. A
 contender whose check fails is printed as WRONG and left out of the ratios. Every contender's
@@ -69,19 +73,20 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _bench_common import default_json_path, make_row, write_table  # noqa: E402
+from _bench_common import (  # noqa: E402
+    default_json_path,
+    make_row,
+    recommended_glibc_tunables,
+    write_table,
+)
 from bench_multiprocess import PeakRss, _timed, run_job  # noqa: E402
 
 CONTENDERS = ("darray-eager", "darray-jit", "dtfft-default", "dtfft-p2p", "dtfft-p2p-pipelined",
               "dtfft-a2a", "mpi4py-fft")
 # darray's memory jobs: every allocation of 1 MiB or more is its own mapping, returned when
-# freed, so the RSS baseline after the warm-up is not inflated by buffers kept for reuse
-_MEMORY_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "DARRAY_BENCH_MEMORY_JOB": "1"}
-# glibc serves every buffer above its mmap threshold (at most 32 MiB) with a fresh mapping and
-# unmaps it on free, so each large XLA buffer is page-faulted 4 KiB at a time, on every call;
-# with this tunable the mappings are advised as transparent huge pages (2 MiB faults). It
-# changes no result and no peak memory; see docs/performance.md, "Huge pages for large buffers"
-HUGEPAGE_TUNABLE = "glibc.malloc.hugetlb=1"
+# freed (in place of the tunables that keep freed buffers for reuse), so the RSS measures the
+# arrays alive at the peak, not buffers kept for the next call
+_MEMORY_TUNABLES = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=1048576"
 DTFFT_BACKENDS = {"dtfft-p2p": "MPI_P2P", "dtfft-p2p-pipelined": "MPI_P2P_PIPELINED",
                   "dtfft-a2a": "MPI_A2A"}
 
@@ -196,7 +201,7 @@ def _dtfft_buffers(plan, kind, cin, cout):
     return local_in, out_buf
 
 
-def _round_trip_job(library, kind, n, repeats, comm):
+def _round_trip_job(library, kind, n, repeats, warmup, comm):
     """Time `library`'s round trip on an n^3 grid: returns the times, the RSS growth, the
     round-trip error."""
     import numpy as np
@@ -211,7 +216,7 @@ def _round_trip_job(library, kind, n, repeats, comm):
                 else (lambda a: inv(fwd(a))))
         # compile on an array of its own, dropped before the baseline: the programs stay
         # resident like a peer's plan, the compiler's working memory is not counted. glibc
-        # keeps what XLA freed for reuse unless told to return large blocks (`_MEMORY_ENV`,
+        # keeps what XLA freed for reuse unless told to return large blocks (`_MEMORY_TUNABLES`,
         # set on darray's memory jobs only: it costs page faults, so they are not timed)
         def make(seed):
             return darray.random.normal(jax.random.key(seed), shape, dtype, mesh=mesh,
@@ -271,7 +276,8 @@ def _round_trip_job(library, kind, n, repeats, comm):
             # dtFFT's backward is unnormalised
             return float(np.abs(back / (n ** 3) - original).max())
     with PeakRss() as sampler:
-        round_trip()  # warm-up: compile (darray) or plan (FFTW)
+        for _ in range(warmup):  # compile (darray) or plan (FFTW), then reach steady state
+            round_trip()
         times = _timed(round_trip, comm, repeats)
     return {"times": times, "growth": sampler.peak - rss_before, "error": error()}
 
@@ -292,10 +298,11 @@ def _settled_rss() -> int:
 
 
 def rank_main(argv):
-    """One rank of one job: argv = result_path, library, kind, n, repeats, check shape."""
+    """One rank of one job: argv = result_path, library, kind, n, repeats, warm-up calls,
+    check shape."""
     result_path, library, kind = argv[0], argv[1], argv[2]
-    n, repeats = int(argv[3]), int(argv[4])
-    check_shape = tuple(int(s) for s in argv[5].split("x"))
+    n, repeats, warmup = int(argv[3]), int(argv[4]), int(argv[5])
+    check_shape = tuple(int(s) for s in argv[6].split("x"))
     if library.startswith("darray"):
         os.environ["XLA_FLAGS"] = ("--xla_force_host_platform_device_count=1 "
                                    + os.environ.get("DARRAY_BENCH_XLA_FLAGS", ""))
@@ -304,7 +311,7 @@ def rank_main(argv):
     comm = MPI.COMM_WORLD
     result = {"status": "ok"}
     check = _check_forward(library, kind, check_shape, comm)
-    result.update(_round_trip_job(library, kind, n, repeats, comm))
+    result.update(_round_trip_job(library, kind, n, repeats, warmup, comm))
     every = comm.gather(result, root=0)
     if comm.rank == 0:
         merged = dict(every[0])
@@ -344,6 +351,9 @@ def main(argv=None):
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument("--rounds", type=int, default=3, help="interleaved sweeps")
     parser.add_argument("--repeats", type=int, default=5, help="timed round trips per job")
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="untimed round trips first: the first compiles or plans, the next "
+                             "grow the allocator's heaps to their working set")
     parser.add_argument("--check-shape", default="24x20x18")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per mpiexec job")
     parser.add_argument("--dtfft-python", default=sys.executable)
@@ -351,9 +361,9 @@ def main(argv=None):
     parser.add_argument("--pfft-python", default=sys.executable)
     parser.add_argument("--pfft-mpiexec", default=None,
                         help="mpiexec for mpi4py-fft (default: the one on PATH)")
-    parser.add_argument("--hugepage-malloc", action=argparse.BooleanOptionalAction, default=True,
-                        help="run every contender (peers too) with GLIBC_TUNABLES="
-                             "glibc.malloc.hugetlb=1 (default: on)")
+    parser.add_argument("--glibc-tunables", default=recommended_glibc_tunables(),
+                        help="GLIBC_TUNABLES for every contender, peers too (default: darray's "
+                             "recommended %(default)s; '' for none)")
     parser.add_argument("--bind-to-core", action=argparse.BooleanOptionalAction, default=True,
                         help="bind every contender's ranks to one core each (default: on)")
     parser.add_argument("--json", default=str(default_json_path("bench_mpi_peers")),
@@ -366,9 +376,9 @@ def main(argv=None):
     root = os.path.dirname(HERE)
     base_env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    if args.hugepage_malloc:  # kept beside any tunables already set
+    if args.glibc_tunables:  # kept beside any tunables already set
         base_env["GLIBC_TUNABLES"] = ":".join(
-            t for t in (os.environ.get("GLIBC_TUNABLES"), HUGEPAGE_TUNABLE) if t)
+            t for t in (os.environ.get("GLIBC_TUNABLES"), args.glibc_tunables) if t)
     dtfft_env = dict(base_env)
     if args.dtfft_libs:
         dtfft_env["LD_LIBRARY_PATH"] = os.pathsep.join(
@@ -411,13 +421,17 @@ def main(argv=None):
                         order.reverse()  # alternate who goes first
                     for lib in order:
                         prefix, env = launchers[lib]
-                        res = _launch(prefix, p, [lib, kind, n, args.repeats, args.check_shape],
+                        res = _launch(prefix, p, [lib, kind, n, args.repeats, args.warmup,
+                                                  args.check_shape],
                                       args.timeout, env, args.bind_to_core)
                         runs.setdefault((p, n, kind, lib), []).append(res)
                         if lib.startswith("darray"):
                             # every round: one memory job's peak is a sample, not a measurement
-                            memory = _launch(prefix, p, [lib, kind, n, 1, args.check_shape],
-                                             args.timeout, dict(env, **_MEMORY_ENV),
+                            memory = _launch(prefix, p, [lib, kind, n, 1, args.warmup,
+                                                         args.check_shape],
+                                             args.timeout, dict(
+                                                 env, GLIBC_TUNABLES=_MEMORY_TUNABLES,
+                                                 DARRAY_BENCH_MEMORY_JOB="1"),
                                              args.bind_to_core)
                             res["memory_growth"] = memory.get("growth")
                         status = res["status"]
@@ -448,7 +462,7 @@ def main(argv=None):
 
 def _memory_growth(lib, result) -> float | None:
     """The peak memory a contender's round trip adds. darray's comes from its memory jobs only:
-    its timed jobs run without `_MEMORY_ENV`, so their RSS also holds the freed buffers glibc
+    its timed jobs run without `_MEMORY_TUNABLES`, so their RSS also holds the freed buffers glibc
     keeps for reuse (at 128^3 a 16 MiB block is under glibc's mmap threshold once that has
     risen; at 256^3 it is not), which read as up to 10 blocks that no array holds. The peers
     allocate their buffers once, before the timed calls."""

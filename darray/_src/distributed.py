@@ -249,9 +249,10 @@ def gather(x):
 
 def report() -> dict:
     """Where this process stands: launcher, process index and count, its devices, all devices,
-    whether its large host buffers come as huge pages (`memory.huge_page_buffers`) and whether
-    its threads have cores of their own (`cpu_binding`)."""
-    from darray._src.memory import huge_page_buffers
+    whether its large host buffers come as huge pages and its smaller ones are reused
+    (`memory.huge_page_buffers`, `memory.buffer_reuse`) and whether its threads have cores of
+    their own (`cpu_binding`)."""
+    from darray._src.memory import buffer_reuse, huge_page_buffers
     launch = _STATE.get("launch")
     local = local_process_count()
     if local is None and jax.process_count() == 1:
@@ -265,6 +266,7 @@ def report() -> dict:
         "backend": jax.default_backend(),
         "watchdog": "watchdog" in _STATE,
         "huge_page_buffers": huge_page_buffers(),
+        "buffer_reuse": buffer_reuse(),
         "cpu_binding": cpu_binding(local) if jax.default_backend() == "cpu" else
                        "not applicable: the devices are not CPUs",
     }

@@ -106,12 +106,44 @@ def huge_page_buffers(thp_mode_file: str = THP_MODE_FILE, environ=None) -> str:
             mode = f.read().split("[", 1)[1].split("]", 1)[0]
     except (OSError, IndexError):
         return "unknown: no transparent huge pages on this system"
-    tunables = (os.environ if environ is None else environ).get("GLIBC_TUNABLES", "")
+    tunables = _tunables(environ)
     if mode == "always":
         return "on: the kernel's transparent_hugepage mode is always"
-    if mode == "madvise" and "glibc.malloc.hugetlb=1" in tunables.split(":"):
+    if mode == "madvise" and tunables.get("glibc.malloc.hugetlb") == "1":
         return "on: GLIBC_TUNABLES has glibc.malloc.hugetlb=1"
     if mode == "madvise":
-        return ("off: start the processes with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "
-                "(see darray's performance guide, 'Huge pages for large buffers')")
+        return (f"off: start the processes with GLIBC_TUNABLES={HOST_BUFFER_TUNABLES} (see "
+                "darray's performance guide, 'Host buffers: huge pages and reuse')")
     return f"off: the kernel's transparent_hugepage mode is {mode}"
+
+
+# Every setting that keeps XLA:CPU's host buffers from being page-faulted afresh on every call:
+# large buffers as huge pages (`huge_page_buffers`), smaller ones reused (`buffer_reuse`).
+HOST_BUFFER_TUNABLES = ("glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:"
+                        "glibc.malloc.trim_threshold=4294967296:glibc.malloc.top_pad=67108864")
+_REUSE_TUNABLES = ("glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold",
+                   "glibc.malloc.top_pad")
+
+
+def _tunables(environ) -> dict:
+    text = (os.environ if environ is None else environ).get("GLIBC_TUNABLES", "")
+    return dict(item.split("=", 1) for item in text.split(":") if "=" in item)
+
+
+def buffer_reuse(environ=None) -> str:
+    """Whether this process reuses its host buffers under 32 MiB or faults them in afresh.
+
+    XLA:CPU allocates each call's buffers from the threads that run the call, in glibc's
+    per-thread arenas, and glibc unmaps an arena's extra heap once it is empty and trims the
+    rest: every call then faults its buffers in again, 4 KiB at a time (1,300-8,000 faults per
+    128^3 FFT round trip on 2 ranks). A fixed mmap threshold (32 MiB, so buffers below it stay
+    in the arenas), a large trim threshold and a top pad as large as a heap (64 MiB: glibc then
+    keeps empty heaps) reuse them: 24-150 faults. Buffers of 32 MiB or more are still mapped
+    afresh per call, as huge pages with glibc.malloc.hugetlb=1. The tunables are read at
+    process start, so they can only be reported here.
+    """
+    tunables = _tunables(environ)
+    if all(name in tunables for name in _REUSE_TUNABLES):
+        return "on: GLIBC_TUNABLES fixes the mmap threshold and keeps freed heaps"
+    return (f"off: start the processes with GLIBC_TUNABLES={HOST_BUFFER_TUNABLES} (see darray's "
+            "performance guide, 'Host buffers: huge pages and reuse')")

@@ -88,3 +88,28 @@ def test_huge_page_buffers_reads_the_kernel_mode_and_the_glibc_tunable(tmp_path,
     environ = {} if tunables is None else {"GLIBC_TUNABLES": tunables}
     assert memory.huge_page_buffers(str(mode_file), environ).startswith(want)
     assert memory.huge_page_buffers(str(tmp_path / "missing"), environ).startswith("unknown")
+
+
+@pytest.mark.parametrize("tunables, want", [
+    (memory.HOST_BUFFER_TUNABLES, "on: GLIBC_TUNABLES fixes the mmap threshold"),
+    ("glibc.malloc.mmap_threshold=1048576:glibc.malloc.trim_threshold=1:"
+     "glibc.malloc.top_pad=2", "on:"),
+    ("glibc.malloc.hugetlb=1", "off: start the processes with GLIBC_TUNABLES="
+                               + memory.HOST_BUFFER_TUNABLES),
+    # each one missing: the threshold moves, the heap is trimmed, or empty heaps are unmapped
+    ("glibc.malloc.trim_threshold=1:glibc.malloc.top_pad=2", "off:"),
+    ("glibc.malloc.mmap_threshold=1048576:glibc.malloc.top_pad=2", "off:"),
+    ("glibc.malloc.mmap_threshold=1048576:glibc.malloc.trim_threshold=1", "off:"),
+    (None, "off:"),
+])
+def test_buffer_reuse_reads_the_glibc_tunables(tunables, want):
+    environ = {} if tunables is None else {"GLIBC_TUNABLES": tunables}
+    assert memory.buffer_reuse(environ).startswith(want)
+
+
+def test_the_recommended_tunables_turn_on_both_reports(tmp_path):
+    mode_file = tmp_path / "enabled"
+    mode_file.write_text("always [madvise] never\n")
+    environ = {"GLIBC_TUNABLES": memory.HOST_BUFFER_TUNABLES}
+    assert memory.huge_page_buffers(str(mode_file), environ).startswith("on: GLIBC_TUNABLES")
+    assert memory.buffer_reuse(environ).startswith("on:")
