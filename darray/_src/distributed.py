@@ -145,8 +145,8 @@ def cpu_binding(local_processes=None, cores=None, node_cores=None, environ=None)
     XLA:CPU sizes its thread pools to the cores the process may run on (its affinity mask), so
     unbound processes that share a node each start pools as wide as the node and take cores
     from each other: under MPICH's mpiexec, which binds nothing unless told, darray's MPI FFT
-    round trip on 2 ranks of a 2-core node took 1.2-1.7x as long as with each rank bound to a
-    core (docs/performance.md, "Bind each process to its cores"). Defaults: the launcher's
+    round trip on 2 ranks of a 2-core node took up to 1.7x as long as with each rank bound to
+    a core (docs/performance.md, "Bind each process to its cores"). Defaults: the launcher's
     count of processes on this node (`local_process_count`), this process's affinity mask, the
     node's cores.
     """

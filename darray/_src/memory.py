@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import platform
 
 import jax
 import numpy as np
@@ -142,6 +143,8 @@ def buffer_reuse(environ=None) -> str:
     afresh per call, as huge pages with glibc.malloc.hugetlb=1. The tunables are read at
     process start, so they can only be reported here.
     """
+    if platform.libc_ver()[0] != "glibc":
+        return "unknown: this process does not run on glibc"
     tunables = _tunables(environ)
     if all(name in tunables for name in _REUSE_TUNABLES):
         return "on: GLIBC_TUNABLES fixes the mmap threshold and keeps freed heaps"

@@ -113,3 +113,9 @@ def test_the_recommended_tunables_turn_on_both_reports(tmp_path):
     environ = {"GLIBC_TUNABLES": memory.HOST_BUFFER_TUNABLES}
     assert memory.huge_page_buffers(str(mode_file), environ).startswith("on: GLIBC_TUNABLES")
     assert memory.buffer_reuse(environ).startswith("on:")
+
+
+def test_buffer_reuse_is_unknown_without_glibc(monkeypatch):
+    monkeypatch.setattr(memory.platform, "libc_ver", lambda: ("", ""))   # musl, macOS
+    environ = {"GLIBC_TUNABLES": memory.HOST_BUFFER_TUNABLES}
+    assert memory.buffer_reuse(environ) == "unknown: this process does not run on glibc"

@@ -71,7 +71,7 @@ def test_report_in_a_single_process():
     assert info["device_count"] == len(info["local_devices"]) == 8
     assert os.environ.get("DARRAY_NUM_PROCESSES") is None
     assert info["huge_page_buffers"].split(":")[0] in ("on", "off", "unknown")
-    assert info["buffer_reuse"].split(":")[0] in ("on", "off")
+    assert info["buffer_reuse"].split(":")[0] in ("on", "off", "unknown")
     # one process: its threads cannot take cores from another process of the job
     assert info["cpu_binding"].startswith("ok: each of the 1 process(es) on this node has ")
 
