@@ -228,6 +228,8 @@ def main(argv=None):
                              "%(default)s; '' for none)")
     parser.add_argument("--json", default=str(default_json_path("bench_local_fft")))
     args = parser.parse_args(argv)
+    if args.bind_to_core and not hasattr(os, "sched_setaffinity"):
+        parser.error("--bind-to-core needs os.sched_setaffinity (Linux); use --no-bind-to-core")
     pythons = {}
     for library in args.libraries.split(","):
         if library not in LIBRARIES:

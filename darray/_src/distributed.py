@@ -153,6 +153,8 @@ def cpu_binding(local_processes=None, cores=None, node_cores=None, environ=None)
     if local_processes is None:
         local_processes = local_process_count(environ)
     if cores is None:
+        if not hasattr(os, "sched_getaffinity"):  # macOS, Windows
+            return "unknown: this system does not say which cores a process may run on"
         cores = len(os.sched_getaffinity(0))
     if node_cores is None:
         node_cores = os.cpu_count() or cores

@@ -103,3 +103,9 @@ def test_cpu_binding_says_when_processes_share_cores_and_how_to_bind():
         "MPI_LOCALNRANKS": "2"}).startswith("oversubscribed")
     assert distributed.cpu_binding(cores=3, node_cores=16, environ={}).startswith(
         "unknown: this process may run on 3 of the node's 16 cores")
+
+
+def test_cpu_binding_is_unknown_where_the_system_has_no_affinity_masks(monkeypatch):
+    monkeypatch.delattr(distributed.os, "sched_getaffinity")            # macOS, Windows
+    assert distributed.cpu_binding(local_processes=2) == (
+        "unknown: this system does not say which cores a process may run on")
