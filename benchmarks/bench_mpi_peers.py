@@ -22,15 +22,18 @@ eager calls pay for each buffer; the peers, which plan their buffers once, are r
 for fairness.
 
 Every job times a forward + backward round trip (median of `--repeats` after `--warmup`
-untimed ones: the first compiles or plans, the next let the allocator's heaps grow to their
-working set, as in a simulation's thousands of calls; each between barriers), samples the
-resident set size (the largest over the ranks, every 2 ms: peak during the timed round trips
-minus the RSS just before the input was made, in blocks of the local complex array
-``n^3 / P * 16`` bytes; darray compiles on an array of its own first, and its memory comes
-from untimed jobs of its own, one per round, the largest reported, in which glibc returns
-every freed block of 1 MiB or more, `_MEMORY_TUNABLES`),
+untimed ones, 10 by default, their times printed: the first compiles or plans, over the next
+the allocator's heaps grow to their working set, as in a simulation's thousands of calls;
+darray's eager calls take up to 6 to settle; each between barriers),
 checks the round trip, and checks the forward transform on a non-cubic grid (`--check-shape`,
-default 24x20x18) against numpy's ``fftn`` / ``rfftn`` of the gathered input in float64. A
+default 24x20x18) against numpy's ``fftn`` / ``rfftn`` of the gathered input in float64.
+Memory comes from an untimed job of its own per contender and round (the largest over rounds
+reported): the resident set size sampled every 2 ms (the largest over the ranks; peak during
+the round trips minus the RSS just before the input was made, in blocks of the local complex
+array ``n^3 / P * 16`` bytes; darray compiles on an array of its own first), with glibc
+returning every freed block of 1 MiB or more (`_MEMORY_TUNABLES`), so that it counts live
+arrays, not buffers kept for reuse. The timed jobs sample nothing: the sampling thread would
+share the rank's one core. A
 contender whose check fails is printed as WRONG and left out of the ratios. Every contender's
 ranks are bound to one core each (`--no-bind-to-core` leaves binding to each mpiexec's default:
 none for MPICH's, cores for Open MPI's at 2 ranks): XLA sizes its thread pools to the cores a
@@ -62,6 +65,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -83,10 +87,11 @@ from bench_multiprocess import PeakRss, _timed, run_job  # noqa: E402
 
 CONTENDERS = ("darray-eager", "darray-jit", "dtfft-default", "dtfft-p2p", "dtfft-p2p-pipelined",
               "dtfft-a2a", "mpi4py-fft")
-# darray's memory jobs: every allocation of 1 MiB or more is its own mapping, returned when
-# freed (in place of the tunables that keep freed buffers for reuse), so the RSS measures the
-# arrays alive at the peak, not buffers kept for the next call
+# The memory jobs (one per contender per round, untimed): every allocation of 1 MiB or more is
+# its own mapping, returned when freed (in place of the tunables that keep freed buffers for
+# reuse), so the RSS measures the arrays alive at the peak, not buffers kept for the next call
 _MEMORY_TUNABLES = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=1048576"
+MEMORY_JOB_ENV = "DARRAY_BENCH_MEMORY_JOB"  # "1": sample the RSS (timed jobs do not)
 DTFFT_BACKENDS = {"dtfft-p2p": "MPI_P2P", "dtfft-p2p-pipelined": "MPI_P2P_PIPELINED",
                   "dtfft-a2a": "MPI_A2A"}
 
@@ -275,11 +280,29 @@ def _round_trip_job(library, kind, n, repeats, warmup, comm):
         def error():
             # dtFFT's backward is unnormalised
             return float(np.abs(back / (n ** 3) - original).max())
-    with PeakRss() as sampler:
-        for _ in range(warmup):  # compile (darray) or plan (FFTW), then reach steady state
-            round_trip()
+    # Only memory jobs sample the RSS: the sampler is a thread that wakes every 2 ms on the
+    # rank's one bound core, which slows a contender that releases the GIL while it computes
+    # (darray's XLA calls: 0-10% in interleaved runs) and not one that holds it.
+    sampler = PeakRss() if os.environ.get(MEMORY_JOB_ENV) == "1" else contextlib.nullcontext()
+    with sampler:
+        warm = _warm_up(round_trip, comm, warmup)
         times = _timed(round_trip, comm, repeats)
-    return {"times": times, "growth": sampler.peak - rss_before, "error": error()}
+    growth = sampler.peak - rss_before if isinstance(sampler, PeakRss) else None
+    return {"times": times, "growth": growth, "error": error(), "warmup_times": warm}
+
+
+def _warm_up(round_trip, comm, calls):
+    """`calls` untimed round trips, their times returned (the slowest rank's; printed): the
+    first compiles or plans; over the next the allocator's heaps grow to their working set
+    (darray's eager 128^3 c2c round trips: 90-150 ms for calls 2-6, 39-43 ms from then on),
+    which a simulation's thousands of calls do not see."""
+    times: list[float] = []
+    for _ in range(calls):
+        comm.Barrier()
+        t0 = time.perf_counter()
+        round_trip()
+        times.append(max(comm.allgather(time.perf_counter() - t0)))
+    return times
 
 
 def _settled_rss() -> int:
@@ -316,7 +339,8 @@ def rank_main(argv):
     if comm.rank == 0:
         merged = dict(every[0])
         merged["check"] = check
-        merged["growth"] = max(r["growth"] for r in every)
+        growths = [r["growth"] for r in every if r["growth"] is not None]
+        merged["growth"] = max(growths) if growths else None
         merged["error"] = max(r["error"] for r in every)
         merged["times"] = [max(ts) for ts in zip(*(r["times"] for r in every))]
         with open(result_path, "w") as f:
@@ -351,9 +375,9 @@ def main(argv=None):
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument("--rounds", type=int, default=3, help="interleaved sweeps")
     parser.add_argument("--repeats", type=int, default=5, help="timed round trips per job")
-    parser.add_argument("--warmup", type=int, default=3,
-                        help="untimed round trips first: the first compiles or plans, the next "
-                             "grow the allocator's heaps to their working set")
+    parser.add_argument("--warmup", type=int, default=10,
+                        help="untimed round trips first (printed): the first compiles or plans, "
+                             "the next grow the allocator's heaps to their working set")
     parser.add_argument("--check-shape", default="24x20x18")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per mpiexec job")
     parser.add_argument("--dtfft-python", default=sys.executable)
@@ -425,19 +449,20 @@ def main(argv=None):
                                                   args.check_shape],
                                       args.timeout, env, args.bind_to_core)
                         runs.setdefault((p, n, kind, lib), []).append(res)
-                        if lib.startswith("darray"):
-                            # every round: one memory job's peak is a sample, not a measurement
-                            memory = _launch(prefix, p, [lib, kind, n, 1, args.warmup,
-                                                         args.check_shape],
-                                             args.timeout, dict(
-                                                 env, GLIBC_TUNABLES=_MEMORY_TUNABLES,
-                                                 DARRAY_BENCH_MEMORY_JOB="1"),
-                                             args.bind_to_core)
-                            res["memory_growth"] = memory.get("growth")
+                        # every round, every contender: one memory job's peak is a sample
+                        memory = _launch(prefix, p, [lib, kind, n, 1, args.warmup,
+                                                     args.check_shape],
+                                         args.timeout, dict(env, GLIBC_TUNABLES=_MEMORY_TUNABLES,
+                                                            **{MEMORY_JOB_ENV: "1"}),
+                                         args.bind_to_core)
+                        res["memory_growth"] = memory.get("growth")
                         status = res["status"]
                         med = statistics.median(res["times"]) if status == "ok" else None
+                        warm = res.get("warmup_times") or []
                         print(f"round {rnd} P={p} {n}^3 {kind} {lib}: "
-                              + (f"{med * 1e3:.1f} ms" if med is not None else status),
+                              + (f"{med * 1e3:.1f} ms (after {len(warm)} warm-up: "
+                                 + ", ".join(f"{t * 1e3:.0f}" for t in warm) + " ms)"
+                                 if med is not None else status),
                               flush=True)
                         if status != "ok" and "log" in res:
                             print(res["log"][-800:])
@@ -461,14 +486,10 @@ def main(argv=None):
 
 
 def _memory_growth(lib, result) -> float | None:
-    """The peak memory a contender's round trip adds. darray's comes from its memory jobs only:
-    its timed jobs run without `_MEMORY_TUNABLES`, so their RSS also holds the freed buffers glibc
-    keeps for reuse (at 128^3 a 16 MiB block is under glibc's mmap threshold once that has
-    risen; at 256^3 it is not), which read as up to 10 blocks that no array holds. The peers
-    allocate their buffers once, before the timed calls."""
-    if lib.startswith("darray"):
-        return result.get("memory_growth")  # None where the memory job failed
-    return result["growth"]
+    """The peak memory a contender's round trip adds, from its memory job of that round (None
+    where that job failed). Timed jobs sample nothing; and their tunables keep freed buffers
+    for reuse, which at 128^3 read as up to 10 blocks of darray's that no array holds."""
+    return result.get("memory_growth")
 
 
 def _summarise(runs, procs, sizes, kinds, libs):
@@ -493,13 +514,14 @@ def _summarise(runs, procs, sizes, kinds, libs):
                                      statistics.median(r["times"]) for r in results),
                                  "blocks": max(growths) / block if growths else math.nan,
                                  "check": max(checks), "round_trip_error": max(errors),
-                                 "correct": correct}
+                                 "correct": correct,
+                                 "warmup": max(len(r.get("warmup_times") or []) for r in results)}
                 dt = [case[k]["ms"] for k in DTFFT_BACKENDS
                       if k in case and case[k].get("correct")]
                 best = min(dt) if dt else None
                 print(f"\nP={p} {n}^3 {kind}" + (f"  (dtfft-best {best:.1f} ms)" if best else ""))
                 print(f"  {'contender':22s} {'ms':>9s} {'x best dtFFT':>13s} {'blocks':>7s} "
-                      f"{'forward err':>12s} {'round trip':>11s}")
+                      f"{'forward err':>12s} {'round trip':>11s} {'warm-up':>8s}")
                 for lib, r in case.items():
                     if "ms" not in r:
                         print(f"  {lib:22s} {r['status']}")
@@ -508,7 +530,8 @@ def _summarise(runs, procs, sizes, kinds, libs):
                              else f"{'-':>13s}")
                     flag = "" if r["correct"] else "  WRONG: left out of the ratios"
                     print(f"  {lib:22s} {r['ms']:9.1f} {ratio} {r['blocks']:7.2f} "
-                          f"{r['check']:12.1e} {r['round_trip_error']:11.1e}{flag}")
+                          f"{r['check']:12.1e} {r['round_trip_error']:11.1e} "
+                          f"{r['warmup']:8d}{flag}")
                 rows.append({"procs": p, "n": n, "kind": kind, "dtfft_best_ms": best,
                              "contenders": case})
     return rows

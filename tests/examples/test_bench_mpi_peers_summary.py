@@ -6,6 +6,8 @@ import importlib.util
 import math
 import pathlib
 
+import pytest
+
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 MIB = 1 << 20
 
@@ -23,7 +25,7 @@ def job(ms, growth, check=0.0, error=1e-15, **extra):
             "error": error, **extra}
 
 
-def test_darray_memory_comes_from_its_memory_jobs_only(capsys):
+def test_memory_comes_from_the_memory_jobs_only(capsys):
     bench = load_bench()
     n, procs = 32, 2
     block = n ** 3 / procs * 16
@@ -34,16 +36,49 @@ def test_darray_memory_comes_from_its_memory_jobs_only(capsys):
             job(12.0, 10 * block, memory_growth=3.0 * block)],
         # a failed memory job leaves no sample
         (procs, n, "c2c", "darray-eager"): [job(20.0, 10 * block, memory_growth=None)],
-        (procs, n, "c2c", "dtfft-p2p"): [job(8.0, 4 * block), job(9.0, 5 * block)],
-        (procs, n, "c2c", "dtfft-a2a"): [job(6.0, 2 * block, check=0.5)],  # wrong: left out
+        # timed jobs sample nothing (growth None): every contender's memory is its memory jobs'
+        (procs, n, "c2c", "dtfft-p2p"): [job(8.0, None, memory_growth=4 * block),
+                                          job(9.0, None, memory_growth=5 * block)],
+        (procs, n, "c2c", "dtfft-a2a"): [job(6.0, None, check=0.5,  # wrong: left out
+                                          memory_growth=2 * block)],
     }
     libs = ["darray-jit", "darray-eager", "dtfft-p2p", "dtfft-a2a"]
     [case] = bench._summarise(runs, [procs], [n], ["c2c"], libs)
     got = case["contenders"]
     assert got["darray-jit"]["blocks"] == 3.0          # the larger memory job, not 10
     assert math.isnan(got["darray-eager"]["blocks"])
-    assert got["dtfft-p2p"]["blocks"] == 5.0           # peers: their timed jobs' growth
+    assert got["dtfft-p2p"]["blocks"] == 5.0           # the larger of the peer's two
     assert got["darray-jit"]["ms"] == 11.0             # median over rounds
     assert case["dtfft_best_ms"] == 8.5                # the wrong a2a is not the best
     assert not got["dtfft-a2a"]["correct"]
     assert "WRONG" in capsys.readouterr().out
+
+
+class _OneRank:
+    """The part of an mpi4py communicator `_warm_up` uses, for one rank."""
+
+    def Barrier(self):  # noqa: N802 (mpi4py's name)
+        pass
+
+    def allgather(self, value):
+        return [value]
+
+
+def _scripted(bench, monkeypatch, durations):
+    """`_warm_up` over round trips whose times are `durations` (seconds, one per call)."""
+    clock = {"now": 0.0}
+    calls = iter(durations)
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock["now"])
+
+    def round_trip():
+        clock["now"] += next(calls)
+    return round_trip
+
+
+def test_warm_up_returns_the_slowest_ranks_time_of_each_call(monkeypatch):
+    bench = load_bench()
+    durations = [0.4, 0.12, 0.13, 0.04]
+    comm = _OneRank()
+    comm.allgather = lambda value: [value, 2 * value]  # another rank, twice as slow
+    got = bench._warm_up(_scripted(bench, monkeypatch, durations), comm, calls=4)
+    assert got == pytest.approx([2 * d for d in durations])
