@@ -25,7 +25,10 @@ contenders:
 - ``pocketfft``: ``scipy.fft``, one worker, a new output per call;
 - ``fftw``: ``pyfftw.FFTW``, FFTW_MEASURE, one thread, planned buffers (FFTW is GPL: measured,
   never a dependency of darray);
-- ``mkl``: ``mkl_fft`` (Intel's licence), one thread, a new output per call.
+- ``mkl``: ``mkl_fft`` (Intel's licence), one thread, a new output per call;
+- ``ducc0``: ``ducc0.fft`` from pip, one thread, a new output per call: the library XLA:CPU's
+  FFT is built from, here as its own wheel builds it (GPL-2.0: measured, never a dependency),
+  which tells XLA's integration apart from the FFT code.
 
 Libraries missing from ``--peer-python`` are skipped with the reason. Every contender's output
 on its block is checked against numpy's FFT (complex128) before the timed calls; a wrong one is
@@ -33,7 +36,7 @@ printed as WRONG and left out of the ratios.
 
     python benchmarks/bench_local_fft.py --peer-python /path/to/venv/bin/python
 
-(``pip install scipy pyfftw mkl_fft`` in that venv; all have wheels.)
+(``pip install scipy pyfftw mkl_fft ducc0`` in that venv; all have wheels.)
 """
 from __future__ import annotations
 
@@ -55,8 +58,9 @@ from _bench_common import (  # noqa: E402
     write_table,
 )
 
-LIBRARIES = ("xla", "pocketfft", "fftw", "mkl")
-MODULES = {"xla": "jax", "pocketfft": "scipy", "fftw": "pyfftw", "mkl": "mkl_fft"}
+LIBRARIES = ("xla", "pocketfft", "fftw", "mkl", "ducc0")
+MODULES = {"xla": "jax", "pocketfft": "scipy", "fftw": "pyfftw", "mkl": "mkl_fft",
+           "ducc0": "ducc0"}
 STAGES = {"c2c": ("fft2", "fft1"), "r2c": ("rfft2", "fft1", "irfft2")}
 # one thread per process in every library that reads these (FFTW and scipy are told directly)
 ONE_THREAD = {"MKL_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
@@ -112,6 +116,14 @@ def make_transform(library, stage, x, n):
                 "fft1": lambda: mkl_fft.fft(x.reshape(-1, x.shape[-1]), axis=-1),
                 "rfft2": lambda: mkl_fft.rfftn(x, axes=(1, 2)),
                 "irfft2": lambda: mkl_fft.irfftn(x, s=(n, n), axes=(1, 2))}[stage]
+    if library == "ducc0":
+        from ducc0 import fft as dfft
+        # inorm=2: divided by the product of the transformed lengths, numpy's backward norm
+        return {"fft2": lambda: dfft.c2c(x, axes=(1, 2), forward=True, nthreads=1),
+                "fft1": lambda: dfft.c2c(x, axes=(2,), forward=True, nthreads=1),
+                "rfft2": lambda: dfft.r2c(x, axes=(1, 2), forward=True, nthreads=1),
+                "irfft2": lambda: dfft.c2r(x, axes=(1, 2), lastsize=n, forward=False,
+                                           inorm=2, nthreads=1)}[stage]
     if library == "fftw":
         import pyfftw
         out_shape = x.shape[:2] + {"rfft2": (n // 2 + 1,), "irfft2": (n,)}.get(stage,
@@ -129,10 +141,11 @@ def make_transform(library, stage, x, n):
 
 
 def worker(argv):
-    """One process of a job: library stage kind n procs repeats rank bind barrier_dir result."""
+    """One process of a job: library stage kind n procs repeats warmup rank bind barrier_dir
+    result."""
     library, stage, kind = argv[0], argv[1], argv[2]
-    n, procs, repeats, rank, bind = (int(a) for a in argv[3:8])
-    barrier_dir, result_path = argv[8], argv[9]
+    n, procs, repeats, warmup, rank, bind = (int(a) for a in argv[3:9])
+    barrier_dir, result_path = argv[9], argv[10]
     if bind:  # before any library starts its threads: XLA sizes its pools to this mask
         cores = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, {cores[rank % len(cores)]})
@@ -151,7 +164,10 @@ def worker(argv):
     run = make_transform(library, stage, x, n)
     got = np.asarray(run()).reshape(want.shape)  # fft1 runs on a 2-D view
     error = float(np.abs(got - want).max() / np.abs(want).max())
-    run()  # warm-up beyond the first call (plans, caches)
+    # warm-up beyond the first call (plans, caches; and XLA's first calls in a process run
+    # 3-8x their steady time for a few hundred ms: 43-71 ms against 7-9 ms for a 128^3 fft2)
+    for _ in range(warmup):
+        run()
     open(os.path.join(barrier_dir, f"ready.{rank}"), "w").close()
     deadline = time.time() + 120
     while len(os.listdir(barrier_dir)) < procs and time.time() < deadline:
@@ -167,7 +183,8 @@ def worker(argv):
         json.dump({"times": times, "error": error, "faults": faults}, f)
 
 
-def run_job(python, library, stage, kind, n, procs, repeats, timeout, bind, tunables):
+def run_job(python, library, stage, kind, n, procs, repeats, timeout, bind, tunables,
+            warmup=10):
     """`procs` processes at once; the per-call time of the slowest, or None and why."""
     env = dict(os.environ, **ONE_THREAD)
     env["GLIBC_TUNABLES"] = ":".join(t for t in (os.environ.get("GLIBC_TUNABLES"), tunables)
@@ -177,7 +194,8 @@ def run_job(python, library, stage, kind, n, procs, repeats, timeout, bind, tuna
         os.mkdir(barrier)
         results = [os.path.join(tmp, f"result.{r}.json") for r in range(procs)]
         jobs = [subprocess.Popen([python, os.path.abspath(__file__), "--worker", library,
-                                  stage, kind, str(n), str(procs), str(repeats), str(r),
+                                  stage, kind, str(n), str(procs), str(repeats),
+                                  str(warmup), str(r),
                                   str(int(bind)), barrier, results[r]],
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True)
@@ -217,9 +235,11 @@ def main(argv=None):
     parser.add_argument("--libraries", default=",".join(LIBRARIES))
     parser.add_argument("--rounds", type=int, default=2, help="interleaved sweeps")
     parser.add_argument("--repeats", type=int, default=9, help="timed calls per job")
+    parser.add_argument("--warmup", type=int, default=10,
+                        help="untimed calls after the checked one, in every library")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per job")
     parser.add_argument("--peer-python", default=sys.executable,
-                        help="python with scipy / pyfftw / mkl_fft (xla runs in this one)")
+                        help="python with scipy / pyfftw / mkl_fft / ducc0 (xla runs in this one)")
     parser.add_argument("--bind-to-core", action=argparse.BooleanOptionalAction, default=True,
                         help="bind each process to one core, as `mpiexec --bind-to core` does "
                              "(default: on)")
@@ -255,7 +275,7 @@ def main(argv=None):
             for library in order:
                 res, why = run_job(pythons[library], library, case[2], case[1], case[0],
                                    args.procs, args.repeats, args.timeout, args.bind_to_core,
-                                   args.glibc_tunables)
+                                   args.glibc_tunables, args.warmup)
                 samples.setdefault((case, library), []).append(res or {"failed": why})
                 print(f"round {rnd} {case[0]}^3 {case[1]} {case[2]} {library}: "
                       + (f"{res['ms']:.2f} ms" if res else why), flush=True)
@@ -263,7 +283,8 @@ def main(argv=None):
     print(f"\n({time.time() - t_start:.0f} s; {args.procs} processes at once, "
           f"{'each bound to one core' if args.bind_to_core else 'unbound'}, "
           f"GLIBC_TUNABLES={args.glibc_tunables or '(none)'}, "
-          f"{args.rounds} rounds, median of {args.repeats} calls; load average "
+          f"{args.rounds} rounds, median of {args.repeats} calls after {args.warmup} untimed; "
+          f"load average "
           f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; {os.cpu_count()} cores)")
     rows = summarise(samples, cases, list(pythons), args.procs)
     if rows:
