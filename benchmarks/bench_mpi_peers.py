@@ -33,11 +33,11 @@ the round trips minus the RSS just before the input was made, in blocks of the l
 array ``n^3 / P * 16`` bytes; darray compiles on an array of its own first), with glibc
 returning every freed block of 1 MiB or more (`_MEMORY_TUNABLES`), so that it counts live
 arrays, not buffers kept for reuse. The timed jobs sample nothing: the sampling thread would
-share the rank's one core. A
-contender whose check fails is printed as WRONG and left out of the ratios. Every contender's
-ranks are bound to one core each (`--no-bind-to-core` leaves binding to each mpiexec's default:
-none for MPICH's, cores for Open MPI's at 2 ranks): XLA sizes its thread pools to the cores a
-process may run on, so unbound ranks each start a pool as wide as the node.
+share the rank's one core. A contender whose check fails is printed as WRONG and left out of
+the ratios. Every contender's ranks are bound to one core each (`--no-bind-to-core` leaves
+binding to each mpiexec's default: none for MPICH's, cores for Open MPI's at 2 ranks): XLA
+sizes its thread pools to the cores a process may run on, so unbound ranks each start a pool
+as wide as the node.
 
 Set-up of the peers (none is a dependency of darray; a peer that is missing is skipped with
 the reason):
@@ -294,7 +294,7 @@ def _round_trip_job(library, kind, n, repeats, warmup, comm):
 def _warm_up(round_trip, comm, calls):
     """`calls` untimed round trips, their times returned (the slowest rank's; printed): the
     first compiles or plans; over the next the allocator's heaps grow to their working set
-    (darray's eager 128^3 c2c round trips: 90-150 ms for calls 2-6, 39-43 ms from then on),
+    (darray's eager 128^3 c2c round trips: 120-150 ms for calls 2-4, 40-45 ms from the sixth),
     which a simulation's thousands of calls do not see."""
     times: list[float] = []
     for _ in range(calls):
