@@ -285,24 +285,14 @@ def _round_trip_job(library, kind, n, repeats, warmup, comm):
     # (darray's XLA calls: 0-10% in interleaved runs) and not one that holds it.
     sampler = PeakRss() if os.environ.get(MEMORY_JOB_ENV) == "1" else contextlib.nullcontext()
     with sampler:
-        warm = _warm_up(round_trip, comm, warmup)
+        # untimed by the median, but printed: the first compiles or plans; over the next the
+        # allocator's heaps grow to their working set (darray's eager 128^3 c2c round trips:
+        # 120-150 ms for calls 2-4, 40-45 ms from the sixth), which a simulation's thousands
+        # of calls do not see
+        warm = _timed(round_trip, comm, warmup)
         times = _timed(round_trip, comm, repeats)
     growth = sampler.peak - rss_before if isinstance(sampler, PeakRss) else None
     return {"times": times, "growth": growth, "error": error(), "warmup_times": warm}
-
-
-def _warm_up(round_trip, comm, calls):
-    """`calls` untimed round trips, their times returned (the slowest rank's; printed): the
-    first compiles or plans; over the next the allocator's heaps grow to their working set
-    (darray's eager 128^3 c2c round trips: 120-150 ms for calls 2-4, 40-45 ms from the sixth),
-    which a simulation's thousands of calls do not see."""
-    times: list[float] = []
-    for _ in range(calls):
-        comm.Barrier()
-        t0 = time.perf_counter()
-        round_trip()
-        times.append(max(comm.allgather(time.perf_counter() - t0)))
-    return times
 
 
 def _settled_rss() -> int:
@@ -337,14 +327,21 @@ def rank_main(argv):
     result.update(_round_trip_job(library, kind, n, repeats, warmup, comm))
     every = comm.gather(result, root=0)
     if comm.rank == 0:
-        merged = dict(every[0])
-        merged["check"] = check
-        growths = [r["growth"] for r in every if r["growth"] is not None]
-        merged["growth"] = max(growths) if growths else None
-        merged["error"] = max(r["error"] for r in every)
-        merged["times"] = [max(ts) for ts in zip(*(r["times"] for r in every))]
         with open(result_path, "w") as f:
-            json.dump(merged, f)
+            json.dump(_merge_ranks(every, check), f)
+
+
+def _merge_ranks(every, check):
+    """One job's result from its ranks': each call's time is the slowest rank's, the memory
+    growth and the error the largest."""
+    merged = dict(every[0])
+    merged["check"] = check
+    growths = [r["growth"] for r in every if r["growth"] is not None]
+    merged["growth"] = max(growths) if growths else None
+    merged["error"] = max(r["error"] for r in every)
+    for key in ("times", "warmup_times"):
+        merged[key] = [max(ts) for ts in zip(*(r[key] for r in every))]
+    return merged
 
 
 # ---------------------------------------------------------------- the driver

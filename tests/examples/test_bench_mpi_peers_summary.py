@@ -6,8 +6,6 @@ import importlib.util
 import math
 import pathlib
 
-import pytest
-
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 MIB = 1 << 20
 
@@ -54,31 +52,13 @@ def test_memory_comes_from_the_memory_jobs_only(capsys):
     assert "WRONG" in capsys.readouterr().out
 
 
-class _OneRank:
-    """The part of an mpi4py communicator `_warm_up` uses, for one rank."""
-
-    def Barrier(self):  # noqa: N802 (mpi4py's name)
-        pass
-
-    def allgather(self, value):
-        return [value]
-
-
-def _scripted(bench, monkeypatch, durations):
-    """`_warm_up` over round trips whose times are `durations` (seconds, one per call)."""
-    clock = {"now": 0.0}
-    calls = iter(durations)
-    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock["now"])
-
-    def round_trip():
-        clock["now"] += next(calls)
-    return round_trip
-
-
-def test_warm_up_returns_the_slowest_ranks_time_of_each_call(monkeypatch):
+def test_a_jobs_calls_take_the_slowest_ranks_time():
     bench = load_bench()
-    durations = [0.4, 0.12, 0.13, 0.04]
-    comm = _OneRank()
-    comm.allgather = lambda value: [value, 2 * value]  # another rank, twice as slow
-    got = bench._warm_up(_scripted(bench, monkeypatch, durations), comm, calls=4)
-    assert got == pytest.approx([2 * d for d in durations])
+    every = [{"times": [0.04, 0.05], "warmup_times": [0.4, 0.12], "growth": None,
+              "error": 1e-15},
+             {"times": [0.06, 0.03], "warmup_times": [0.3, 0.13], "growth": None,
+              "error": 2e-15}]
+    merged = bench._merge_ranks(every, check=0.0)
+    assert merged["times"] == [0.06, 0.05]
+    assert merged["warmup_times"] == [0.4, 0.13]
+    assert merged["growth"] is None and merged["error"] == 2e-15 and merged["check"] == 0.0
