@@ -120,5 +120,5 @@ def recommended_glibc_tunables() -> str:
     large host buffers, smaller ones reused). Imported when called, not with this module: a
     benchmark's ranks may run in a peer's python, without jax."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    from darray._src.memory import HOST_BUFFER_TUNABLES
+    from darray._src.layout.memory import HOST_BUFFER_TUNABLES
     return HOST_BUFFER_TUNABLES

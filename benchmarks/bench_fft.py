@@ -68,7 +68,7 @@ from jax.sharding import PartitionSpec as P
 
 import darray  # noqa: E402
 import darray.fft as dfft  # noqa: E402
-from darray._src import compat  # noqa: E402
+from darray._src.base import compat  # noqa: E402
 
 
 def _analyse(jitted, arg):

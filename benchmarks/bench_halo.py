@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 from _bench_common import default_json_path, make_row, mesh_label, progress, write_table  # noqa: E402
 
 import darray  # noqa: E402
-from darray._src import compat  # noqa: E402
+from darray._src.base import compat  # noqa: E402
 
 
 def median_seconds(fn, arg, repeats):

@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from _bench_common import default_json_path, make_row, progress, write_table  # noqa: E402
 
 import darray  # noqa: E402
-from darray._src import io  # noqa: E402
+from darray._src.extras import io  # noqa: E402
 
 
 def median_seconds(fn, repeats):

@@ -14,8 +14,8 @@ that a load that comes and goes weighs on all of them alike. The contenders:
   correct one of these three, per case;
 * ``mpi4py-fft``: PFFT, slab, FFTW backend.
 
-Every contender runs with the glibc tunables darray's performance guide recommends for CPU
-runs (``--glibc-tunables``, default ``darray._src.memory.HOST_BUFFER_TUNABLES``; ``""`` leaves
+Every contender runs with the glibc tunables darray's performance guide recommends for CPU runs
+(``--glibc-tunables``, default ``darray._src.layout.memory.HOST_BUFFER_TUNABLES``; ``""`` leaves
 them out): large buffers then come as transparent huge pages and smaller ones are reused,
 instead of being page-faulted 4 KiB at a time on every call, which is what darray's jitted and
 eager calls pay for each buffer; the peers, which plan their buffers once, are run the same way

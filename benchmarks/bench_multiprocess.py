@@ -164,7 +164,8 @@ def _io_job(n, repeats, root, comm):
     jax, darray, mesh = _start_darray()
     x = darray.random.normal(jax.random.key(0), (n, n, n), np.float32, mesh=mesh, spec=("x",))
     x.data.block_until_ready()
-    engines = ["numpy"] + (["tensorstore"] if darray._src.io._tensorstore() is not None else [])
+    has_tensorstore = darray._src.extras.io._tensorstore() is not None
+    engines = ["numpy"] + (["tensorstore"] if has_tensorstore else [])
     out = {}
     for engine in engines:
         paths = [os.path.join(root, f"{engine}-{i}.zarr") for i in range(repeats)]

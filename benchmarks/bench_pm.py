@@ -51,7 +51,7 @@ from jax.sharding import PartitionSpec as P
 
 import darray
 import darray.fft as dfft
-from darray._src import compat
+from darray._src.base import compat
 
 REACH = 3
 KICK, DRIFT = 0.05, 0.1      # fixed step factors: the cost does not depend on the cosmology

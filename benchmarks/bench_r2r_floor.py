@@ -49,7 +49,7 @@ from jax.sharding import PartitionSpec as P
 
 import darray  # noqa: E402
 import darray.fft as dfft  # noqa: E402
-from darray._src import compat, program_cache  # noqa: E402
+from darray._src.base import compat, program_cache  # noqa: E402
 from darray._src.kernels import r2r_local, r2r_local_2d  # noqa: E402
 
 

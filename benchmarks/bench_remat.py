@@ -35,7 +35,7 @@ from _bench_common import default_json_path, make_row, mesh_label, time_interlea
 
 import darray
 import darray.fft as dfft
-from darray._src import compat
+from darray._src.base import compat
 
 REACH, CAPACITY = 3, 1024
 KICK, DRIFT = 0.05, 0.1

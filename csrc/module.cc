@@ -1,6 +1,6 @@
 // darray._native: the nanobind module that hands XLA FFI handlers to Python.
 //
-// Python (darray/_src/native.py) registers each capsule with
+// Python (darray/_src/base/native.py) registers each capsule with
 // jax.ffi.register_ffi_target under its key; the key's suffix (_cpu, _cuda)
 // names the platform. Nothing here runs a computation: it only exports
 // function pointers and a description of what was compiled in.

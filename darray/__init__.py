@@ -4,10 +4,10 @@ This module only re-exports; the implementation lives in darray._src. Each secti
 own import block (``# isort: split``), so sorting keeps every name under its section's banner.
 """
 # -- version and core types ----------------------------------------------------------------
-from darray._src.array import DistArray as DistArray
-from darray._src.errors import LayoutError as LayoutError
-from darray._src.layout import Layout as Layout
-from darray._src.placement import default_mesh as default_mesh
+from darray._src.base.errors import LayoutError as LayoutError
+from darray._src.distarray.array import DistArray as DistArray
+from darray._src.layout.layout import Layout as Layout
+from darray._src.placement.placement import default_mesh as default_mesh
 from darray._version import __version__ as __version__
 
 # isort: split
@@ -24,20 +24,20 @@ from darray._src.api.data_type_functions import iinfo as iinfo
 from darray._src.api.data_type_functions import isdtype as isdtype
 from darray._src.api.data_type_functions import result_type as result_type
 from darray._src.api.info import __array_namespace_info__ as __array_namespace_info__
-from darray._src.dtypes import bool as bool
-from darray._src.dtypes import complex64 as complex64
-from darray._src.dtypes import complex128 as complex128
-from darray._src.dtypes import float16 as float16
-from darray._src.dtypes import float32 as float32
-from darray._src.dtypes import float64 as float64
-from darray._src.dtypes import int8 as int8
-from darray._src.dtypes import int16 as int16
-from darray._src.dtypes import int32 as int32
-from darray._src.dtypes import int64 as int64
-from darray._src.dtypes import uint8 as uint8
-from darray._src.dtypes import uint16 as uint16
-from darray._src.dtypes import uint32 as uint32
-from darray._src.dtypes import uint64 as uint64
+from darray._src.base.dtypes import bool as bool
+from darray._src.base.dtypes import complex64 as complex64
+from darray._src.base.dtypes import complex128 as complex128
+from darray._src.base.dtypes import float16 as float16
+from darray._src.base.dtypes import float32 as float32
+from darray._src.base.dtypes import float64 as float64
+from darray._src.base.dtypes import int8 as int8
+from darray._src.base.dtypes import int16 as int16
+from darray._src.base.dtypes import int32 as int32
+from darray._src.base.dtypes import int64 as int64
+from darray._src.base.dtypes import uint8 as uint8
+from darray._src.base.dtypes import uint16 as uint16
+from darray._src.base.dtypes import uint32 as uint32
+from darray._src.base.dtypes import uint64 as uint64
 
 __array_api_version__ = "2025.12"
 newaxis = None
@@ -222,31 +222,32 @@ from darray import random as random
 
 # isort: split
 # -- transforms, halo and blocks (ghost cells, per-device functions) -----------------------
-from darray._src.blocks import BlockInfo as BlockInfo
-from darray._src.blocks import map_blocks as map_blocks
+from darray._src.api.blocks import BlockInfo as BlockInfo
+from darray._src.api.blocks import map_blocks as map_blocks
+from darray._src.api.transforms import grad as grad
+from darray._src.api.transforms import value_and_grad as value_and_grad
+from darray._src.api.transforms import vmap as vmap
 from darray._src.halo.api import halo as halo
 from darray._src.halo.api import halo_reduce as halo_reduce
 from darray._src.halo.api import unhalo as unhalo
-from darray._src.transforms import grad as grad
-from darray._src.transforms import value_and_grad as value_and_grad
-from darray._src.transforms import vmap as vmap
 
 # isort: split
 # -- configuration, checkpoints, tuning, the native part -----------------------------------
-from darray._src.autotune import autotune as autotune
 from darray._src.backends.registry import record_backends as record_backends
-from darray._src.config import config_context as config_context
-from darray._src.config import get_config as get_config
-from darray._src.config import set_config as set_config
-from darray._src.io import load as load
-from darray._src.io import save as save
-from darray._src.native import build_info as build_info
+from darray._src.base.config import config_context as config_context
+from darray._src.base.config import get_config as get_config
+from darray._src.base.config import set_config as set_config
+from darray._src.base.native import build_info as build_info
+from darray._src.extras.io import load as load
+from darray._src.extras.io import save as save
+from darray._src.fft.autotune import autotune as autotune
 
 # isort: split
 # -- DistArray's operators and methods ----------------------------------------------------
 # Attached once, here, from the namespace above (as jax.numpy attaches jax.Array's): the type
-# in darray._src.array knows nothing of the namespace; darray._src.methods holds the tables.
-from darray._src.methods import register as _register_methods
+# in darray._src.distarray.array knows nothing of the namespace; darray._src.methods.table
+# holds the tables.
+from darray._src.methods.table import register as _register_methods
 
 _register_methods(DistArray, __import__("sys").modules[__name__])
 del _register_methods

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 
 import darray  # noqa: E402
 import darray.fft as dfft  # noqa: E402
-from darray._src import compat  # noqa: E402
+from darray._src.base import compat  # noqa: E402
 
 
 def make_mesh(text: str):

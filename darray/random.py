@@ -1,7 +1,7 @@
 """darray.random: random fields identical on any mesh and any process count.
 
-This module only re-exports; the implementation lives in darray._src.random.
+This module only re-exports; the implementation lives in darray._src.extras.random.
 """
-from darray._src.random import integers as integers
-from darray._src.random import normal as normal
-from darray._src.random import uniform as uniform
+from darray._src.extras.random import integers as integers
+from darray._src.extras.random import normal as normal
+from darray._src.extras.random import uniform as uniform

@@ -20,7 +20,7 @@ if not DEFAULT_PLACEMENT:
     # The suite builds small arrays to exercise distributed layouts, so it keeps them
     # distributed: darray's default places arrays under small_array_cells (and eager 0-d
     # results) on one device. Tests of that placement turn it on with
-    # darray.config_context(small_array_cells=...) (tests/multidevice/test_small_arrays.py).
+    # darray.config_context(small_array_cells=...) (tests/multidevice/api/test_small_arrays.py).
     os.environ.setdefault("DARRAY_SMALL_ARRAY_CELLS", "0")
 
 import jax  # noqa: E402

@@ -1,13 +1,14 @@
 """Write the type checker's view of what darray attaches and generates at import.
 
 DistArray's operators and methods are attached at import from the tables of
-`darray/_src/methods.py`, and the elementwise functions are made from `TABLE` in
+`darray/_src/methods/table.py`, and the elementwise functions are made from `TABLE` in
 `darray/_src/api/elementwise.py`: a type checker reading the source sees neither. This script
 renders both tables as stub-only modules (`.pyi` files with no `.py` beside them), imported by
-`array.py` and `elementwise.py` under `TYPE_CHECKING` only, so nothing changes at run time:
+`distarray/array.py` and `elementwise.py` under `TYPE_CHECKING` only, so nothing changes at run
+time:
 
-- `darray/_src/distarray_methods.pyi`: `class DistArrayMethods`, the base DistArray has for
-  type checkers: every operator (forward, reflected, in-place), comparison, unary operator,
+- `darray/_src/distarray/distarray_methods.pyi`: `class DistArrayMethods`, the base DistArray
+  has for type checkers: every operator (forward, reflected, in-place), comparison, unary operator,
   numpy-style method and protocol entry, with its signature read from the adapter that
   implements it;
 - `darray/_src/api/elementwise_functions.pyi`: one `def` per row of the elementwise table.
@@ -94,20 +95,21 @@ def _def(name: str, signature: str, ignore: str = "") -> str:
 
 
 def render_methods() -> str:
-    """The text of darray/_src/distarray_methods.pyi."""
+    """The text of darray/_src/distarray/distarray_methods.pyi."""
     import darray  # noqa: F401  (registers the tables' functions on DistArray)
-    from darray._src import methods
+    from darray._src.methods import table as methods
 
     lines = [HEADER, "from collections.abc import Sequence\nfrom types import ModuleType\n",
              "from typing import Any\n\n", "import jax\nimport numpy as np\n\n",
-             "from darray._src.array import DistArray\n"
+             "from darray._src.distarray.array import DistArray\n"
              "from darray._src.extras.at import AtIndexer\n\n",
              "_Operand = DistArray | bool | int | float | complex | np.ndarray | np.generic "
              "| jax.Array\n",
              "_Axis = int | Sequence[int] | None\n_DType = Any\n\n\n",
              "class DistArrayMethods:\n",
-             '    """What darray/_src/methods.py attaches to DistArray at import."""\n\n',
-             "    # operators (darray/_src/methods.py OPERATORS): forward, reflected, in-place\n"]
+             '    """What darray/_src/methods/table.py attaches to DistArray at import."""\n\n',
+             "    # operators (darray/_src/methods/table.py OPERATORS): forward, reflected,"
+             " in-place\n"]
     for dunder, _ in methods.OPERATORS:
         stem = dunder[2:]
         for prefix in ("__", "__r", "__i"):
@@ -138,7 +140,7 @@ def render_elementwise() -> str:
     from darray._src.api import elementwise
 
     lines = [HEADER, "import jax\nimport numpy as np\n\n",
-             "from darray._src.array import DistArray\n\n",
+             "from darray._src.distarray.array import DistArray\n\n",
              "_Operand = DistArray | bool | int | float | complex | np.ndarray | np.generic "
              "| jax.Array\n\n"]
     for name, _fn, arity, _category, summary in elementwise.TABLE:
@@ -148,7 +150,7 @@ def render_elementwise() -> str:
 
 
 TARGETS = {
-    "darray/_src/distarray_methods.pyi": render_methods,
+    "darray/_src/distarray/distarray_methods.pyi": render_methods,
     "darray/_src/api/elementwise_functions.pyi": render_elementwise,
 }
 

@@ -19,7 +19,7 @@ import pytest  # noqa: E402
 from clients_harness import REPORT_ENV  # noqa: E402
 
 import darray  # noqa: E402
-from darray._src.config import OPTIONS  # noqa: E402
+from darray._src.base.config import OPTIONS  # noqa: E402
 
 SHIPPED_SMALL_ARRAY_CELLS = OPTIONS["small_array_cells"].default
 

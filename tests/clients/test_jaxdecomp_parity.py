@@ -66,8 +66,8 @@ def test_pfft3d_pifft3d_match_jaxdecomp(mesh_shape, spec):
 
 
 def test_prfft3d_is_not_implemented_in_jaxdecomp():
-    """darray computes it (tests/multidevice/test_jaxdecomp_compat.py); jaxDecomp 0.3.1 raises.
-    When jaxDecomp implements it, compare here."""
+    """darray computes it (tests/multidevice/jaxdecomp_compat/test_jaxdecomp_compat.py);
+    jaxDecomp 0.3.1 raises. When jaxDecomp implements it, compare here."""
     x = put(np.ones((8, 16, 24)), (2, 4), P("x", "y"))
     with pytest.raises(ValueError, match="Not implemented"):
         jaxdecomp.fft.prfft3d(x)

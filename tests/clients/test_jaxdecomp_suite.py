@@ -13,7 +13,7 @@ runs `TIER_SELECTION`; DARRAY_CLIENTS_FULL=1 runs all of it (26 minutes here).
 
 Where jaxDecomp's tests check less than they seem to (helpers that return a bool the tests do
 not assert, and TestHaloExchangeGrad, which expects jaxDecomp's wrong halo VJP), darray's own
-tests check the values: tests/multidevice/test_jaxdecomp_partitioned.py and
+tests check the values: tests/multidevice/jaxdecomp_compat/test_jaxdecomp_partitioned.py and
 test_jaxdecomp_compat.py.
 """
 from __future__ import annotations

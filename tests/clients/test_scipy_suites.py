@@ -14,7 +14,7 @@ To fit the tier's time, each test function runs at most `per_function` of its pa
 (evenly spread, the same ones on both backends; `darray_xp_plugin._sample`), and the larger
 suites run a selection of their files; DARRAY_CLIENTS_FULL=1 runs each suite's `full` list.
 scipy's test_many_sizes over all 604 lengths in one process is in the slow tier
-(tests/multidevice/test_program_cache.py).
+(tests/multidevice/backends/test_program_cache.py).
 
 Run one suite by hand (all parametrizations):
     cd /tmp && PYTHONPATH=<repo>:<repo>/tests/clients python -m pytest -p darray_xp_plugin \\

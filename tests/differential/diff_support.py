@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import darray
-from darray._src import placement
+from darray._src.placement import placement
 
 # The first entry of each pool is what hypothesis tries first (and shrinks towards): a 1-D
 # array of 13 cells split over one axis of a (2, 4) mesh, partly replicated: the issue-9 family.

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from test_coverage import EXCLUDED, public_functions
 
 import darray
-from darray._src.array import DistArray
+from darray._src.distarray.array import DistArray
 
 KINDS = {"numpy": lambda h: h.copy(), "jax": jnp.asarray, "asarray": darray.asarray}
 

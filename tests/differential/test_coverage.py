@@ -14,7 +14,7 @@ EXCLUDED = {
     "get_config": "configuration, no array",
     "set_config": "configuration, no array",
     "default_mesh": "returns a mesh, no array",
-    "vmap": "a transform, not an array function (tests/multidevice/test_vmap.py)",
+    "vmap": "a transform, not an array function (tests/multidevice/distarray/test_vmap.py)",
     "map_blocks": "runs user code per block; no numpy counterpart (test_map_blocks.py)",
     "halo": "ghost cells have no numpy counterpart (test_halo.py)",
     "halo_reduce": "ghost cells have no numpy counterpart (test_halo.py)",

@@ -27,7 +27,8 @@ def test_every_example_is_listed():
 
 # script -> why it runs in the slow tier only (CI time; tests/multidevice covers the same code)
 SLOW = {"particle_mesh.py": "about 90 s even with --small: the default tier's slowest test; "
-                            "tests/multidevice/test_particles.py runs its painting and forces"}
+                            "tests/multidevice/particles/test_particles.py runs its painting and "
+                            "forces"}
 
 
 @pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW else s

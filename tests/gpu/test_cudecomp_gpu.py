@@ -16,7 +16,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 import darray
-from darray._src import native
+from darray._src.base import native
 
 
 def _why_not():

@@ -26,7 +26,7 @@ def mpi_native(tmp_path_factory):
     pytest.importorskip("mpi4py", reason="the MPI tests need mpi4py (`pip install 'darray[mpi]'`)")
     if shutil.which("mpiexec") is None:
         pytest.skip("the MPI tests need mpiexec on PATH (`pip install 'darray[mpi]'`)")
-    from darray._src import native
+    from darray._src.base import native
     if native.build_info().get("mpi"):
         import darray._native
         return darray._native.__file__

@@ -10,7 +10,7 @@ os.environ.pop("XLA_FLAGS", None)
 spec = importlib.util.spec_from_file_location("darray._native", sys.argv[1])
 native_mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(native_mod)
-sys.modules["darray._native"] = native_mod  # darray._src.native imports this one
+sys.modules["darray._native"] = native_mod  # darray._src.base.native imports this one
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -19,8 +19,8 @@ import pytest
 from mpi_launch import mpiexec, run_bounded
 
 import darray
-from darray._src import native
 from darray._src.backends.registry import BackendUnavailableError, select_fft_backend
+from darray._src.base import native
 
 CHECKS = ("fft", "halo", "ordering", "grad", "errors", "mismatch")
 

@@ -29,8 +29,8 @@ def test_default_build_has_the_transport_and_links_no_mpi():
     import subprocess
 
     import darray._native
-    from darray._src import native
     from darray._src.backends import mpi_transport
+    from darray._src.base import native
     info = native.build_info()
     assert info["mpi"] is True and mpi_transport.available()
     assert {mpi_transport.TARGET, mpi_transport.SENDRECV_TARGET} <= set(info["targets"])

@@ -120,12 +120,12 @@ def _features_like_one_process(tmp_path, nproc, mpiexec, extra_env=None):
     ints = darray.random.integers(jax.random.key(7), -4, 4, (37,), mesh=mesh, spec=("y",))
     np.testing.assert_array_equal(np.load(tmp_path / "random_integers.npy"), np.asarray(ints))
     # saved by 2 processes, loaded by 1 on another mesh; saved by 1, loaded by 2
-    for name in ["saved_by_procs"] + (["saved_by_procs_ts"] if darray._src.io._tensorstore()
+    for name in ["saved_by_procs"] + (["saved_by_procs_ts"] if darray._src.extras.io._tensorstore()
                                       is not None else []):
         loaded = darray.load(tmp_path / name, mesh=(8,), spec=(None, None, "x"), engine="numpy")
         assert loaded.layout.split == ((), (), ("x",))
         np.testing.assert_array_equal(np.asarray(loaded), np.asarray(one))
-    assert darray._src.io.read_metadata(tmp_path / "saved_by_procs")[
+    assert darray._src.extras.io.read_metadata(tmp_path / "saved_by_procs")[
         "attributes"]["darray"]["process_count"] == nproc
     np.testing.assert_array_equal(np.load(tmp_path / "loaded.npy"), parent_host)
 

@@ -1,7 +1,7 @@
 """A save killed half-way leaves the old checkpoint readable, never a mix of old and new chunks
-(darray/_src/io.py's commit protocol), with both engines. The writer (worker_save_kill.py) is a
-separate process killed with SIGKILL at a chosen point; every writer is bounded by a timeout and
-killed at the end whatever happens."""
+(darray/_src/extras/io.py's commit protocol), with both engines. The writer
+(worker_save_kill.py) is a separate process killed with SIGKILL at a chosen point; every
+writer is bounded by a timeout and killed at the end whatever happens."""
 from __future__ import annotations
 
 import os
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import darray
-from darray._src import io
+from darray._src.extras import io
 
 WRITER = os.path.join(os.path.dirname(__file__), "worker_save_kill.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -4,7 +4,7 @@ import os
 import pytest
 
 import darray
-from darray._src import distributed
+from darray._src.placement import distributed
 
 
 def test_explicit_arguments_win():

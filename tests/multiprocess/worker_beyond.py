@@ -86,7 +86,7 @@ r_host, n_host = gather(r), gather(n)
 
 # every process writes its own chunks, through each engine this machine has
 darray.save(os.path.join(outdir, "saved_by_procs"), r, engine="numpy")
-if darray._src.io._tensorstore() is not None:
+if darray._src.extras.io._tensorstore() is not None:
     darray.save(os.path.join(outdir, "saved_by_procs_ts"), r, engine="tensorstore")
 back = darray.load(os.path.join(outdir, "saved_by_parent"), mesh=mesh, spec=(None, "y"))
 assert back.layout.split == ((), ("y",), ())

@@ -211,12 +211,12 @@ if nproc == 4:
     darray.save(saved_random, drawn["normal"])
     darray.save(saved_host, darray.asarray(host, mesh=mesh, spec=(None, "y", "x")),
                 engine="numpy")
-    meta = darray._src.io.read_metadata(saved_host)["attributes"]["darray"]
+    meta = darray._src.extras.io.read_metadata(saved_host)["attributes"]["darray"]
     assert meta["process_count"] == 4, meta
     ok("save")
 elif os.path.exists(saved_host):
     other = ("x", None, None) if len(spec) == 1 else (None, "x", "y")
-    for engine in ["numpy"] + (["tensorstore"] if darray._src.io._tensorstore() else []):
+    for engine in ["numpy"] + (["tensorstore"] if darray._src.extras.io._tensorstore() else []):
         loaded = darray.load(saved_host, mesh=mesh, spec=other, engine=engine)
         assert_placed(loaded)
         assert loaded.layout.split == tuple((a,) if a else () for a in other), loaded.layout

@@ -14,7 +14,7 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 
 
 import darray  # noqa: E402
-from darray._src import io  # noqa: E402
+from darray._src.extras import io  # noqa: E402
 
 path, engine, mode = sys.argv[1:4]
 

@@ -18,7 +18,7 @@ import sys
 
 from jax.sharding import AbstractMesh
 
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 from darray._src.plans import fft_plan
 
 MESHES = [((8,), ("x",)), ((2, 4), ("x", "y")), ((4, 2), ("x", "y")), ((1, 8), ("x", "y")),

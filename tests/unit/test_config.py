@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import darray
-from darray._src import config, program_cache
+from darray._src.base import config, program_cache
 
 
 @pytest.mark.parametrize("fn", [config.set_config, config.config_context],

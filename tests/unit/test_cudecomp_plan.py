@@ -14,8 +14,8 @@ from jax.sharding import PartitionSpec as P
 import darray
 from darray._src.backends import cudecomp
 from darray._src.backends.registry import FFT_EXECUTORS, BackendUnavailableError
+from darray._src.base.native import build_info
 from darray._src.fft.api import fft_plan
-from darray._src.native import build_info
 
 
 def _mesh(shape, names=("r", "c")):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import darray
-from darray._src import config
+from darray._src.base import config
 
 NAMES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
          "float32", "float64", "complex64", "complex128"]

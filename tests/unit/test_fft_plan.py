@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.sharding import AbstractMesh
 
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 from darray._src.plans.fft_plan import LocalFFT, Merge, PlanError, Transpose, apply_stage
 from darray._src.plans.fft_planner import cost, find_plan, plan_fft
 

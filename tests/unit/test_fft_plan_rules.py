@@ -6,7 +6,7 @@ from __future__ import annotations
 from greedy_plan_cases import digests
 from jax.sharding import AbstractMesh
 
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 from darray._src.plans.fft_plan import GreedyPlanner, LocalFFT, Transpose, greedy_plan
 
 # Taken from the closure-based `_greedy` (commit bbc6cd1) before it became GreedyPlanner; the

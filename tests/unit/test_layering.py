@@ -23,16 +23,14 @@ SRC = pathlib.Path(darray.__file__).parent / "_src"
 
 # Bottom to top. Each entry: (floor name, module or package names relative to darray._src).
 FLOORS = (
-    ("foundation", ("errors", "config", "compat", "native", "program_cache", "dtypes",
-                    "kernels")),
-    ("layout", ("axes", "layout", "host", "memory")),
-    ("placement and plans", ("physical", "placement", "plans", "distributed", "rebuilt")),
+    ("foundation", ("base", "kernels")),
+    ("layout", ("layout",)),
+    ("placement and plans", ("placement", "plans")),
     ("communication", ("backends",)),
-    ("the type", ("array",)),
+    ("the type", ("distarray",)),
     ("engine", ("engine",)),
-    ("namespace", ("api", "blocks", "transforms")),
-    ("extensions", ("extras", "fft", "halo", "printing", "io", "random", "autotune",
-                    "jaxdecomp_compat", "particles", "cosmo")),
+    ("namespace", ("api",)),
+    ("extensions", ("extras", "fft", "halo", "jaxdecomp_compat", "particles", "cosmo")),
     ("methods", ("methods",)),
 )
 
@@ -183,7 +181,7 @@ def test_the_checker_sees_violations():
     """The checker itself: a late upward import and a two-module circle are found."""
     graph = {"a": [("b", 1)], "b": [("a", 2)], "c": []}
     assert find_cycles(graph) == [["a", "b"]]
-    assert floor_of("array") < floor_of("api.creation") < floor_of("methods")
+    assert floor_of("distarray.array") < floor_of("api.creation") < floor_of("methods.table")
     assert floor_of("kernels.r2r_local") < floor_of("plans.fft_plan") < floor_of("backends")
     assert floor_of("engine.common") < floor_of("api.creation") < floor_of("extras.at")
     # Importing a module runs the packages above it, the importer's own included.
@@ -198,8 +196,19 @@ def test_the_checker_sees_violations():
 
 
 def test_array_type_imports_nothing_above_placement():
-    """The issue's letter: array.py imports only physical/layout/placement and below."""
+    """distarray/array.py imports only the placement floor and below."""
     modules, graph = import_graph()
     limit = floor_of("placement")
-    above = [t for t, _ in graph["array"] if t == "<public>" or floor_of(t) > limit]
+    above = [t for t, _ in graph["distarray.array"] if t == "<public>" or floor_of(t) > limit]
     assert above == []
+
+
+def test_every_floor_entry_is_a_folder_and_few_modules_are_loose():
+    """A module's path names its floor: each entry of FLOORS is a package folder, and at most
+    three files (the package face and the typing stub among them) sit loose in darray/_src."""
+    for floor, names in FLOORS:
+        for name in names:
+            folder = SRC.joinpath(*name.split("."))
+            assert (folder / "__init__.py").is_file(), f"{floor}: {name} is not a package folder"
+    loose = sorted(p.name for p in SRC.iterdir() if p.is_file() and p.suffix in (".py", ".pyi"))
+    assert len(loose) <= 3, f"loose modules in darray/_src: {loose}"

@@ -1,4 +1,4 @@
-"""The native module darray._native and its Python seam darray._src.native.
+"""The native module darray._native and its Python seam darray._src.base.native.
 
 The native part is built by every `pip install` of darray, so these tests require it: a missing
 module is a failed build, not a reason to skip.
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from darray._src import native
+from darray._src.base import native
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 

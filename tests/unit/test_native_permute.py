@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from helpers import compiled_hlo
 
-from darray._src import native
 from darray._src.backends import native_permute
+from darray._src.base import native
 
 RNG = np.random.default_rng(11)
 # 4-, 8- and 16-byte items, the handler's three copy widths

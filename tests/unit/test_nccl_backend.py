@@ -2,7 +2,7 @@
 their reasons, the device groups XLA is asked for, and the copy descriptors (pure data).
 
 The descriptors are run end to end through whole FFT plans on 8 CPU devices in
-tests/multidevice/test_nccl_emulated.py; the handlers themselves run in tests/gpu.
+tests/multidevice/fft/test_nccl_emulated.py; the handlers themselves run in tests/gpu.
 """
 import jax
 import numpy as np
@@ -11,9 +11,9 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 import darray
-from darray._src import native
 from darray._src.backends import nccl
 from darray._src.backends.registry import FFT_EXECUTORS
+from darray._src.base import native
 from darray._src.halo.api import _HALO_BACKENDS
 from darray._src.plans.fft_plan import Merge, Transpose
 

@@ -2,7 +2,7 @@
 
 creation.py: creation functions (asarray, arange, zeros, full, linspace, eye, ..._like);
 data_type_functions.py: astype, can_cast, finfo, iinfo, isdtype, result_type (the dtypes
-themselves are darray/_src/dtypes.py); elementwise.py: every elementwise function, from one
+themselves are darray/_src/base/dtypes.py); elementwise.py: every elementwise function, from one
 table; indexing.py: ``x[key]``, take, take_along_axis; info.py: __array_namespace_info__;
 linalg.py: matmul, tensordot, vecdot and the linalg extension; manipulation.py: manipulation
 functions; searching.py: argmax, argmin, nonzero, searchsorted, where; set_functions.py: the

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import physical
-from darray._src.array import DistArray
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.placing import (
     asarray as asarray,
 )
@@ -27,9 +27,9 @@ from darray._src.engine.placing import (
 from darray._src.engine.placing import (
     redistribute as redistribute,
 )
-from darray._src.layout import Layout
-from darray._src.placement import make_layout
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
+from darray._src.placement.placement import make_layout
 
 # what `full` accepts as fill_value
 _SCALARS = (bool, int, float, complex, np.generic)

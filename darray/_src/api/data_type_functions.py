@@ -11,8 +11,8 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import dtypes as _dt
-from darray._src.array import DistArray
+from darray._src.base import dtypes as _dt
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import apply_physical, ensure_array
 
 

@@ -27,9 +27,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-from darray._src import dtypes as _dt
-from darray._src.array import DistArray
-from darray._src.config import get_config
+from darray._src.base import dtypes as _dt
+from darray._src.base.config import get_config
+from darray._src.base.errors import LayoutError
+from darray._src.distarray.array import DistArray
 from darray._src.engine import common
 from darray._src.engine.common import (
     all_local,
@@ -41,9 +42,8 @@ from darray._src.engine.common import (
     local_scalar_data,
 )
 from darray._src.engine.operands import check_operand_meshes
-from darray._src.errors import LayoutError
 from darray._src.kernels import complex_special as _cs
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 
 _PY_SCALARS = (bool, int, float, complex)
 

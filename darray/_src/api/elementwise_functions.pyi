@@ -3,7 +3,7 @@
 import jax
 import numpy as np
 
-from darray._src.array import DistArray
+from darray._src.distarray.array import DistArray
 
 _Operand = DistArray | bool | int | float | complex | np.ndarray | np.generic | jax.Array
 

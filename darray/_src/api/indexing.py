@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import compat
-from darray._src.array import DistArray
+from darray._src.base import compat
+from darray._src.distarray.array import DistArray
 from darray._src.engine import common, compaction, slicing, views
 from darray._src.engine.common import (
     default_layout,
@@ -25,8 +25,8 @@ from darray._src.engine.common import (
     settle,
 )
 from darray._src.engine.operands import check_operand_meshes, placed
-from darray._src.layout import Layout
-from darray._src.placement import local_mesh
+from darray._src.layout.layout import Layout
+from darray._src.placement.placement import local_mesh
 
 _INT = "int"
 _NEW = "new"

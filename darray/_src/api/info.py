@@ -5,9 +5,9 @@ spans every device (see `darray.default_mesh`).
 """
 from __future__ import annotations
 
-from darray._src import compat
-from darray._src import dtypes as _dt
-from darray._src.placement import default_mesh
+from darray._src.base import compat
+from darray._src.base import dtypes as _dt
+from darray._src.placement.placement import default_mesh
 
 _KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floating",
           "complex floating", "numeric")

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api.manipulation import matrix_transpose
-from darray._src.array import DistArray
+from darray._src.distarray.array import DistArray
 from darray._src.engine import common
 from darray._src.engine.common import (
     check_same_mesh,
@@ -28,7 +28,7 @@ from darray._src.engine.common import (
     normalize_axes,
     normalize_axis,
 )
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 
 
 class EighResult(NamedTuple):

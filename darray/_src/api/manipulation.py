@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import compat
-from darray._src.array import DistArray
+from darray._src.base import compat
+from darray._src.distarray.array import DistArray
 from darray._src.engine import common, joining, views
 from darray._src.engine.common import (
     AxisError,
@@ -30,7 +30,7 @@ from darray._src.engine.common import (
     settle,
 )
 from darray._src.engine.operands import placed
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 
 
 def _shape_arg(shape, argname="shape") -> tuple[int, ...]:

@@ -9,15 +9,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
-from darray._src import dtypes as _dt
 from darray._src.api.elementwise import elementwise
 from darray._src.api.statistical import highest, lowest, reduce
-from darray._src.array import DistArray
+from darray._src.base import compat
+from darray._src.base import dtypes as _dt
+from darray._src.base.program_cache import MEDIUM, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine import compaction
 from darray._src.engine.common import ensure_array, masked_physical, valid_mask
 from darray._src.engine.operands import check_operand_meshes
-from darray._src.program_cache import MEDIUM, program_cache
+from darray._src.placement import physical
 
 
 # -- argmax / argmin ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.array import DistArray
+from darray._src.distarray.array import DistArray
 from darray._src.engine import common, compaction
 from darray._src.engine.common import default_layout
 from darray._src.engine.operands import check_operand_meshes, same_mesh

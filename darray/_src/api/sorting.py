@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from darray._src.array import DistArray
+from darray._src.distarray.array import DistArray
 from darray._src.engine import common
 from darray._src.engine.common import is_plain, normalize_axis, run_physical
 

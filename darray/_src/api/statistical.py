@@ -15,8 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import dtypes as _dt
-from darray._src.array import DistArray
+from darray._src.base import dtypes as _dt
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine import reduce_scatter
 from darray._src.engine.common import (
     apply_logical,
@@ -28,9 +29,8 @@ from darray._src.engine.common import (
     run_physical,
     valid_mask,
 )
-from darray._src.layout import Layout
-from darray._src.placement import local_layout, local_mesh
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.layout.layout import Layout
+from darray._src.placement.placement import local_layout, local_mesh
 
 
 # -- the shared reduction driver (also used by utility and searching) ---------------------------

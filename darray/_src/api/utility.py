@@ -6,9 +6,9 @@ import operator
 import jax.numpy as jnp
 
 from darray._src.api.statistical import plain, reduce
-from darray._src.array import DistArray
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import apply_logical, ensure_array, masked_physical, normalize_axis
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 
 
 def _all_kernel(data, layout, axes, keepdims):

@@ -1,7 +1,7 @@
 """The cuDecomp backend: darray's pencil transposes and halo fills as cuDecomp custom calls.
 
 Registered as FFT executor and halo fill "cudecomp" in every build (darray._src.backends); its
-`usable()` says when it cannot run here (no cuDecomp in ``darray._src.native.build_info()``,
+`usable()` says when it cannot run here (no cuDecomp in ``darray._src.base.native.build_info()``,
 no GPU), and selecting it then raises BackendUnavailableError with the fix. It runs the same
 `Plan` as the JAX backend; a plan it cannot express runs on "jax" and the Selection says why
 (`plan_ops`).
@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import compat, config, native
+from darray._src.base import compat, config, native
 from darray._src.plans.fft_plan import LocalFFT, Merge, Plan, Transpose
 
 TRANSPOSE_TARGET = "darray_cudecomp_transpose_cuda"

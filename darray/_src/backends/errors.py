@@ -5,7 +5,7 @@ without importing the registry that loads it.
 """
 from __future__ import annotations
 
-from darray._src.errors import BackendUnavailableError as BackendUnavailableError
+from darray._src.base.errors import BackendUnavailableError as BackendUnavailableError
 
 # How to get each native backend; the only place that knows about the build.
 HOW_TO_GET = {

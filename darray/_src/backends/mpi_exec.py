@@ -27,9 +27,9 @@ import sys
 import jax
 import numpy as np
 
-from darray._src import compat, native
 from darray._src.backends import mpi_transport, native_permute
 from darray._src.backends.jax import fft_exec, halo_exchange
+from darray._src.base import compat, native
 
 # (mesh device ids, mesh shape, axis names, exchange axes) -> split communicator
 _COMMS: dict = {}

@@ -40,8 +40,8 @@ from jax import lax
 from jax.extend import core as jex_core
 from jax.interpreters import ad, batching, mlir
 
-from darray._src import native
 from darray._src.backends.errors import HOW_TO_GET, BackendUnavailableError
+from darray._src.base import native
 
 TARGET = "darray_mpi_all_to_all_cpu"
 SENDRECV_TARGET = "darray_mpi_sendrecv_cpu"

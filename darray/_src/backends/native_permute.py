@@ -18,7 +18,7 @@ import numpy as np
 from jax.extend import core as jex_core
 from jax.interpreters import ad, batching, mlir
 
-from darray._src import native
+from darray._src.base import native
 
 TARGET = "darray_permute_cpu"
 _ITEM_SIZES = (4, 8, 16)  # float32, float64 / complex64, complex128

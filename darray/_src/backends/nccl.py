@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from darray._src import compat, native
+from darray._src.base import compat, native
 from darray._src.plans.fft_plan import Merge, Plan, Transpose
 
 TRANSPOSE_TARGET = "darray_nccl_transpose_cuda"

@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from darray._src import compat, config
 from darray._src.backends.errors import HOW_TO_GET, BackendUnavailableError  # noqa: F401
 from darray._src.backends.jax.transpose import lax_exchange
+from darray._src.base import compat, config
 
 
 @dataclasses.dataclass(frozen=True)

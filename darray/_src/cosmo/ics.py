@@ -3,7 +3,7 @@
 
 Everything is k-space arithmetic on the rfftn spectrum's own blocks (wavenumbers laid out like
 the spectrum) and distributed FFTs (all-to-alls): nothing is gathered (docs/design.md,
-principle 2; tests/multidevice/test_cosmo_ics.py reads the compiled HLO).
+principle 2; tests/multidevice/particles/test_cosmo_ics.py reads the compiled HLO).
 
 Conventions (Scoccimarro 1998; Crocce, Pueblas & Scoccimarro 2006, the 2LPTic code):
 ``x(q) = q + D1 psi1(q) + D2 psi2(q)`` with ``psi1 = -grad phi1``, ``laplacian phi1 = delta``
@@ -18,12 +18,12 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src.api.blocks import map_blocks
 from darray._src.api.elementwise import sqrt
 from darray._src.api.manipulation import stack
 from darray._src.api.searching import where
-from darray._src.array import DistArray
-from darray._src.blocks import map_blocks
 from darray._src.cosmo.spectrum import _box, _spectra
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import ensure_array
 from darray._src.fft.api import irfftn
 from darray._src.fft.freq import wavenumbers
@@ -166,7 +166,7 @@ def gaussian_field(power, *, box=None, key=None, shape=None, noise=None, mesh=No
     if noise is None:
         if key is None or shape is None:
             raise TypeError(f"{fname}: pass key= and shape= (to draw white noise), or noise=")
-        from darray._src.random import normal
+        from darray._src.extras.random import normal
         noise = normal(key, shape, dtype, mesh=mesh, spec=spec)
     else:
         if key is not None or shape is not None or mesh is not None or spec is not None:

@@ -22,16 +22,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
 from darray._src.api.statistical import plain
-from darray._src.array import DistArray
+from darray._src.base import compat
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import ensure_array, make_out_layout
 from darray._src.extras.blockwise import block_coordinates
 from darray._src.fft.api import rfftn
 from darray._src.fft.freq import _angular, _real_lengths, wavenumbers
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 from darray._src.particles.schemes import check_scheme
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.placement import physical
 
 
 class PowerSpectrum(NamedTuple):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from darray._src.array import DistArray
+from darray._src.distarray.array import DistArray
 
 _PY_SCALARS = (bool, int, float, complex)
 _FOREIGN_ARRAYS = (np.ndarray, np.generic, jax.Array)

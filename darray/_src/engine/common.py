@@ -23,13 +23,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import compat, physical
-from darray._src.array import DistArray
-from darray._src.axes import AxisError, normalize_axis  # noqa: F401 (re-exported here)
+from darray._src.base import compat
+from darray._src.base.program_cache import MEDIUM, SMALL, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.arguments import array_operand
-from darray._src.layout import Layout
-from darray._src.placement import local_layout, local_mesh
-from darray._src.program_cache import MEDIUM, SMALL, program_cache
+from darray._src.layout.axes import (  # noqa: F401 (re-exported here)
+    AxisError,
+    normalize_axis,
+)
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
+from darray._src.placement.placement import local_layout, local_mesh
 
 
 def is_dist(x) -> bool:

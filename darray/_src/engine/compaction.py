@@ -27,12 +27,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
-from darray._src import dtypes as _dt
-from darray._src.array import DistArray
+from darray._src.base import compat
+from darray._src.base import dtypes as _dt
+from darray._src.base.program_cache import COMPACTION, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import masked_physical
-from darray._src.layout import Layout
-from darray._src.program_cache import COMPACTION, program_cache
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 
 
 def concrete_count(arr: DistArray, what: str) -> None:

@@ -30,10 +30,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import compat, physical
-from darray._src.array import DistArray
-from darray._src.layout import Layout
-from darray._src.program_cache import MEDIUM, program_cache
+from darray._src.base import compat
+from darray._src.base.program_cache import MEDIUM, program_cache
+from darray._src.distarray.array import DistArray
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 
 
 def _goes_in_directly(lay: Layout, split) -> bool:

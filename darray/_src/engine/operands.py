@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from darray._src.array import DistArray
-from darray._src.errors import LayoutError
+from darray._src.base.errors import LayoutError
+from darray._src.distarray.array import DistArray
 
 
 def mesh_key(mesh) -> tuple:
@@ -67,7 +67,7 @@ def _is_placed_anywhere(a) -> bool:
 def is_committed(a: DistArray) -> bool:
     """Whether `a` is committed to its mesh (see the module doc): it is neither on the default
     mesh nor on the one device of small arrays."""
-    from darray._src.placement import default_mesh, local_mesh
+    from darray._src.placement.placement import default_mesh, local_mesh
     mesh = a.mesh
     return mesh is not local_mesh() and not same_mesh(mesh, default_mesh())
 
@@ -84,7 +84,7 @@ def check_operand_meshes(fname: str, *named, anchor: int | None = None) -> tuple
     anchor: index into `named` of an operand that must not move (the array written by
     ``x[key] = value``, or indexed by ``x[key]``): the call runs on its mesh.
     """
-    from darray._src.placement import local_mesh
+    from darray._src.placement.placement import local_mesh
     local = local_mesh()
     dists = [(a, name) for a, name in named if _is_placed_anywhere(a)]
     if all(same_mesh(a.mesh, dists[0][0].mesh) for a, _ in dists[1:]):

@@ -15,11 +15,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import compat, physical
-from darray._src.array import DistArray
-from darray._src.layout import Layout
-from darray._src.placement import local_mesh, make_layout
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.base import compat
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
+from darray._src.placement.placement import local_mesh, make_layout
 
 
 def created(data, layout: Layout) -> DistArray:
@@ -76,7 +77,7 @@ def redistribute(x: DistArray, layout: Layout, dtype=None) -> DistArray:
     - onto a different number of devices, the target's blocks are cut one at a time on the
       source devices and copied to their target device.
 
-    Peak extra memory per device: about two blocks (see tests/multidevice/test_moves.py).
+    Peak extra memory per device: about two blocks (see tests/multidevice/engine/test_moves.py).
     """
     if x.layout == layout and (dtype is None or dtype == x.dtype):
         return x

@@ -19,11 +19,12 @@ import math
 import jax
 import jax.numpy as jnp
 
-from darray._src import compat, physical
-from darray._src.array import DistArray
+from darray._src.base import compat
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import masked_physical
-from darray._src.layout import Layout
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 
 
 def _scatter_plan(layout: Layout, axes, default: Layout, target: Layout):

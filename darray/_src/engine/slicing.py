@@ -26,10 +26,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
+from darray._src.base import compat
+from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.engine import compaction
-from darray._src.layout import Layout
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 
 _INT = "int"
 _NEW = "new"

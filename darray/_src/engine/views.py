@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import weakref
 
-from darray._src import compat
-from darray._src.array import DistArray, mutation_lock
+from darray._src.base import compat
+from darray._src.distarray.array import DistArray, mutation_lock
 
 
 class Step:

@@ -1,7 +1,7 @@
 """``x.at[idx]``: JAX's functional updates on DistArrays.
 
 `x.at[idx].set/add/multiply/divide/power/min/max/get` follows JAX's functional semantics: the
-result is a new DistArray in x's layout; `x` is unchanged. `darray._src.methods` attaches
+result is a new DistArray in x's layout; `x` is unchanged. `darray._src.methods.table` attaches
 `AtIndexer` to DistArray as the ``at`` property.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from darray._src.api import elementwise, indexing
 from darray._src.api.data_type_functions import astype
-from darray._src.array import DistArray
+from darray._src.distarray.array import DistArray
 from darray._src.engine import common
 from darray._src.engine.common import is_plain
 

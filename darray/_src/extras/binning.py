@@ -20,14 +20,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
-from darray._src import dtypes as _dt
 from darray._src.api.statistical import plain
-from darray._src.array import DistArray
+from darray._src.base import compat
+from darray._src.base import dtypes as _dt
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import ensure_array, is_tracing, make_out_layout, valid_mask
 from darray._src.engine.operands import check_operand_meshes
-from darray._src.layout import Layout
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 
 
 # -- the shared counting program -------------------------------------------------------------

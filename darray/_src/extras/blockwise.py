@@ -11,13 +11,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import compat, physical
 from darray._src.api.creation import _default_dtype
-from darray._src.array import DistArray
+from darray._src.base import compat
+from darray._src.base.program_cache import MEDIUM, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.placing import check_dtype, created, shape_tuple
-from darray._src.layout import Layout
-from darray._src.placement import make_layout
-from darray._src.program_cache import MEDIUM, program_cache
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
+from darray._src.placement.placement import make_layout
 
 
 def logical_ranges(layout: Layout, physical_index) -> tuple[slice, ...]:

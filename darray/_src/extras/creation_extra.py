@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import physical
 from darray._src.api.creation import linspace
 from darray._src.api.statistical import plain
-from darray._src.array import DistArray
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import (
     apply_logical,
     apply_physical,
@@ -20,9 +20,9 @@ from darray._src.engine.common import (
     ensure_array,
     make_out_layout,
 )
-from darray._src.layout import Layout
-from darray._src.placement import make_layout
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
+from darray._src.placement.placement import make_layout
 
 
 def from_dlpack(x, /, *, device=None, copy=None) -> DistArray:

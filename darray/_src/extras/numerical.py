@@ -19,9 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
 from darray._src.api.statistical import plain
-from darray._src.array import DistArray
+from darray._src.base import compat
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import (
     check_same_mesh,
     ensure_array,
@@ -29,8 +30,8 @@ from darray._src.engine.common import (
     masked_physical,
     run_physical,
 )
-from darray._src.layout import Layout
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 
 
 # -- einsum -----------------------------------------------------------------------------------

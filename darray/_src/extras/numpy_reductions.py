@@ -15,7 +15,7 @@ from darray._src.api import linalg, statistical
 from darray._src.api.manipulation import reshape
 from darray._src.api.searching import nanargmax, nanargmin  # noqa: F401 - re-exported
 from darray._src.api.statistical import highest, lowest, reduce, sum_dtype
-from darray._src.array import DistArray
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import ensure_array, valid_mask
 
 

@@ -18,10 +18,10 @@ import numpy as np
 
 from darray._src.api.creation import redistribute
 from darray._src.api.statistical import reduced_layout
-from darray._src.array import DistArray
+from darray._src.distarray.array import DistArray
 from darray._src.engine import common
 from darray._src.engine.common import is_plain, make_out_layout, normalize_axes, run_physical
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 
 METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from darray._src import dtypes as _dt
-from darray._src.array import DistArray
+from darray._src.base import dtypes as _dt
+from darray._src.distarray.array import DistArray
 from darray._src.engine import common, views
 from darray._src.engine.common import make_out_layout, run_physical
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 
 
 def _bytes_as(data, dtype):

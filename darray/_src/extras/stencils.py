@@ -23,15 +23,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
-from darray._src import dtypes as _dt
 from darray._src.api.statistical import plain
-from darray._src.array import DistArray
 from darray._src.backends.jax import halo_exchange
 from darray._src.backends.registry import EXCHANGES, HALO_FILLS, record, select_exchanges
+from darray._src.base import compat
+from darray._src.base import dtypes as _dt
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import ensure_array, make_out_layout, normalize_axes
-from darray._src.layout import Layout
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 
 # numpy's pad modes -> the halo's boundary rules
 PAD_MODES = {"constant": "constant", "edge": "edge", "wrap": "periodic", "reflect": "reflect",

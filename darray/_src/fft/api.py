@@ -33,16 +33,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import compat, physical
-from darray._src.array import DistArray
-from darray._src.axes import normalize_axis, positive_length
 from darray._src.backends.jax import fft_exec
 from darray._src.backends.registry import FFT_EXECUTORS, record, select_exchanges
+from darray._src.base import compat
+from darray._src.base.program_cache import FFT, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import ensure_array
 from darray._src.fft import split_axis
-from darray._src.layout import Layout
+from darray._src.layout.axes import normalize_axis, positive_length
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 from darray._src.plans.fft_planner import find_plan, no_plan_error
-from darray._src.program_cache import FFT, program_cache
 
 NORMS = ("backward", "ortho", "forward")
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}

@@ -7,13 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import physical
-from darray._src.array import DistArray
-from darray._src.axes import positive_length
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import apply_logical, ensure_array
-from darray._src.layout import Layout
-from darray._src.placement import make_layout
-from darray._src.program_cache import SMALL, program_cache
+from darray._src.layout.axes import positive_length
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
+from darray._src.placement.placement import make_layout
 
 
 def _freq_length(n, fname) -> int:

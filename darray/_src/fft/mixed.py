@@ -21,11 +21,11 @@ import dataclasses
 
 import numpy as np
 
-from darray._src.array import DistArray
-from darray._src.axes import normalize_axis
 from darray._src.backends.registry import FFT_EXECUTORS
+from darray._src.distarray.array import DistArray
 from darray._src.fft import api
 from darray._src.kernels.r2r_local import R2RKernel
+from darray._src.layout.axes import normalize_axis
 from darray._src.plans.fft_planner import find_plan
 
 KINDS = ("fft", "rfft", "dct1", "dct2", "dct3", "dct4", "dst1", "dst2", "dst3", "dst4")

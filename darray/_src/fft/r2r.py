@@ -14,11 +14,11 @@ import operator
 
 import numpy as np
 
-from darray._src.array import DistArray
-from darray._src.axes import normalize_axis
+from darray._src.distarray.array import DistArray
 from darray._src.fft import r2r_split
 from darray._src.fft.api import as_dist, r2r_planned
 from darray._src.kernels.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
+from darray._src.layout.axes import normalize_axis
 
 
 # -- validation (scipy's rules, darray's wording) ---------------------------------------------

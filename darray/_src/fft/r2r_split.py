@@ -51,8 +51,8 @@ import jax
 import numpy as np
 
 from darray._src.backends.registry import FFT_EXECUTORS, record, select_exchanges, unrecorded
+from darray._src.base.program_cache import FFT, program_cache
 from darray._src.kernels.r2r_local import R2RKernel, kernel_scale, orthogonal_weights, working_dtype
-from darray._src.program_cache import FFT, program_cache
 
 
 @functools.lru_cache(maxsize=1)

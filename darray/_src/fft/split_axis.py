@@ -33,14 +33,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from darray._src import compat, physical
 from darray._src.backends.jax.transpose import lax_exchange
 from darray._src.backends.registry import EXCHANGES, FFT_EXECUTORS, record, select_exchanges
+from darray._src.base import compat
+from darray._src.base.program_cache import FFT, program_cache
 from darray._src.fft import bluestein
 from darray._src.fft.bluestein import bluestein_length
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 from darray._src.plans.fft_plan import SplitAxisPlan, SplitStage
-from darray._src.program_cache import FFT, program_cache
 
 
 def factor(n: int, parts: int) -> tuple[int, int] | None:
@@ -304,7 +305,7 @@ def transform(x, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
     Lengths the four-step cannot factor run Bluestein (bluestein.py): four all-to-alls with
     the cached host tables of an eager call, five inside a caller's jit.
     """
-    from darray._src.array import DistArray
+    from darray._src.distarray.array import DistArray
     if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
         cast = None
     stages, out_layout = plan_split_axes(x.layout, axes, kind, inverse, sizes, fname)

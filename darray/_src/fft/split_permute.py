@@ -25,9 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from darray._src import compat
 from darray._src.backends.registry import EXCHANGES, FFT_EXECUTORS, select_exchanges
-from darray._src.layout import Layout
+from darray._src.base import compat
+from darray._src.layout.layout import Layout
 
 
 @functools.lru_cache(maxsize=64)
@@ -104,7 +104,7 @@ def permute(x, axis: int, source, length: int):
     Layout:
       Every axis keeps x's split; `axis` is re-chunked for `length`. A few ppermutes of about
       half a block each (module doc), no all-gather."""
-    from darray._src.array import DistArray
+    from darray._src.distarray.array import DistArray
     layout = x.layout
     source = np.asarray(source, np.int64)
     if source.shape != (length,) or source.max(initial=-1) >= layout.shape[axis]:

@@ -12,13 +12,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import physical
-from darray._src.array import DistArray
 from darray._src.backends.registry import HALO_BACKEND_ENV, HALO_FILLS, record
+from darray._src.base.program_cache import MEDIUM, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.common import ensure_array
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 from darray._src.plans import halo_plan, halo_spec
-from darray._src.program_cache import MEDIUM, program_cache
 
 # the halo registry lives with the others (the stencils below this floor use it too)
 BACKEND_ENV = HALO_BACKEND_ENV

@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import enum
 
-from darray._src import config as darray_config
+from darray._src.base import config as darray_config
 
 
 class TransposeCommBackend(enum.Enum):

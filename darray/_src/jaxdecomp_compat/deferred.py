@@ -38,7 +38,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 from jax.sharding import NamedSharding, PartitionSpec
 
-from darray._src import compat
+from darray._src.base import compat
 from darray._src.jaxdecomp_compat.placement import effective_entries
 
 darray_jaxdecomp_p = Primitive("darray_jaxdecomp")

@@ -19,12 +19,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.lax import FftType
 
-from darray._src import compat
 from darray._src.backends.jax.fft_exec import run_stages
+from darray._src.base import compat
 from darray._src.fft import api as fft_api
 from darray._src.jaxdecomp_compat import deferred, placement, specs
 from darray._src.jaxdecomp_compat.config import comm_options, config, darray_backend
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 from darray._src.plans.fft_plan import PlanError
 from darray._src.plans.fft_planner import plan_fft
 

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
+from darray._src.base import compat
 from darray._src.halo.api import halo
 from darray._src.jaxdecomp_compat import deferred, placement, specs
 from darray._src.jaxdecomp_compat.config import (
@@ -32,6 +32,7 @@ from darray._src.jaxdecomp_compat.config import (
     comm_options,
     darray_backend,
 )
+from darray._src.placement import physical
 
 
 def _pair(value, argname, kind):

@@ -17,9 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-from darray._src import compat, physical
-from darray._src.array import DistArray
-from darray._src.layout import Layout
+from darray._src.base import compat
+from darray._src.distarray.array import DistArray
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
 
 # Concrete meshes seen on concrete inputs: a traced value on Explicit axes names only the
 # abstract mesh, and its devices are looked up here.

@@ -2,8 +2,9 @@
 
 jaxDecomp reads the decomposition from the mesh alone (its last two axes, sizes (p0, p1)) and
 gives each output a spec that is a permutation of the input's. The tables below are the
-facts of jaxDecomp 0.3.1 (recorded by running it; see tests/multidevice/test_jaxdecomp_compat.py),
-so that a program that constrains its arrays to these shardings runs unchanged on darray.
+facts of jaxDecomp 0.3.1 (recorded by running it; see
+tests/multidevice/jaxdecomp_compat/test_jaxdecomp_compat.py), so that a program that
+constrains its arrays to these shardings runs unchanged on darray.
 """
 from __future__ import annotations
 

@@ -16,16 +16,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
-from darray._src.array import DistArray
-from darray._src.blocks import block_info_of
-from darray._src.errors import LayoutError
-from darray._src.errors import ParticleError as ParticleError
+from darray._src.api.blocks import block_info_of
+from darray._src.base import compat
+from darray._src.base.errors import LayoutError
+from darray._src.base.errors import ParticleError as ParticleError
+from darray._src.base.program_cache import MEDIUM, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.halo.api import halo, halo_reduce
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 from darray._src.particles import deposit as dep
 from darray._src.particles.schemes import Scheme, check_scheme, window_1d
-from darray._src.program_cache import MEDIUM, program_cache
+from darray._src.placement import physical
 
 
 # -- argument checks ---------------------------------------------------------------------------

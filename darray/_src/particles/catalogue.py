@@ -17,17 +17,18 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from darray._src import compat, physical
-from darray._src.array import DistArray
+from darray._src.base import compat
+from darray._src.base.errors import LayoutError, ParticleError
+from darray._src.base.program_cache import MEDIUM, program_cache
+from darray._src.distarray.array import DistArray
 from darray._src.engine.placing import redistribute
-from darray._src.errors import LayoutError, ParticleError
 from darray._src.halo.api import halo, halo_reduce
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 from darray._src.particles import catalogue_blocks as cb
 from darray._src.particles import deposit as dep
 from darray._src.particles.schemes import Scheme, check_scheme
-from darray._src.placement import default_spec
-from darray._src.program_cache import MEDIUM, program_cache
+from darray._src.placement import physical
+from darray._src.placement.placement import default_spec
 
 
 # -- argument checks ---------------------------------------------------------------------------

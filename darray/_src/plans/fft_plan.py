@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from darray._src.errors import PlanError as PlanError
-from darray._src.layout import Layout
+from darray._src.base.errors import PlanError as PlanError
+from darray._src.layout.layout import Layout
 
 KINDS = ("c2c", "r2c", "c2r", "r2r")
 

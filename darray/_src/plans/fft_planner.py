@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import itertools
 
-from darray._src.layout import Layout
+from darray._src.layout.layout import Layout
 from darray._src.plans.fft_plan import (
     LocalFFT,
     Merge,

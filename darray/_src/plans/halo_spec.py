@@ -7,8 +7,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping, Sequence
 
-from darray._src.axes import normalize_axis
-from darray._src.errors import LayoutError
+from darray._src.base.errors import LayoutError
+from darray._src.layout.axes import normalize_axis
 
 # Boundary rules, named as darray spells them, with numpy's np.pad names accepted as aliases.
 BOUNDARIES = ("periodic", "constant", "edge", "reflect", "symmetric", "antisymmetric",

@@ -26,13 +26,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src import compat
 from darray._src.backends.jax.transpose import (
     all_to_all_move,
     lax_exchange,
     merge_move,
     scatter_move,
 )
+from darray._src.base import compat
 from darray._src.kernels import (  # foundation: jax and numpy only
     local_fft,  # inverse FFTs right on GPU at any size
     r2r_local,

@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from darray._src import compat
-from darray._src.layout import Layout
+from darray._src.base import compat
+from darray._src.layout.layout import Layout
 from darray._src.plans import halo_plan as planning
 
 

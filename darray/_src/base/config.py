@@ -1,0 +1,269 @@
+"""darray's options, each declared once: name, type, default, environment variable, help, check.
+
+Read with `get_config(name)`, change with `set_config(name=value)` or, for a block of code,
+`with config_context(name=value): ...`. The environment variable (``DARRAY_<NAME>``) gives the
+initial value, so a run can be reconfigured without code changes.
+
+An option marked ``traced`` is read while a program is traced (which backend runs an FFT,
+whether mismatched layouts raise): its value is part of every program's key, as JAX's own
+``include_in_jit_key`` options are. darray publishes those values to JAX through a
+`jax.make_user_context` object, so a user's ``jax.jit`` function retraces after a change
+instead of replaying what the old value traced, and `program_key()` goes into the key of
+darray's own program cache (base/program_cache.py).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, Never
+
+import jax
+
+
+def _as_given(value):
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    name: str
+    type: type
+    default: Any
+    help: str
+    check: Callable[[Any], bool]  # applied to the canonical spelling
+    accepted: str  # what `check` accepts, for error messages
+    # Read while a program is traced, hence part of the program key. True unless declared
+    # otherwise: forgetting the mark then costs a retrace, never a stale program.
+    traced: bool = True
+    canonical: Callable[[Any], Any] = _as_given  # the one spelling stored and returned
+
+    @property
+    def env(self) -> str:
+        return "DARRAY_" + self.name.upper()
+
+
+TRANSPOSE_BACKENDS = ("jax", "cudecomp", "mpi", "nccl")
+# cuDecomp's names for its communication backends (cudecompTransposeCommBackend_t and
+# cudecompHaloCommBackend_t without the prefix), so users can copy them from its docs.
+CUDECOMP_TRANSPOSE_COMMS = ("NCCL", "NCCL_PL", "MPI_P2P", "MPI_P2P_PL", "MPI_A2A", "NVSHMEM",
+                            "NVSHMEM_PL")
+CUDECOMP_HALO_COMMS = ("MPI", "MPI_BLOCKING", "NCCL", "NVSHMEM", "NVSHMEM_BLOCKING")
+
+
+def backend_name(name: str) -> str:
+    """A built-in backend name in any case ('NCCL', 'MPI' as jaxDecomp users write them,
+    'cuDecomp') -> darray's spelling; any other name (a registered backend) unchanged."""
+    if isinstance(name, str) and name.lower() in TRANSPOSE_BACKENDS:
+        return name.lower()
+    return name
+
+
+def _comm_name(*prefixes: str) -> Callable[[Any], Any]:
+    """cuDecomp comm names in any case, with or without the prefix of cuDecomp's enum
+    (``CUDECOMP_TRANSPOSE_COMM_``) or jaxDecomp's constant (``TRANSPOSE_COMM_``)."""
+    def canonical(value):
+        if not isinstance(value, str):
+            return value
+        value = value.upper()
+        for prefix in prefixes:
+            if value.startswith(prefix):
+                return value[len(prefix):]
+        return value
+    return canonical
+
+
+def _one_of(values, *, any_case=False) -> str:
+    return "one of " + ", ".join(repr(v) for v in values) + (" (any case)" if any_case else "")
+
+
+OPTIONS = {opt.name: opt for opt in (
+    Option("mismatch", str, "redistribute",
+           "What elementwise operations do when DistArray operands have different layouts: "
+           "'redistribute' moves them to the output layout (communication), 'raise' raises "
+           "LayoutError so that hidden communication is found during development.",
+           lambda v: v in ("redistribute", "raise"), "'redistribute' or 'raise'",
+           traced=True),
+    Option("transpose_backend", str, "jax",
+           "Which backend runs the transposes of distributed FFTs and the halo fills: 'jax' "
+           "(shard_map + XLA collectives, always available), 'cudecomp' (cuDecomp custom calls "
+           "on NVIDIA GPUs), 'nccl' (darray's own custom calls on XLA's NCCL communicator; runs "
+           "on 'jax' where it cannot run, e.g. off GPU) or 'mpi' (MPI all-to-all on CPU "
+           "clusters); any case ('NCCL', 'MPI' as jaxDecomp writes them). A native backend that "
+           "is not compiled in raises an error saying how to build it; plans it cannot express "
+           "run on 'jax', which the backend selection records.",
+           lambda v: v in TRANSPOSE_BACKENDS, _one_of(TRANSPOSE_BACKENDS, any_case=True),
+           traced=True, canonical=backend_name),
+    Option("fft_backend", str, "",
+           "Backend for FFT transposes only (any registered name; the built-in ones in any "
+           "case); '' follows transpose_backend.", lambda v: v == "" or v.isidentifier(),
+           "'' or a registered backend name", traced=True, canonical=backend_name),
+    Option("halo_backend", str, "",
+           "Backend for halo fills only (any registered name; the built-in ones in any case); "
+           "'' follows transpose_backend.",
+           lambda v: v == "" or v.isidentifier(), "'' or a registered backend name",
+           traced=True, canonical=backend_name),
+    Option("cudecomp_transpose_comm", str, "NCCL",
+           "cuDecomp's communication backend for transposes (any case; cuDecomp's "
+           "CUDECOMP_TRANSPOSE_COMM_ and jaxDecomp's TRANSPOSE_COMM_ prefixes are accepted).",
+           lambda v: v in CUDECOMP_TRANSPOSE_COMMS,
+           _one_of(CUDECOMP_TRANSPOSE_COMMS, any_case=True), traced=True,
+           canonical=_comm_name("CUDECOMP_TRANSPOSE_COMM_", "TRANSPOSE_COMM_")),
+    Option("cudecomp_halo_comm", str, "NCCL",
+           "cuDecomp's communication backend for halo exchanges (any case; cuDecomp's "
+           "CUDECOMP_HALO_COMM_ and jaxDecomp's HALO_COMM_ prefixes are accepted).",
+           lambda v: v in CUDECOMP_HALO_COMMS, _one_of(CUDECOMP_HALO_COMMS, any_case=True),
+           traced=True, canonical=_comm_name("CUDECOMP_HALO_COMM_", "HALO_COMM_")),
+    Option("small_array_cells", int, 65536,
+           "Arrays with fewer cells than this, created without a placement (no mesh=, "
+           "device= or spec=), and every eager 0-d result live on one device (the default "
+           "device), uncommitted: an op on them is a one-device program, and combined with a "
+           "distributed array they move to its mesh (docs/performance.md, 'Small arrays'). "
+           "0 keeps every array on the default mesh. Runs of more than one process keep "
+           "0-d results replicated over their mesh, so that every process holds them.",
+           lambda v: not isinstance(v, bool) and v >= 0, "an int >= 0",
+           traced=True),
+)}
+
+
+def _validated(name: str, value):
+    """`value` in the option's canonical spelling, or ValueError naming what is accepted."""
+    opt = OPTIONS.get(name)
+    if opt is None:
+        raise ValueError(f"unknown darray config option {name!r}; known options: "
+                         f"{sorted(OPTIONS)}")
+    if isinstance(value, opt.type):
+        canonical = opt.canonical(value)
+        if opt.check(canonical):
+            return canonical
+    raise ValueError(f"darray config option {name}={value!r} is not accepted; "
+                     f"use {opt.accepted}")
+
+
+def _initial() -> dict[str, Any]:
+    values = {}
+    for name, opt in OPTIONS.items():
+        raw = os.environ.get(opt.env)
+        if raw is None:
+            values[name] = opt.default
+        else:
+            try:
+                values[name] = _validated(name, opt.type(raw))
+            except ValueError as err:
+                raise ValueError(f"environment variable {opt.env}={raw!r}: {err}") from None
+    return values
+
+
+# The process-wide values: the environment's, then whatever `set_config` stored.
+_VALUES = _initial()
+_lock = threading.Lock()  # one writer at a time keeps _VALUES and the published key in step
+
+
+class _Local(threading.local):
+    """This thread's `config_context` overrides (innermost block last wins), and the program
+    key they give; a new thread starts with none, as JAX's own config contexts do."""
+    overrides: dict[str, Any] = {}
+    traced: tuple[tuple[str, Any], ...] = ()  # the traced options among `overrides`
+
+
+_LOCAL = _Local()
+
+
+def _traced_values() -> tuple[tuple[str, Any], ...]:
+    return tuple((name, _VALUES[name]) for name, opt in OPTIONS.items() if opt.traced)
+
+
+# The traced options' values, as JAX sees them: a user context is part of the key of every
+# jax.jit cache (tracing, lowering, compilation), so a jitted function traced under other
+# values is traced again. Two of them: the process-wide values (set_global by set_config, seen
+# by every thread) and this thread's config_context overrides (entered as JAX's thread-local
+# context), so a change of either retraces. Created once, at import (JAX: creating one is not
+# thread-safe).
+_JIT_CONTEXT = jax.make_user_context(_traced_values())
+_JIT_OVERRIDES = jax.make_user_context(())
+_KEY = [_traced_values()]
+
+
+def _store(values: dict[str, Any]) -> None:
+    with _lock:
+        _VALUES.update(values)
+        key = _traced_values()
+        if key != _KEY[0]:
+            _KEY[0] = key
+            _JIT_CONTEXT.set_global(key)
+
+
+def program_key() -> tuple[tuple[str, Any], ...]:
+    """The values of the options read while tracing, ``((name, value), ...)``, as this thread
+    sees them: part of the key of every program darray caches, as they are of every jax.jit
+    cache (see the module doc)."""
+    traced = _LOCAL.traced
+    if not traced:
+        return _KEY[0]
+    over = dict(traced)
+    return tuple((name, over.get(name, value)) for name, value in _KEY[0])
+
+
+def get_config(name: str):
+    """The current value of option `name` (see `darray._src.base.config.OPTIONS`): this thread's
+    innermost `config_context` value, else the process-wide one."""
+    if name not in OPTIONS:
+        _validated(name, None)
+    overrides = _LOCAL.overrides
+    return overrides[name] if name in overrides else _VALUES[name]
+
+
+class _Unset:
+    """The default of every `set_config` keyword: the option is left as it is."""
+    def __repr__(self) -> str:
+        return "<unchanged>"
+
+
+_UNSET: Any = _Unset()
+
+
+def _given(local_vars: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any]:
+    """The options a keyword call named, checked (unknown names raise ValueError, as before the
+    signature was typed), in their canonical spelling."""
+    given = {name: local_vars[name] for name in OPTIONS if local_vars[name] is not _UNSET}
+    given.update(unknown)
+    return {name: _validated(name, value) for name, value in given.items()}
+
+
+# The signatures below name every option of OPTIONS with its type, so a type checker and an IDE
+# see them; tests/unit/test_config.py fails when they and OPTIONS disagree. Unknown keywords
+# still reach `_given` through **unknown (typed Never: a type checker flags them) and raise
+# the ValueError that names the known options.
+def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
+               fft_backend: str = _UNSET, halo_backend: str = _UNSET,
+               cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
+               small_array_cells: int = _UNSET, **unknown: Never) -> None:
+    """Set options, e.g. ``darray.set_config(mismatch="raise")``; all are checked first.
+
+    Options read while tracing (``OPTIONS[name].traced``) reach the next call, jitted or not:
+    a ``jax.jit`` function traced before retraces."""
+    _store(_given(locals(), unknown))
+
+
+@contextlib.contextmanager
+def config_context(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
+                   fft_backend: str = _UNSET, halo_backend: str = _UNSET,
+                   cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
+                   small_array_cells: int = _UNSET, **unknown: Never):
+    """Set options inside a ``with`` block, for this thread only, and restore them on exit.
+
+    Other threads keep their own values (as with JAX's config contexts); `set_config` changes
+    the process-wide values that every thread sees outside its own blocks."""
+    checked = _given(locals(), unknown)
+    saved = (_LOCAL.overrides, _LOCAL.traced)
+    overrides = {**saved[0], **checked}
+    traced = tuple((name, overrides[name]) for name, opt in OPTIONS.items()
+                   if opt.traced and name in overrides)
+    _LOCAL.overrides, _LOCAL.traced = overrides, traced
+    try:
+        with _JIT_OVERRIDES(traced):
+            yield
+    finally:
+        _LOCAL.overrides, _LOCAL.traced = saved
