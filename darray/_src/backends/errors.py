@@ -5,6 +5,7 @@ without importing the registry that loads it.
 """
 from __future__ import annotations
 
+from darray._src.base import native
 from darray._src.base.errors import BackendUnavailableError as BackendUnavailableError
 
 # How to get each native backend; the only place that knows about the build.
@@ -22,3 +23,9 @@ HOW_TO_GET = {
            "under `mpiexec -n P` with one JAX device per process, after "
            "`darray.distributed.initialize()` (see docs/native.md)",
 }
+
+
+def how_to_get(name: str) -> str:
+    """How to get native backend `name` in this install: a rebuild first where the install
+    has no native module at all (installing the MPI extra alone would not help then)."""
+    return native.rebuild_advice() + HOW_TO_GET[name]

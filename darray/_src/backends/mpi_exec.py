@@ -37,6 +37,8 @@ _COMMS: dict = {}
 
 def why_unusable() -> str | None:
     """None when the MPI backend can run in this process, else the reason."""
+    if not native.available():
+        return native.build_info()["reason"].split("; to fix it")[0]
     if not mpi_transport.available():
         return "the MPI transport handlers are not compiled into this darray build"
     if importlib.util.find_spec("mpi4py") is None:

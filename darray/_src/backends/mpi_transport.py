@@ -40,7 +40,7 @@ from jax import lax
 from jax.extend import core as jex_core
 from jax.interpreters import ad, batching, mlir
 
-from darray._src.backends.errors import HOW_TO_GET, BackendUnavailableError
+from darray._src.backends.errors import BackendUnavailableError, how_to_get
 from darray._src.base import native
 
 TARGET = "darray_mpi_all_to_all_cpu"
@@ -57,11 +57,11 @@ def _require() -> None:
     if not available():
         raise BackendUnavailableError(
             f"the MPI transport ({TARGET}, {SENDRECV_TARGET}) is not compiled into this darray "
-            f"build; to get it, {HOW_TO_GET['mpi']}")
+            f"build; to get it, {how_to_get('mpi')}")
     why_not = native.bind_mpi()
     if why_not is not None:
         raise BackendUnavailableError(f"the MPI transport cannot reach an MPI library: {why_not}"
-                                      f"; to get it, {HOW_TO_GET['mpi']}")
+                                      f"; to get it, {how_to_get('mpi')}")
     native.register_targets("cpu")
 
 

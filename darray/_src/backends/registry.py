@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from darray._src.backends.errors import HOW_TO_GET, BackendUnavailableError  # noqa: F401
+from darray._src.backends.errors import HOW_TO_GET, BackendUnavailableError, how_to_get
 from darray._src.backends.jax.transpose import lax_exchange
 from darray._src.base import compat, config
 
@@ -119,21 +119,33 @@ class Registry:
             if name in HOW_TO_GET:
                 raise BackendUnavailableError(
                     f"backend={name!r}: the {self.kind} backend {name!r} is not compiled into "
-                    f"this darray build; to get it, {HOW_TO_GET[name]}. Available here: "
+                    f"this darray build; to get it, {how_to_get(name)}. Available here: "
                     f"{self.names()}")
             raise ValueError(f"backend={name!r} is not a registered {self.kind} backend; "
                              f"available: {self.names()}")
         why_not = self._usable[name]() if name in self._usable else None
         if why_not is not None:
+            fix = how_to_get(name) if name in HOW_TO_GET else "see its documentation"
             raise BackendUnavailableError(
                 f"backend={name!r}: the {self.kind} backend {name!r} cannot run here "
-                f"({why_not}); to get it, {HOW_TO_GET.get(name, 'see its documentation')}")
+                f"({why_not}); to get it, {fix}")
         why_not = self._fallback[name]() if name in self._fallback else None
         if why_not is None and plan is not None and name in self._supports:
             why_not = self._supports[name](plan)
         if why_not is not None:
             return Selection(self.kind, name, "jax", why_not, (), self._entries["jax"])
         return Selection(self.kind, name, name, "", _settings(name), impl)
+
+    def why_not(self, name: str) -> str | None:
+        """None when backend `name` runs here, else why it does not (for reports such as
+        ``python -m darray.info``: it runs nothing and imports no MPI)."""
+        self._ensure_builtin()
+        if name not in self._entries:
+            return f"not registered (known: {sorted(self._entries)})"
+        for table in (self._usable, self._fallback):
+            if name in table and (reason := table[name]()) is not None:
+                return reason
+        return None
 
     def get(self, name: str | None = None) -> Callable:
         """The implementation `name` (default: see `requested`)."""

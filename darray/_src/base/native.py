@@ -3,8 +3,12 @@
 ``darray._native`` exports XLA FFI handlers as PyCapsules. This module loads it lazily (importing
 darray never fails because the native part is missing: the pure-JAX backend still works),
 registers its handlers with JAX once, and wraps each handler in a small Python function built on
-``jax.ffi.ffi_call``. Asking for a native op without the native module raises ``ImportError``
-with the command that fixes it.
+``jax.ffi.ffi_call``. Asking for a native op without the native module raises
+``BackendUnavailableError`` (an ImportError too) with the command that fixes it.
+
+An install on a machine without a C++ compiler (or with ``DARRAY_NATIVE=0``) builds no native
+module: CMakeLists.txt then installs ``darray/_native_skipped.txt`` holding the reason, which
+`not_built_reason` reads so that every message can say why the module is missing.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import functools
 import importlib
 import importlib.util
 import operator
+import pathlib
 import sys
 import threading
 from types import ModuleType
@@ -21,13 +26,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["available", "bind_mpi", "build_info", "register_targets", "require", "pad_axis"]
+from darray._src.base.errors import BackendUnavailableError
+
+__all__ = ["available", "bind_mpi", "build_info", "not_built_reason", "register_targets",
+           "require", "pad_axis"]
 
 _FIX = (
-    "reinstall darray so that its native part is built: from the repository root run "
-    "`python3 -m pip install -e .` (needs a C++17 compiler and CMake; pip fetches nanobind and "
-    "scikit-build-core itself)"
+    "reinstall darray with a C++17 compiler on PATH so that its native part is built: "
+    "`python3 -m pip install --force-reinstall --no-deps --no-binary darray darray`, or from "
+    "a checkout `python3 -m pip install -e .` (pip fetches CMake, nanobind and scikit-build-core "
+    "itself; `pip install -v` shows the build; see docs/install.md)"
 )
+_SKIP_MARKER = ("darray", "_native_skipped.txt")
 
 # Target-name suffix -> the platform name jax.ffi.register_ffi_target expects.
 _PLATFORM_OF_SUFFIX = {"_cpu": "cpu", "_cuda": "CUDA"}
@@ -39,12 +49,28 @@ _registered: set[str] = set()
 _PAD_DTYPES = tuple(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 
 
+def not_built_reason() -> str | None:
+    """Why the install left the native module out (the marker CMakeLists.txt installs beside
+    the package when it builds without one), or None when no such install is on sys.path.
+
+    Searched on sys.path rather than beside this file: an editable install keeps the sources
+    in the checkout and what CMake installed in site-packages."""
+    for entry in sys.path:
+        marker = pathlib.Path(entry or ".", *_SKIP_MARKER)
+        if marker.is_file():
+            return marker.read_text().strip() or "the install built no native module"
+    return None
+
+
 @functools.cache
 def _load() -> tuple[ModuleType | None, str | None]:
     """Import darray._native once; return (module, None) or (None, why it failed)."""
     try:
         return importlib.import_module("darray._native"), None
     except ImportError as e:  # missing .so, wrong ABI, missing shared library
+        skipped = not_built_reason()
+        if skipped is not None:
+            return None, f"darray was installed without its native part: {skipped}"
         return None, f"{type(e).__name__}: {e}"
 
 
@@ -114,12 +140,19 @@ def mpi_handle(obj) -> int:
 
 
 def require() -> ModuleType:
-    """Return ``darray._native`` or raise ``ImportError`` saying how to build it."""
+    """Return ``darray._native`` or raise ``BackendUnavailableError`` saying how to build it."""
     mod, reason = _load()
     if mod is None:
-        raise ImportError(f"darray's native module darray._native is not available ({reason}); "
-                          f"to fix it, {_FIX}")
+        raise BackendUnavailableError(
+            f"darray's native module darray._native is not available ({reason}); to fix it, "
+            f"{_FIX}")
     return mod
+
+
+def rebuild_advice() -> str:
+    """What to do first when the native module is missing ("" when it is there)."""
+    mod, reason = _load()
+    return "" if mod is not None else f"darray._native is missing ({reason}): {_FIX}; then "
 
 
 def register_targets(platform: str = "cpu") -> tuple[str, ...]:
@@ -132,7 +165,8 @@ def register_targets(platform: str = "cpu") -> tuple[str, ...]:
       The names of all targets registered for ``platform`` (now or by an earlier call).
 
     Raises:
-      ImportError: the native module is missing (the message says how to build it).
+      BackendUnavailableError: the native module is missing (the message says how to
+        build it).
       ValueError: unknown ``platform``.
     """
     wanted = platform.lower()
@@ -168,7 +202,7 @@ def pad_axis(x: Any, length: int, axis: int = -1) -> jax.Array:
       An array of ``x``'s dtype whose shape is ``x.shape`` with ``length`` at ``axis``.
 
     Raises:
-      ImportError: the native module is missing.
+      BackendUnavailableError: the native module is missing.
       TypeError: unsupported dtype or non-integer ``length``/``axis``.
       ValueError: ``length`` smaller than the axis.
       IndexError: ``axis`` out of range.
