@@ -16,7 +16,8 @@ import numpy as np
 
 from darray._src.distarray.array import DistArray
 from darray._src.fft import r2r_split
-from darray._src.fft.api import as_dist, r2r_planned
+from darray._src.fft.api import r2r_planned
+from darray._src.fft.core import as_dist
 from darray._src.kernels.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
 from darray._src.layout.axes import normalize_axis
 
