@@ -1,8 +1,10 @@
 """FFTs along axes that stay split: the distributed four-step (six-step) Cooley-Tukey FFT.
 
-The plan machinery (plan.py) transforms a split axis by moving its split to an unsplit axis.
-When every array axis is split (a 1D array on its default placement, a 2D array split (x, y)
-on a 2D mesh) there is nowhere to move it, and this module takes over, one axis at a time.
+The plan machinery (plans/fft_planner.py) transforms a split axis by moving its split to an
+unsplit axis. When every array axis is split (a 1D array on its default placement, a 2D array
+split (x, y) on a 2D mesh) there is nowhere to move it, and this module takes over, one axis at
+a time: `split_plan` makes one typed stage per axis (plans/split_plan.py: a local, four-step or
+Bluestein stage), and `run` runs exactly that plan.
 
 For an axis of length N split over P devices, write N = N1 * N2 with P | N1 and P | N2 and view
 the axis as A[n1, n2] = x[N2*n1 + n2]:
