@@ -326,8 +326,10 @@ def _executor(plan: Plan, norm: str):
     return fft_exec.with_jax_tangent(body, plan, norm)
 
 
-def execute(plan: Plan, data, norm: str):
-    """Physical array of `plan.in_layout` -> physical array of `plan.out_layout` via cuDecomp."""
+def execute(plan: Plan, data, norm: str, standalone: bool = False):
+    """Physical array of `plan.in_layout` -> physical array of `plan.out_layout` via cuDecomp
+    (its own transposes: `standalone` changes nothing)."""
+    del standalone
     if not plan.stages:
         return data
     return _executor(plan, norm)(data)

@@ -133,8 +133,10 @@ class Exchanges:
         return out
 
 
-def execute(plan, data, norm: str):
-    """The FFT executor: physical array of `plan.in_layout` -> that of `plan.out_layout`."""
+def execute(plan, data, norm: str, standalone: bool = False):
+    """The FFT executor: physical array of `plan.in_layout` -> that of `plan.out_layout`.
+    `standalone` (an eager call's program): the opening and closing reorders run on the native
+    copy too (fft_exec.run_stages)."""
     if not plan.stages:
         return data
     mesh = plan.in_layout.mesh
@@ -143,7 +145,7 @@ def execute(plan, data, norm: str):
         # the reorders between working orders by the native tiled copy (native_permute): one
         # rank per core, where XLA's transposes of the minor axis cost more than the FFTs
         return fft_exec.run_stages(block, plan, norm, exchange=Exchanges(mesh).all_to_all,
-                                   permute=native_permute.permute)
+                                   permute=native_permute.permute, standalone=standalone)
     return compat.shard_map(body, mesh=mesh, in_specs=(plan.in_layout.spec,),
                             out_specs=plan.out_layout.spec)(data)
 

@@ -310,8 +310,10 @@ def _executor(plan: Plan, norm: str, exchange_size_one: bool):
     return fft_exec.with_jax_tangent(body, plan, norm)
 
 
-def execute(plan: Plan, data, norm: str):
-    """Physical array of `plan.in_layout` -> that of `plan.out_layout`, exchanges on NCCL."""
+def execute(plan: Plan, data, norm: str, standalone: bool = False):
+    """Physical array of `plan.in_layout` -> that of `plan.out_layout`, exchanges on NCCL.
+    `standalone` changes nothing: the reorders are ``jnp.transpose`` either way."""
+    del standalone
     if not plan.stages:
         return data
     return _executor(plan, norm, EXCHANGE_SIZE_ONE)(data)

@@ -4,9 +4,12 @@ A backend registers an FFT executor under a name. The pure-JAX backend ("jax": s
 lax.all_to_all) is always available; a native backend (e.g. cuDecomp through XLA FFI) registers
 itself under its own name when its extension is importable. Both run the same `Plan`.
 
-An executor is ``execute(plan, data, norm) -> data``: it takes the physical input array of
-``plan.in_layout`` (a jax.Array or tracer) and returns the physical array of
+An executor is ``execute(plan, data, norm, standalone) -> data``: it takes the physical input
+array of ``plan.in_layout`` (a jax.Array or tracer) and returns the physical array of
 ``plan.out_layout``. It is called inside jit; it must not pin shardings (the caller does).
+`standalone` is True when the transform is the whole program (an eager call), so nothing
+around it could fuse with its first and last reorders (the MPI backend then runs those on its
+native copy too).
 """
 from __future__ import annotations
 
@@ -170,9 +173,9 @@ def _mpi_usable():
     return mpi_exec.why_unusable()
 
 
-def _mpi_fft(plan, data, norm):
+def _mpi_fft(plan, data, norm, standalone=False):
     from darray._src.backends import mpi_exec
-    return mpi_exec.execute(plan, data, norm)
+    return mpi_exec.execute(plan, data, norm, standalone)
 
 
 def _mpi_halo(data, fill_value, **layouts_and_rules):

@@ -29,7 +29,7 @@ from darray._src.distarray.array import DistArray
 from darray._src.engine.common import ensure_array, make_out_layout
 from darray._src.extras.blockwise import block_coordinates
 from darray._src.fft.api import rfftn
-from darray._src.fft.freq import _angular, _real_lengths, wavenumbers
+from darray._src.fft.freq import angular_wavenumbers, real_lengths, wavenumbers
 from darray._src.layout.layout import Layout
 from darray._src.particles.schemes import check_scheme
 from darray._src.placement import physical
@@ -79,7 +79,7 @@ def _spectra(fields, s, fname: str):
                                 "pass s=<the real-space shape> (its shape alone cannot tell an "
                                 "fftn spectrum from an rfftn one, nor an even last length from "
                                 "an odd one)")
-            here = _real_lengths(f, s, None)
+            here = real_lengths(f, s, None)
             bad = [kind for _, kind in here if kind not in ("fft", "rfft")]
             if bad:
                 raise ValueError(f"{fname}: {name} has a {bad[0]} axis; only fftn and rfftn "
@@ -180,7 +180,7 @@ def _axis_tables(layout: Layout, lengths, box, order):
     k2_tabs, win_tabs = [], []
     for axis, ((n, kind), length) in enumerate(zip(lengths, box)):
         size = layout.padded_shape[axis]
-        k = _angular(kind, n, length / n)
+        k = angular_wavenumbers(kind, n, length / n)
         k2 = np.full(size, np.inf)
         k2[:k.size] = k * k
         k2_tabs.append(k2)

@@ -30,6 +30,7 @@ an earlier stage where it would be live next to that stage's largest buffers.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -39,6 +40,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from darray._src.backends.jax.transpose import lax_exchange
+from darray._src.plans.split_plan import BluesteinStage
 
 # (norm, inverse) -> power of 1/N applied after the unnormalised DFT
 NORM_SCALE = {
@@ -91,11 +93,23 @@ def _split(count: int) -> tuple[int, int]:
     return -(-count // inner), inner
 
 
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """The positions p = r step + s1 u + s2 v (u < rows, v < cols) of device r < parts."""
+    step: int
+    parts: int
+    s1: int
+    rows: int
+    s2: int
+    cols: int
+
+
 @functools.lru_cache(maxsize=16)
-def _grid_factors(step: int, parts: int, s1: int, rows: int, s2: int, cols: int, n: int,
-                  sign: int, mirror):
-    """Small exact tables (complex128) whose broadcast product is the chirp on the grid
-    p = r step + s1 u + s2 v for device r (see `chirp_grid`)."""
+def _grid_factors(grid: Grid, n: int, sign: int, mirror):
+    """Small exact tables (complex128) whose broadcast product is the chirp on `grid` (see
+    `chirp_grid`)."""
+    step, parts, s1, rows, s2, cols = (grid.step, grid.parts, grid.s1, grid.rows, grid.s2,
+                                       grid.cols)
     mod = 2 * n
     r = np.arange(parts, dtype=np.int64)[:, None] * step % mod
     u = np.arange(rows, dtype=np.int64)[None, :]
@@ -117,9 +131,8 @@ def _grid_factors(step: int, parts: int, s1: int, rows: int, s2: int, cols: int,
     return row, col, cross, (lin_row, lin_col)
 
 
-def chirp_grid(r, step: int, parts: int, s1: int, rows: int, s2: int, cols: int, n: int,
-               sign: int, dtype, mirror=None):
-    """The chirp c[p] = exp(sign i pi p^2 / n) on the grid p = r step + s1 u + s2 v (u < rows,
+def chirp_grid(r, grid: Grid, n: int, sign: int, dtype, mirror=None):
+    """The chirp c[p] = exp(sign i pi p^2 / n) on `grid`, p = r step + s1 u + s2 v (u < rows,
     v < cols) for device r (an int32 scalar), as a (rows, cols) array of `dtype`.
 
     p^2 = (r step + s1 u)^2 + [(r step + s2 v)^2 - (r step)^2] + 2 s1 s2 u v: a row and a column
@@ -131,18 +144,19 @@ def chirp_grid(r, step: int, parts: int, s1: int, rows: int, s2: int, cols: int,
 
     mirror=M also returns the factor that turns c[p] into c[M - p] (Bluestein's even filter):
     (grid, far) with far (rows, cols) to be used where p > M/2."""
-    row, col, cross, lin = _grid_factors(step, parts, s1, rows, s2, cols, n, sign, mirror)
+    row, col, cross, lin = _grid_factors(grid, n, sign, mirror)
+    rows, cols = grid.rows, grid.cols
     (r1, k1), (c1, k2) = _split(rows), _split(cols)
 
     def pick(table):
         return lax.dynamic_index_in_dim(jnp.asarray(table.astype(dtype)), r, 0, keepdims=False)
     t = [jnp.asarray(x.astype(dtype)) for x in cross]
-    grid = (t[0][:, None, :, None] * t[1][:, None, None, :] *
-            t[2][None, :, :, None] * t[3][None, :, None, :]).reshape(r1 * k1, c1 * k2)
-    grid = grid[:rows, :cols] * pick(row)[:, None] * pick(col)[None, :]
+    chirp = (t[0][:, None, :, None] * t[1][:, None, None, :] *
+             t[2][None, :, :, None] * t[3][None, :, None, :]).reshape(r1 * k1, c1 * k2)
+    chirp = chirp[:rows, :cols] * pick(row)[:, None] * pick(col)[None, :]
     if lin is None:
-        return grid
-    return grid, pick(lin[0])[:, None] * jnp.asarray(lin[1].astype(dtype))[None, :]
+        return chirp
+    return chirp, pick(lin[0])[:, None] * jnp.asarray(lin[1].astype(dtype))[None, :]
 
 
 def _twiddled(c, r, w: int, m1: int, m: int, sign: int):
@@ -253,14 +267,15 @@ def spectrum_to_columns(s, *, name, parts, m1, m2, r, exchange=lax_exchange):
 
 
 # -- the transform -------------------------------------------------------------------------------
-def transform(b, tables, *, name, parts, cs, valid, n, m1, m2, out_len, cd, weight,
-              exchange=lax_exchange):
+def transform(b, tables, stage: BluesteinStage, exchange=lax_exchange):
     """The chirp-z transform of the last axis of block b (length n, split over `parts`).
 
     tables: (chirp_in (cs,), filter spectrum (h1, m2), chirp_out (cd,)) for this device, from
     `host_tables` or `tables_in_program` (whose chirp_out is a function of an array it must
-    wait for); they carry the direction, the norm and irfft's
-    Hermitian weights. weight: "irfft" returns the real part (c2r)."""
+    wait for); they carry the direction, the norm and irfft's Hermitian weights. A c2r stage
+    returns the real part."""
+    cut, n, m1, m2 = stage.cut, stage.size, stage.m1, stage.m2
+    name, parts, cs, valid = cut.axis_name, cut.parts, cut.in_chunk, cut.valid
     chirp_in, spectrum, chirp_out = tables
     r = lax.axis_index(name)
     a = b * chirp_in
@@ -274,30 +289,32 @@ def transform(b, tables, *, name, parts, cs, valid, n, m1, m2, out_len, cd, weig
     cols = spectrum_to_columns(s, name=name, parts=parts, m1=m1, m2=m2, r=r, exchange=exchange)
     if callable(chirp_out):
         chirp_out = chirp_out(cols)
-    out = columns_to_natural(cols, name=name, parts=parts, m1=m1, m2=m2, out_len=out_len,
-                             cd=cd, exchange=exchange) * chirp_out
-    return out.real if weight == "irfft" else out
+    out = columns_to_natural(cols, name=name, parts=parts, m1=m1, m2=m2, out_len=cut.out_len,
+                             cd=cut.out_chunk, exchange=exchange) * chirp_out
+    return out.real if stage.kind == "c2r" else out
 
 
 def _block_chirp(r, length: int, parts: int, n: int, sign: int, dtype):
     """The chirp at positions r * length + t, t < length (device r's natural block)."""
     rows, cols = _split(length)
-    grid = chirp_grid(r, length, parts, cols, rows, 1, cols, n, sign, dtype)
-    return grid.reshape(-1)[:length]
+    chirp = chirp_grid(r, Grid(length, parts, cols, rows, 1, cols), n, sign, dtype)
+    return chirp.reshape(-1)[:length]
 
 
-def tables_in_program(b, *, name, parts, cs, valid, n, m1, m2, inverse, norm, out_len, cd,
-                      weight, dtype, exchange=lax_exchange):
+def tables_in_program(b, stage: BluesteinStage, norm: str, dtype, exchange=lax_exchange):
     """This device's tables (see `transform`), computed in the program from exact small
     tables (`chirp_grid`). Returns (b, tables); each table is made to wait, through
     `_zero_after`, for the array it is used with (module doc)."""
+    cut, n, m1, m2, inverse = stage.cut, stage.size, stage.m1, stage.m2, stage.inverse
+    name, parts, cs, valid = cut.axis_name, cut.parts, cut.in_chunk, cut.valid
+    out_len, cd = cut.out_len, cut.out_chunk
     sign = 1 if inverse else -1
     real = np.dtype(jnp.finfo(dtype).dtype)
     r = lax.axis_index(name) + _zero_after(b)
     m, w = m1 * m2, m2 // parts
     # h = conj of the chirp at distance min(k, m - k) < n, generated in columns order:
     # k = r w + j + m2 n1 on the grid (j < w, n1 < m1)
-    grid, far_factor = chirp_grid(r, w, parts, 1, w, m2, m1, n, -sign, dtype, mirror=m)
+    grid, far_factor = chirp_grid(r, Grid(w, parts, 1, w, m2, m1), n, -sign, dtype, mirror=m)
     k = m2 * jnp.arange(m1, dtype=jnp.int32)[None, :] + \
         (r * w + jnp.arange(w, dtype=jnp.int32))[:, None]
     h = grid * jnp.where(k > m - k, far_factor, jnp.ones((), grid.dtype))
@@ -308,7 +325,7 @@ def tables_in_program(b, *, name, parts, cs, valid, n, m1, m2, inverse, norm, ou
     r_in = lax.axis_index(name) + _zero_after(spectrum)
     g = r_in * cs + jnp.arange(cs, dtype=jnp.int32)
     c_in = jnp.where(g < min(valid, n), _block_chirp(r_in, cs, parts, n, sign, dtype), 0)
-    if weight == "irfft":  # the Hermitian extension of the n//2+1 given entries
+    if stage.kind == "c2r":  # the Hermitian extension of the n//2+1 given entries
         ends = (g == 0) | (g == n // 2) if n % 2 == 0 else (g == 0)
         c_in = c_in * jnp.where(ends, 1, 2).astype(real)
 
@@ -355,17 +372,19 @@ def _host_spectrum(n: int, m1: int, m2: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=8)
-def host_tables(mesh, entry, n, m1, m2, parts, cs, valid, out_len, cd, inverse, norm, irfft,
-                dtype):
+def host_tables(mesh, stage: BluesteinStage, norm: str, dtype):
     """The tables of `transform` for every device, built once in float64 on the host and
     placed on the devices split like the axis (bounded cache: each entry holds about three
     arrays of the signal's size). Returns (chirp_in (P cs,), spectrum (m1, m2), chirp_out
     (P cd,)), all of `dtype`."""
+    cut, n, m1, m2, inverse = stage.cut, stage.size, stage.m1, stage.m2, stage.inverse
+    parts, cs, cd, entry = cut.parts, cut.in_chunk, cut.out_chunk, cut.axis_name
+    valid, out_len = cut.valid, cut.out_len
     from jax.sharding import NamedSharding
     sign = 1 if inverse else -1
     g = np.arange(parts * cs)
     c_in = np.where(g < min(valid, n), _chirp_host(g, n, sign), 0)
-    if irfft:
+    if stage.kind == "c2r":  # the Hermitian extension of the n//2+1 given entries
         ends = (g == 0) | ((g == n // 2) if n % 2 == 0 else False)
         c_in = c_in * np.where(ends, 1.0, 2.0)
     spectrum = _host_spectrum(n, m1, m2)
@@ -384,5 +403,5 @@ def table_specs(entry):
     return (P(entry), P(entry, None), P(entry))
 
 
-__all__ = ["NORM_SCALE", "bluestein_length", "host_tables", "split_length", "table_specs",
-           "tables_in_program", "transform"]
+__all__ = ["NORM_SCALE", "Grid", "bluestein_length", "chirp_grid", "host_tables", "split_length",
+           "table_specs", "tables_in_program", "transform"]

@@ -81,7 +81,7 @@ _R2R = ("dct1", "dct2", "dct3", "dct4", "dst1", "dst2", "dst3", "dst4")
 _KINDS = ("fft", "rfft") + _R2R
 
 
-def _angular(kind: str, n: int, d: float) -> np.ndarray:
+def angular_wavenumbers(kind: str, n: int, d: float) -> np.ndarray:
     """Float64 angular wavenumbers of the `n` entries of a `kind` transform of an axis of `n`
     real-space samples (spectrum entries for "rfft": n // 2 + 1) with spacing `d`.
 
@@ -110,7 +110,7 @@ def _angular(kind: str, n: int, d: float) -> np.ndarray:
 @program_cache(SMALL)
 def _wavenumber_fn(kind, n, d, dtype, axis, layout):
     # float64 on the host, cast once: the values are exact to the output's precision
-    f = _angular(kind, n, d)
+    f = angular_wavenumbers(kind, n, d)
     shape = [1] * layout.ndim
     shape[axis] = f.size
     values = f.reshape(shape).astype(dtype)
@@ -156,7 +156,7 @@ _ASK = ("pass s=<the real-space shape> (as given to irfftn) for an fftn or rfftn
         "kinds=<transformn's kinds> for a transformn spectrum")
 
 
-def _real_lengths(k, s, kinds):
+def real_lengths(k, s, kinds):
     """(real-space length, kind) per axis of spectrum `k` (see `wavenumbers`)."""
     if s is None and kinds is None:
         raise TypeError(f"wavenumbers: k of shape {k.shape} came with neither s= nor kinds=, "
@@ -260,7 +260,7 @@ def wavenumbers(k, s=None, *, d=1.0, kinds=None) -> tuple[DistArray, ...]:
     if dtype.kind != "f":
         dtype = _freq_dtype(None, "wavenumbers")
     out = []
-    for axis, ((n, kind), step) in enumerate(zip(_real_lengths(k, s, kinds), spacings)):
+    for axis, ((n, kind), step) in enumerate(zip(real_lengths(k, s, kinds), spacings)):
         shape = [1] * k.ndim
         shape[axis] = k.shape[axis]
         spec: list[str | tuple[str, ...] | None] = [None] * k.ndim

@@ -21,12 +21,11 @@ import dataclasses
 
 import numpy as np
 
-from darray._src.backends.registry import FFT_EXECUTORS
 from darray._src.distarray.array import DistArray
-from darray._src.fft import api
+from darray._src.fft import api, core
+from darray._src.fft.request import Request
 from darray._src.kernels.r2r_local import R2RKernel
 from darray._src.layout.axes import normalize_axis
-from darray._src.plans.fft_planner import find_plan
 
 KINDS = ("fft", "rfft", "dct1", "dct2", "dct3", "dct4", "dst1", "dst2", "dst3", "dst4")
 
@@ -99,25 +98,24 @@ def _plan_kind(kinds, inverse):
     return "r2r"
 
 
-def _plan(x, kinds, axes, sizes, norm, inverse):
-    """The plan of local stages; None when none exists (every axis split)."""
+def _request(kinds, axes, sizes, norm, inverse) -> Request:
+    """The request of one plan whose local stages run a kernel per axis."""
     kernels = tuple(_kernel(k, norm, inverse) for k in kinds)
     for a, k, n in zip(axes, kernels, sizes):
         if isinstance(k, R2RKernel):
             k.check_length(n, a)
-    kind = _plan_kind(kinds, inverse)
-    return find_plan(x.layout, tuple(axes), kind, inverse, tuple(sizes), kernels)
+    return Request(axes, sizes, _plan_kind(kinds, inverse), inverse, norm, kernels=kernels)
 
 
 def _run(x, kinds, axes, sizes, norm, inverse):
     """Plan and run; None when no plan of local stages exists (every axis split)."""
-    plan = _plan(x, kinds, axes, sizes, norm, inverse)
+    request = _request(kinds, axes, sizes, norm, inverse)
+    plan = core.plan(x.layout, request)
     if plan is None:
         return None
     # per-axis kernels run inside each backend's local stages; cuDecomp's refuse them and
     # the plan then runs on "jax" (recorded)
-    out = api._run_plan(plan, norm, None, False, False, None, x.data)
-    return DistArray._new(out, plan.out_layout)
+    return core.execute(x, plan, request)
 
 
 def _one_axis_at_a_time(x, kinds, axes, sizes, norm, inverse):
@@ -144,9 +142,9 @@ def _one_axis_at_a_time(x, kinds, axes, sizes, norm, inverse):
 
 
 def _prepare(x, kinds, axes, norm, fname):
-    x = api.as_dist(x, fname)
-    api._check_norm(norm, fname)
-    api._check_dtype(x, fname)
+    x = core.as_dist(x, fname)
+    core.check_norm(norm, fname)
+    core.check_dtype(x, fname)
     kinds, axes = _check_kinds(kinds, x.ndim, axes, fname)
     return x, kinds, axes
 
@@ -191,11 +189,8 @@ def transformn_plan(x, kinds, *, axes=None, norm="backward", backend=None):
     (every axis split: transformn then runs one axis at a time, each a split-axis route)."""
     x, kinds, axes = _prepare(x, kinds, axes, norm, "transformn_plan")
     kinds_o, axes_o = _in_order(kinds, axes)
-    plan = _plan(x, kinds_o, axes_o, tuple(x.shape[a] for a in axes_o), norm, False)
-    if plan is None:
-        return None
-    return dataclasses.replace(
-        plan, selection=FFT_EXECUTORS.select(FFT_EXECUTORS.requested(backend), plan))
+    request = _request(kinds_o, axes_o, tuple(x.shape[a] for a in axes_o), norm, False)
+    return core.plan(x.layout, request, backend)
 
 
 def itransformn(y, kinds, *, s=None, axes=None, norm="backward") -> DistArray:
@@ -225,7 +220,7 @@ def itransformn(y, kinds, *, s=None, axes=None, norm="backward") -> DistArray:
         if len(s) != len(axes):
             raise ValueError(f"itransformn: s={s} and axes={axes} must have the same length")
         for j, (kind, n) in enumerate(zip(kinds, s)):
-            n = api._length(n, "itransformn", "s entry")
+            n = core.check_length(n, "itransformn", "s entry")
             if kind != "rfft" and n != sizes[j]:
                 raise ValueError(f"itransformn: s entry {j} is {n} but axis {axes[j]} "
                                  f"({kind!r}) has {sizes[j]} entries; only the 'rfft' axis's "

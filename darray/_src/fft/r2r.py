@@ -10,13 +10,15 @@ immutable and XLA chooses its own threads.
 """
 from __future__ import annotations
 
+import dataclasses
 import operator
 
 import numpy as np
 
 from darray._src.distarray.array import DistArray
 from darray._src.fft import r2r_split
-from darray._src.fft.api import as_dist, r2r_planned
+from darray._src.fft.api import r2r_planned
+from darray._src.fft.core import as_dist
 from darray._src.kernels.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
 from darray._src.layout.axes import normalize_axis
 
@@ -110,16 +112,34 @@ def _axes_and_lengths(x, s, axes, fname):
     return axes, tuple(lengths)
 
 
-def _r2r(x, family, inverse, type, lengths, axes, norm, orthogonalize, workers, fname):
-    t = _check_type(type, fname)
-    _check_norm(norm, fname)
-    orth = _check_flags(orthogonalize, workers, fname)
-    kernels = tuple(R2RKernel(family, t, n, norm, orth, inverse) for n in lengths)
+@dataclasses.dataclass(frozen=True)
+class _R2RCall:
+    """One scipy-style call's transform settings, checked when its kernels are made (after
+    the input and the axes, as scipy checks them)."""
+    family: str  # "dct" or "dst"
+    inverse: bool
+    type: object  # as given: checked by `kernels`
+    norm: str | None
+    orthogonalize: object
+    workers: object
+    fname: str
+
+    def kernels(self, lengths) -> tuple[R2RKernel, ...]:
+        """One kernel per transform axis, `lengths` its output length (None: the input's)."""
+        t = _check_type(self.type, self.fname)
+        _check_norm(self.norm, self.fname)
+        orth = _check_flags(self.orthogonalize, self.workers, self.fname)
+        return tuple(R2RKernel(self.family, t, n, self.norm, orth, self.inverse)
+                     for n in lengths)
+
+
+def _r2r(x, lengths, axes, call: _R2RCall):
+    kernels = call.kernels(lengths)
     for a, k in zip(axes, kernels):
         k.check_length(k.out_length(x.shape[a]), a)  # DCT-I needs 2 points: fail before tracing
     if not axes:
         return x
-    out = r2r_planned(x, tuple(axes), kernels, inverse_of=True if inverse else None)
+    out = r2r_planned(x, tuple(axes), kernels, inverse_of=True if call.inverse else None)
     if out is None:
         # every array axis is split (a split 1-D signal): transform each axis where it lies,
         # through the distributed complex FFT (r2r_split), still never gathering
@@ -127,17 +147,17 @@ def _r2r(x, family, inverse, type, lengths, axes, norm, orthogonalize, workers, 
     return out
 
 
-def _one_axis(x, family, inverse, type, n, axis, norm, orthogonalize, workers, fname):
-    x = _check_input(x, fname)
-    a = normalize_axis(axis, x.ndim, "axis", context=f"{fname}: ")
-    length = None if n is None else _check_length(n, "n", fname)
-    return _r2r(x, family, inverse, type, (length,), (a,), norm, orthogonalize, workers, fname)
+def _one_axis(x, n, axis, call: _R2RCall):
+    x = _check_input(x, call.fname)
+    a = normalize_axis(axis, x.ndim, "axis", context=f"{call.fname}: ")
+    length = None if n is None else _check_length(n, "n", call.fname)
+    return _r2r(x, (length,), (a,), call)
 
 
-def _n_axes(x, family, inverse, type, s, axes, norm, orthogonalize, workers, fname):
-    x = _check_input(x, fname)
-    axes, lengths = _axes_and_lengths(x, s, axes, fname)
-    return _r2r(x, family, inverse, type, lengths, axes, norm, orthogonalize, workers, fname)
+def _n_axes(x, s, axes, call: _R2RCall):
+    x = _check_input(x, call.fname)
+    axes, lengths = _axes_and_lengths(x, s, axes, call.fname)
+    return _r2r(x, lengths, axes, call)
 
 
 _LAYOUT_1D = """
@@ -196,42 +216,50 @@ def _doc(summary, args, layout, **names):
 
 def dct(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
         orthogonalize=None) -> DistArray:
-    return _one_axis(x, "dct", False, type, n, axis, norm, orthogonalize, workers, "dct")
+    return _one_axis(x, n, axis, _R2RCall("dct", False, type, norm, orthogonalize,
+                                          workers, "dct"))
 
 
 def idct(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None) -> DistArray:
-    return _one_axis(x, "dct", True, type, n, axis, norm, orthogonalize, workers, "idct")
+    return _one_axis(x, n, axis, _R2RCall("dct", True, type, norm, orthogonalize,
+                                          workers, "idct"))
 
 
 def dst(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
         orthogonalize=None) -> DistArray:
-    return _one_axis(x, "dst", False, type, n, axis, norm, orthogonalize, workers, "dst")
+    return _one_axis(x, n, axis, _R2RCall("dst", False, type, norm, orthogonalize,
+                                          workers, "dst"))
 
 
 def idst(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None) -> DistArray:
-    return _one_axis(x, "dst", True, type, n, axis, norm, orthogonalize, workers, "idst")
+    return _one_axis(x, n, axis, _R2RCall("dst", True, type, norm, orthogonalize,
+                                          workers, "idst"))
 
 
 def dctn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None) -> DistArray:
-    return _n_axes(x, "dct", False, type, s, axes, norm, orthogonalize, workers, "dctn")
+    return _n_axes(x, s, axes, _R2RCall("dct", False, type, norm, orthogonalize,
+                                        workers, "dctn"))
 
 
 def idctn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
           orthogonalize=None) -> DistArray:
-    return _n_axes(x, "dct", True, type, s, axes, norm, orthogonalize, workers, "idctn")
+    return _n_axes(x, s, axes, _R2RCall("dct", True, type, norm, orthogonalize,
+                                        workers, "idctn"))
 
 
 def dstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
          orthogonalize=None) -> DistArray:
-    return _n_axes(x, "dst", False, type, s, axes, norm, orthogonalize, workers, "dstn")
+    return _n_axes(x, s, axes, _R2RCall("dst", False, type, norm, orthogonalize,
+                                        workers, "dstn"))
 
 
 def idstn(x, type=2, s=None, axes=None, norm=None, overwrite_x=False, workers=None,
           orthogonalize=None) -> DistArray:
-    return _n_axes(x, "dst", True, type, s, axes, norm, orthogonalize, workers, "idstn")
+    return _n_axes(x, s, axes, _R2RCall("dst", True, type, norm, orthogonalize,
+                                        workers, "idstn"))
 
 
 dct.__doc__ = _doc("Discrete cosine transform along one axis (scipy.fft.dct).", _ARGS_1D,

@@ -52,7 +52,13 @@ import numpy as np
 
 from darray._src.backends.registry import FFT_EXECUTORS, record, select_exchanges, unrecorded
 from darray._src.base.program_cache import FFT, program_cache
-from darray._src.kernels.r2r_local import R2RKernel, kernel_scale, orthogonal_weights, working_dtype
+from darray._src.kernels.r2r_local import (
+    R2RKernel,
+    dct4_odd_tables,
+    kernel_scale,
+    orthogonal_weights,
+    working_dtype,
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -314,7 +320,7 @@ def _mod4_select(pos, values, real_dtype):
 
 def _type4_odd(x, axis: int, family: str, n: int, real_dtype):
     """DCT-IV / DST-IV of odd length n by one complex FFT of length n (r2r_local's
-    `_dct4_odd_tables`: the kernel's angle splits, as gcd(8, n) = 1, into an eighth-turn sign
+    `dct4_odd_tables`: the kernel's angle splits, as gcd(8, n) = 1, into an eighth-turn sign
     pattern and an n-point DFT over a permutation of the input), never the 2n form.
 
     The input weights chi(2q+1), psi(2q+1) (signs set by q mod 4, q the index the DCT-IV sees:
@@ -322,10 +328,9 @@ def _type4_odd(x, axis: int, family: str, n: int, real_dtype):
     (set by k mod 4) after the two reorders of the DFT's real part; both reorders and the input
     permutation are `split_permute.permute` calls (ppermutes of what moves, no all-gather)."""
     from darray._src.fft.split_permute import permute
-    from darray._src.kernels.r2r_local import _dct4_odd_tables
     da = _ops()
     have = x.shape[axis]
-    source, _, _, bins, mirror, _, _ = _dct4_odd_tables(n)
+    source, _, _, bins, mirror, _, _ = dct4_odd_tables(n)
     a = pow(n, -1, 8)
     chi = lambda v: 1.0 if v % 8 in (1, 7) else -1.0  # noqa: E731
     psi = lambda v: 1.0 if v % 8 in (1, 3) else -1.0  # noqa: E731

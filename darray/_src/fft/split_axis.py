@@ -1,8 +1,10 @@
 """FFTs along axes that stay split: the distributed four-step (six-step) Cooley-Tukey FFT.
 
-The plan machinery (plan.py) transforms a split axis by moving its split to an unsplit axis.
-When every array axis is split (a 1D array on its default placement, a 2D array split (x, y)
-on a 2D mesh) there is nowhere to move it, and this module takes over, one axis at a time.
+The plan machinery (plans/fft_planner.py) transforms a split axis by moving its split to an
+unsplit axis. When every array axis is split (a 1D array on its default placement, a 2D array
+split (x, y) on a 2D mesh) there is nowhere to move it, and this module takes over, one axis at
+a time: `split_plan` makes one typed stage per axis (plans/split_plan.py: a local, four-step or
+Bluestein stage), and `run` runs exactly that plan.
 
 For an axis of length N split over P devices, write N = N1 * N2 with P | N1 and P | N2 and view
 the axis as A[n1, n2] = x[N2*n1 + n2]:
@@ -28,20 +30,30 @@ inside a caller's jit; still no all-gather.
 """
 from __future__ import annotations
 
+import typing
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from darray._src.backends.jax.transpose import lax_exchange
-from darray._src.backends.registry import EXCHANGES, FFT_EXECUTORS, record, select_exchanges
+from darray._src.backends.registry import EXCHANGES, Selection
 from darray._src.base import compat
 from darray._src.base.program_cache import FFT, program_cache
 from darray._src.fft import bluestein
 from darray._src.fft.bluestein import bluestein_length
+from darray._src.fft.request import Request
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
-from darray._src.plans.fft_plan import SplitAxisPlan, SplitStage
+from darray._src.plans.split_plan import (
+    AxisCut,
+    BluesteinStage,
+    FourStepStage,
+    LocalAxisStage,
+    SplitAxisPlan,
+    SplitStage,
+)
 
 
 def factor(n: int, parts: int) -> tuple[int, int] | None:
@@ -56,14 +68,17 @@ def factor(n: int, parts: int) -> tuple[int, int] | None:
 
 
 # -- the per-device body ----------------------------------------------------------------------
-def _to_columns(b, *, name, parts, cs, valid, n1, n2, weight, exchange=lax_exchange):
+def _to_columns(b, stage: FourStepStage, exchange=lax_exchange):
     """Step 1. Local block b[..., t] = x[r*cs + t] -> A[..., n1, n2 block of this device].
 
-    Entries at positions >= `valid` are read as zero (numpy's zero-padding to `n`); `weight`
-    ("irfft" or None) scales them by the irfft Hermitian weights."""
+    Entries at positions >= `valid` are read as zero (numpy's zero-padding to `n`); a c2r
+    stage scales them by the irfft Hermitian weights."""
+    cut, n1, n2 = stage.cut, stage.n1, stage.n2
+    name, parts, cs, valid = cut.axis_name, cut.parts, cut.in_chunk, cut.valid
+    irfft = stage.kind == "c2r"
     w = n2 // parts
     n = n1 * n2
-    if cs * parts == n and valid == n and weight is None:  # aligned: a local reshape
+    if cs * parts == n and valid == n and not irfft:  # aligned: a local reshape
         piece = b.reshape(b.shape[:-1] + (n1 // parts, parts, w))
         piece = jnp.moveaxis(piece, -2, 0)
         recv = exchange(piece, name)
@@ -83,7 +98,7 @@ def _to_columns(b, *, name, parts, cs, valid, n1, n2, weight, exchange=lax_excha
     idx = g - r * cs
     mask = (idx >= 0) & (idx < cs) & (g < valid) & (lo + q < n1)
     piece = jnp.take(b, jnp.clip(idx, 0, cs - 1), axis=-1)  # (..., parts, rows, w)
-    if weight == "irfft":
+    if irfft:
         both_ends = (g == 0) | (g == n // 2) if n % 2 == 0 else (g == 0)
         piece = piece * jnp.where(both_ends, 1, 2).astype(piece.real.dtype)
     piece = jnp.where(mask, piece, jnp.zeros((), piece.dtype))
@@ -97,9 +112,11 @@ def _to_columns(b, *, name, parts, cs, valid, n1, n2, weight, exchange=lax_excha
     return out.at[..., targets, :].add(recv)
 
 
-def _to_natural(c, *, name, parts, n1, n2, out_len, cd, exchange=lax_exchange):
+def _to_natural(c, stage: FourStepStage, exchange=lax_exchange):
     """Step 4. C[..., k1 block of this device, k2] -> X[d*cd + t] (t < cd) with
     k = k1 + N1*k2; entries k >= out_len are zeroed (rfft's truncation, layout padding)."""
+    cut, n1, n2 = stage.cut, stage.n1, stage.n2
+    name, parts, out_len, cd = cut.axis_name, cut.parts, cut.out_len, cut.out_chunk
     n = n1 * n2
     if cd * parts == n and out_len == n:  # aligned: device d takes the k2 block d
         w = n2 // parts
@@ -139,12 +156,12 @@ def _rows_exchange(a, name, parts, n1, w, exchange):
     return a.reshape(a.shape[:-3] + (n1 // parts, parts * w))
 
 
-def _four_step(b, *, name, parts, cs, valid, n, n1, n2, inverse, norm, out_len, cd, weight,
-               exchange=lax_exchange):
+def _four_step(b, stage: FourStepStage, norm: str, exchange=lax_exchange):
     """One split axis (the last of block b): a length-n c2c transform, three all-to-alls."""
+    name, parts, n1, n2 = stage.cut.axis_name, stage.cut.parts, stage.n1, stage.n2
+    n, inverse = stage.size, stage.inverse
     fft = jnp.fft.ifft if inverse else jnp.fft.fft
-    a = _to_columns(b, name=name, parts=parts, cs=cs, valid=valid, n1=n1, n2=n2,
-                    weight=weight, exchange=exchange)        # (..., n1, n2/P)
+    a = _to_columns(b, stage, exchange)                      # (..., n1, n2/P)
     a = fft(a, axis=-2, norm=norm)                           # (..., k1, n2/P)
     # Twiddles W_N^(n2*k1): n2*k1 < N fits int32 for any N < 2^31; the remainder keeps the
     # angle accurate in single precision.
@@ -160,142 +177,110 @@ def _four_step(b, *, name, parts, cs, valid, n, n1, n2, inverse, norm, out_len, 
     else:  # the same exchange as leading-axis rows (the MPI backend's form)
         a = _rows_exchange(a, name, parts, n1, w, exchange)
     a = fft(a, axis=-1, norm=norm)                           # (..., k1 block, k2)
-    if weight == "irfft":
+    if stage.kind == "c2r":
         a = a.real  # c2r: halve what the last all-to-all moves
-    return _to_natural(a, name=name, parts=parts, n1=n1, n2=n2, out_len=out_len, cd=cd,
-                       exchange=exchange)
+    return _to_natural(a, stage, exchange)
 
 
 # -- stages and the compiled program ----------------------------------------------------------
-def _stage(layout: Layout, axis: int, kind: str, inverse: bool, size: int, fname: str):
-    """(static parameters, output layout) of one axis transform."""
-    n_in = layout.shape[axis]
+def _stage(layout: Layout, axis: int, kind: str, inverse: bool, size: int):
+    """The stage of one axis transform, and the layout after it."""
     out_len = size // 2 + 1 if kind == "r2c" else size
     shape = list(layout.shape)
     shape[axis] = out_len
     out = Layout.create(tuple(shape), layout.mesh, layout.spec)
     parts = layout.parts(axis)
-    group = tuple(layout.split[axis])
     if parts == 1:
-        return dict(kind=kind, axis=axis, inverse=inverse, size=size, parts=1), out
-    nn = factor(size, parts)
-    name = group[0] if len(group) == 1 else group
-    params = dict(kind=kind, axis=axis, inverse=inverse, size=size, parts=parts, name=name,
-                  cs=layout.chunk(axis), valid=min(n_in, size if kind != "c2r" else
-                                                   size // 2 + 1),
-                  out_len=out_len, cd=out.chunk(axis))
-    if nn is None:  # Bluestein on a padded length the four-step takes (bluestein.py)
-        m = bluestein_length(size, parts)
-        m1, m2 = bluestein.split_length(m, parts, layout.chunk(axis), out.chunk(axis))
-        params.update(m1=m1, m2=m2)
-    else:
-        params.update(n1=nn[0], n2=nn[1])
-    return params, out
+        return LocalAxisStage(axis, kind, inverse, size), out
+    # c2r reads the n // 2 + 1 entries of a half spectrum; the other kinds read `size` entries
+    read = size // 2 + 1 if kind == "c2r" else size
+    cut = AxisCut(tuple(layout.split[axis]), parts, layout.chunk(axis),
+                  min(layout.shape[axis], read), out_len, out.chunk(axis))
+    factors = factor(size, parts)
+    if factors is None:  # Bluestein on a padded length the four-step takes (bluestein.py)
+        m1, m2 = bluestein.split_length(bluestein_length(size, parts), parts, cut.in_chunk,
+                                        cut.out_chunk)
+        return BluesteinStage(axis, kind, inverse, size, cut, m1, m2), out
+    return FourStepStage(axis, kind, inverse, size, cut, *factors), out
 
 
-def _run_stage(block, p, norm, consts, exchange=lax_exchange):
-    axis, kind = p["axis"], p["kind"]
-    if p["parts"] == 1:  # a size-1 mesh axis: the whole axis is local
-        if kind == "r2c":
-            return jnp.fft.rfft(block, n=p["size"], axis=axis, norm=norm)
-        if kind == "c2r":
-            return jnp.fft.irfft(block, n=p["size"], axis=axis, norm=norm)
-        fn = jnp.fft.ifft if p["inverse"] else jnp.fft.fft
-        return fn(block, n=p["size"], axis=axis, norm=norm)
-    b = jnp.moveaxis(block, axis, -1)
-    if kind == "r2c":
-        b = b.astype(jnp.result_type(b.dtype, jnp.complex64))
-    common = dict(name=p["name"], parts=p["parts"], cs=p["cs"], valid=p["valid"],
-                  n=p["size"], inverse=p["inverse"], norm=norm, out_len=p["out_len"],
-                  cd=p["cd"], weight="irfft" if kind == "c2r" else None)
-    if "m1" in p:
-        del common["inverse"], common["norm"]  # carried by the tables
-        out = bluestein.transform(b, consts, m1=p["m1"], m2=p["m2"], exchange=exchange,
-                                  **common)
-    else:
-        out = _four_step(b, n1=p["n1"], n2=p["n2"], exchange=exchange, **common)
-    return jnp.moveaxis(out, -1, axis)
-
-
-@program_cache(FFT)
-def _compiled(in_layout, out_layout, stages, norm, cast, conj_in, conj_out, dtype,
-              inline_tables, exchanges: str):
-    params = [dict(p) for p in stages]
-    # Bluestein stages take their tables as arguments (bluestein.host_tables) unless the
-    # transform is traced inside a caller's jit (then the program builds them)
-    const_specs = tuple(bluestein.table_specs(_entry(p["name"]))
-                        if "m1" in p and not inline_tables else () for p in params)
-
-    def body(block, consts):
-        exchange = EXCHANGES[exchanges](in_layout.mesh).all_to_all  # one chain per program
-        for p, c in zip(params, consts):
-            if inline_tables and "m1" in p:
-                moved = jnp.moveaxis(block, p["axis"], -1)
-                moved, c = bluestein.tables_in_program(moved, **_bluestein_args(p, norm),
-                                                       dtype=dtype, exchange=exchange)
-                block = jnp.moveaxis(moved, -1, p["axis"])
-            block = _run_stage(block, p, norm, c, exchange)
-        return block
-
-    mapped = compat.shard_map(body, mesh=in_layout.mesh, in_specs=(in_layout.spec, const_specs),
-                              out_specs=out_layout.spec)
-
-    def run(data, consts):
-        data = physical.constrain(data, in_layout)
-        if cast is not None:
-            data = data.astype(cast)
-        if conj_in:
-            data = jnp.conj(data)
-        out = mapped(data, consts)
-        if conj_out:
-            out = jnp.conj(out)
-        return physical.constrain(out, out_layout)
-    return jax.jit(run)
-
-
-def plan_split_axes(layout: Layout, axes, kind, inverse, sizes, fname="fft"):
-    """The per-axis stages and the output layout of a transform of `layout` over `axes`,
-    every one of which is transformed in place (its split kept)."""
-    axes, sizes = tuple(axes), tuple(sizes)
-    order = list(zip(axes, sizes))
+def split_plan(layout: Layout, request: Request) -> SplitAxisPlan:
+    """The plan of `request` on `layout` with every transform axis done in place (its split
+    kept): one typed stage per axis. `fft_plan` shows it and `run` runs it."""
+    order = list(zip(request.axes, request.sizes))
+    kind = request.kind
     # r2c first on the last axis (real input), c2r last on it (real output), c2c in between.
     if kind == "r2c":
         order = [order[-1]] + order[:-1]
     stages, lay = [], layout
     for i, (a, s) in enumerate(order):
-        k = kind if (kind == "r2c" and i == 0) or (kind == "c2r" and i == len(order) - 1) \
-            else "c2c"
-        p, lay = _stage(lay, a, k, inverse, s, fname)
-        stages.append(tuple(sorted(p.items())))
-    return tuple(stages), lay
+        real = (kind == "r2c" and i == 0) or (kind == "c2r" and i == len(order) - 1)
+        stage, lay = _stage(lay, a, kind if real else "c2c", request.inverse, s)
+        stages.append(stage)
+    return SplitAxisPlan(layout, lay, tuple(stages))
 
 
-def split_plan(layout: Layout, axes, kind, inverse, sizes, fname="fft") -> SplitAxisPlan:
-    """The record of `plan_split_axes` (what `fft_plan` shows): one SplitStage per axis."""
-    stages, out = plan_split_axes(layout, axes, kind, inverse, sizes, fname)
-    records = []
-    for items in stages:
-        p = dict(items)
-        blue = "m1" in p
-        factors = ((p["m1"], p["m2"]) if blue else (p["n1"], p["n2"])) if p["parts"] > 1 \
-            else ()
-        records.append(SplitStage(p["axis"], p["kind"], p["inverse"], p["size"], p["parts"],
-                                  factors, blue))
-    return SplitAxisPlan(layout, out, tuple(records))
+def _run_stage(block, stage: SplitStage, norm: str, tables, exchange=lax_exchange):
+    axis, kind = stage.axis, stage.kind
+    if isinstance(stage, LocalAxisStage):  # a size-1 mesh axis: the whole axis is local
+        if kind == "r2c":
+            return jnp.fft.rfft(block, n=stage.size, axis=axis, norm=norm)
+        if kind == "c2r":
+            return jnp.fft.irfft(block, n=stage.size, axis=axis, norm=norm)
+        fn = jnp.fft.ifft if stage.inverse else jnp.fft.fft
+        return fn(block, n=stage.size, axis=axis, norm=norm)
+    b = jnp.moveaxis(block, axis, -1)
+    if kind == "r2c":
+        b = b.astype(jnp.result_type(b.dtype, jnp.complex64))
+    if isinstance(stage, BluesteinStage):  # the direction and norm are in its tables
+        out = bluestein.transform(b, tables, stage, exchange)
+    else:
+        out = _four_step(b, stage, norm, exchange)
+    return jnp.moveaxis(out, -1, axis)
 
 
-def transform(x, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
-              conj_out=False, fname="fft", backend=None):
-    """FFT of DistArray `x` over `axes` when no unsplit axis is available (see module doc).
+@program_cache(FFT)
+def _compiled(plan: SplitAxisPlan, request: Request, dtype, inline_tables: bool,
+              exchanges: str):
+    in_layout, out_layout, norm = plan.in_layout, plan.out_layout, request.norm
+    # Bluestein stages take their tables as arguments (bluestein.host_tables) unless the
+    # transform is traced inside a caller's jit (then the program builds them)
+    table_specs = tuple(bluestein.table_specs(stage.cut.axis_name)
+                        if isinstance(stage, BluesteinStage) and not inline_tables else ()
+                        for stage in plan.stages)
 
-    Args:
-      x: DistArray (no halo). axes/sizes: transform axes and lengths (numpy's ``s``; for c2r
-        the real output length). kind: "c2c", "r2c" or "c2r". inverse: c2c direction.
-      norm: "backward", "ortho" or "forward". cast: dtype to cast the input to first.
-      conj_in/conj_out: conjugate input/output (hfft/ihfft).
+    def body(block, tables):
+        exchange = EXCHANGES[exchanges](in_layout.mesh).all_to_all  # one chain per program
+        for stage, stage_tables in zip(plan.stages, tables):
+            if inline_tables and isinstance(stage, BluesteinStage):
+                moved = jnp.moveaxis(block, stage.axis, -1)
+                moved, stage_tables = bluestein.tables_in_program(moved, stage, norm, dtype,
+                                                                  exchange)
+                block = jnp.moveaxis(moved, -1, stage.axis)
+            block = _run_stage(block, stage, norm, stage_tables, exchange)
+        return block
+
+    mapped = compat.shard_map(body, mesh=in_layout.mesh, in_specs=(in_layout.spec, table_specs),
+                              out_specs=out_layout.spec)
+
+    def run(data, tables):
+        data = physical.constrain(data, in_layout)
+        if request.cast is not None:
+            data = data.astype(request.cast)
+        if request.conj_in:
+            data = jnp.conj(data)
+        out = mapped(data, tables)
+        if request.conj_out:
+            out = jnp.conj(out)
+        return physical.constrain(out, out_layout)
+    return jax.jit(run)
+
+
+def run(x, plan: SplitAxisPlan, request: Request):
+    """Run `plan` (from `split_plan`, its `selection` set) on DistArray `x` (see module doc).
 
     Returns:
-      DistArray of numpy's shape.
+      DistArray of numpy's shape, in ``plan.out_layout``.
 
     Layout:
       Every array axis keeps its split (transform axes are re-chunked for their new length).
@@ -303,44 +288,21 @@ def transform(x, axes, sizes, kind, inverse, norm, cast=None, *, conj_in=False,
       complex transform of the full length N (about 2x the flops of a local real transform).
 
     Lengths the four-step cannot factor run Bluestein (bluestein.py): four all-to-alls with
-    the cached host tables of an eager call, five inside a caller's jit.
+    the cached host tables of an eager call, five inside a caller's jit. The all-to-alls run on
+    the selection's backend (its row exchanges: JAX's or MPI's).
     """
     from darray._src.distarray.array import DistArray
-    if cast is not None and np.dtype(cast) == np.dtype(x.dtype):
-        cast = None
-    stages, out_layout = plan_split_axes(x.layout, axes, kind, inverse, sizes, fname)
     complex_dtype = np.dtype(jax.dtypes.canonicalize_dtype(
-        np.result_type(x.dtype if cast is None else cast, np.complex64)))
+        np.result_type(x.dtype if request.cast is None else request.cast, np.complex64)))
     # Host tables (built once, cached) are arguments of an eager call; inside a caller's trace
     # they would become constants embedded whole in every device's program: computed in it.
     inline = isinstance(x.data, jax.core.Tracer)
-    # the all-to-alls run on the FFT backend in force when it offers row exchanges (MPI)
-    chosen = record(select_exchanges("FFT split-axis", FFT_EXECUTORS, backend))
-    fn = _compiled(x.layout, out_layout, stages, norm,
-                   None if cast is None else np.dtype(cast), conj_in, conj_out, complex_dtype,
-                   inline, chosen.backend)
-    consts = tuple(() if inline else _stage_tables(x.layout.mesh, dict(p), norm, complex_dtype)
-                   for p in stages)
-    return DistArray._new(fn(x.data, consts), out_layout)
+    exchanges = typing.cast(Selection, plan.selection).backend
+    fn = _compiled(plan, request, complex_dtype, inline, exchanges)
+    tables = tuple(bluestein.host_tables(x.layout.mesh, stage, request.norm, complex_dtype)
+                   if isinstance(stage, BluesteinStage) and not inline else ()
+                   for stage in plan.stages)
+    return DistArray._new(fn(x.data, tables), plan.out_layout)
 
 
-def _entry(name):
-    return name if isinstance(name, str) else tuple(name)
-
-
-def _bluestein_args(p, norm):
-    return dict(name=p["name"], parts=p["parts"], cs=p["cs"], valid=p["valid"], n=p["size"],
-                m1=p["m1"], m2=p["m2"], inverse=p["inverse"], norm=norm,
-                out_len=p["out_len"], cd=p["cd"],
-                weight="irfft" if p["kind"] == "c2r" else None)
-
-
-def _stage_tables(mesh, p, norm, dtype):
-    if "m1" not in p:
-        return ()
-    return bluestein.host_tables(mesh, _entry(p["name"]), p["size"], p["m1"], p["m2"],
-                                 p["parts"], p["cs"], p["valid"], p["out_len"], p["cd"],
-                                 p["inverse"], norm, p["kind"] == "c2r", dtype)
-
-
-__all__ = ["bluestein_length", "factor", "plan_split_axes", "split_plan", "transform"]
+__all__ = ["factor", "run", "split_plan"]

@@ -21,7 +21,8 @@ from jax.lax import FftType
 
 from darray._src.backends.jax.fft_exec import run_stages
 from darray._src.base import compat
-from darray._src.fft import api as fft_api
+from darray._src.fft import core as fft_core
+from darray._src.fft.request import Request
 from darray._src.jaxdecomp_compat import deferred, placement, specs
 from darray._src.jaxdecomp_compat.config import comm_options, config, darray_backend
 from darray._src.layout.layout import Layout
@@ -161,8 +162,8 @@ def _run(x, candidates, target: Layout, norm, cast, backend):
     pre, axes, sizes, kind, inverse, post, strategy, _ = _choose(x.layout, candidates, target)
     if pre != tuple(range(x.ndim)):
         x = permute_dims(x, pre)
-    y = fft_api._transform(x, axes, sizes, kind, inverse, norm, cast, backend=backend,
-                           decomposition=strategy)
+    y = fft_core.transform(x, Request(axes, sizes, kind, inverse, norm, cast), backend,
+                           strategy)
     if post != tuple(range(y.ndim)):
         y = permute_dims(y, post)
     return y

@@ -330,7 +330,7 @@ def _pad_front(x):
 
 
 @functools.lru_cache(maxsize=256)
-def _dct4_odd_tables(n: int):
+def dct4_odd_tables(n: int):
     """DCT-IV of odd length N by one N-point DFT (no 2N transform).
 
     With u = 2k+1, v = 2j+1 the kernel is cos(2 pi uv / 8N). As gcd(8, N) = 1, 1/(8N) = a/8 + b/N
@@ -368,8 +368,8 @@ def _dct4(x):
         t = t * _const(_twiddle(m, 1.0 / n, 0.25 / n), x)
         u = jnp.fft.fft(t, axis=-1) * _const(_twiddle(m, 1.0 / n), x)
         return (2 * _interleave(u.real, -jnp.flip(u.imag, axis=-1))).astype(x.dtype)
-    # odd N: one N-point complex FFT of a permuted, sign-weighted input (_dct4_odd_tables)
-    source, w_cos, w_sin, bins, mirror, post_bin, post_mirror = _dct4_odd_tables(n)
+    # odd N: one N-point complex FFT of a permuted, sign-weighted input (dct4_odd_tables)
+    source, w_cos, w_sin, bins, mirror, post_bin, post_mirror = dct4_odd_tables(n)
     gathered = _take_last(x, source)
     f = jnp.fft.fft(jax.lax.complex(gathered * _const(w_cos, x), gathered * _const(w_sin, x)),
                     axis=-1).real
@@ -490,4 +490,5 @@ def apply_kernel(block, axis: int, kernel: R2RKernel):
     return jnp.moveaxis(out, -1, axis)
 
 
-__all__ = ["R2RKernel", "apply_kernel", "working_dtype", "FAMILIES", "TYPES", "NORMS"]
+__all__ = ["R2RKernel", "apply_kernel", "dct4_odd_tables", "working_dtype", "FAMILIES", "TYPES",
+           "NORMS"]

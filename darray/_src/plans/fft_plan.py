@@ -129,7 +129,7 @@ def apply_stage(split: list, stage) -> None:
         split[m.dst] = tuple(split[m.dst]) + g
 
 
-def _selection_lines(selection) -> tuple[list[str], str]:
+def selection_lines(selection) -> tuple[list[str], str]:
     """(header lines, suffix of each exchange line) for a plan's `selection`: the backends
     Selection (backends/registry.py; duck-typed, this floor is below it) of the backend that
     runs the plan, or None where none was chosen (a plan straight from the planner)."""
@@ -154,7 +154,7 @@ class Plan:
         return sum(isinstance(s, (Transpose, Merge)) for s in self.stages)
 
     def describe(self) -> str:
-        header, on = _selection_lines(self.selection)
+        header, on = selection_lines(self.selection)
         lines = [f"in:  {self.in_layout!r}"] + header
         for s in self.stages:
             if isinstance(s, LocalFFT):
@@ -167,56 +167,6 @@ class Plan:
             else:
                 lines.append(f"  all-to-all {s.mesh_axes}: split moves axis {s.src} -> "
                              f"{s.dst}{on}")
-        lines.append(f"out: {self.out_layout!r}")
-        return "\n".join(lines)
-
-
-@dataclasses.dataclass(frozen=True)
-class SplitStage:
-    """One axis of a split-axis transform (darray._src.fft.split_axis): transformed where it
-    lies, split over `parts` devices, by the four-step FFT of ``size = factors[0] *
-    factors[1]`` (three all-to-alls) or Bluestein's on a padded length ``factors[0] *
-    factors[1]`` (four; five when a caller's jit builds its tables); no exchange when
-    ``parts`` is 1."""
-    axis: int
-    kind: str
-    inverse: bool
-    size: int
-    parts: int
-    factors: tuple[int, ...] = ()
-    bluestein: bool = False
-
-    @property
-    def exchanges(self) -> int:
-        return 0 if self.parts == 1 else (4 if self.bluestein else 3)
-
-
-@dataclasses.dataclass(frozen=True)
-class SplitAxisPlan:
-    """The record of a transform along axes that stay split (no `Plan` exists: every array
-    axis is split): what `fft_plan` returns there, with the `selection` of the backend whose
-    exchanges would run it, as `Plan`'s."""
-    in_layout: Layout
-    out_layout: Layout
-    stages: tuple[SplitStage, ...]
-    selection: object = dataclasses.field(default=None, compare=False, repr=False)
-
-    @property
-    def n_transposes(self) -> int:
-        return sum(s.exchanges for s in self.stages)
-
-    def describe(self) -> str:
-        header, on = _selection_lines(self.selection)
-        lines = [f"in:  {self.in_layout!r}"] + header
-        for s in self.stages:
-            tag = s.kind + ("-inv" if s.inverse and s.kind == "c2c" else "")
-            if s.parts == 1:
-                lines.append(f"  local {tag} axis={s.axis} size={s.size}")
-                continue
-            how = ("Bluestein on {} = {} x {}" if s.bluestein else "four-step {} = {} x {}")
-            how = how.format(s.factors[0] * s.factors[1], *s.factors)
-            lines.append(f"  split {tag} axis={s.axis} size={s.size} over {s.parts} devices: "
-                         f"{how}, {s.exchanges} all-to-alls{on}")
         lines.append(f"out: {self.out_layout!r}")
         return "\n".join(lines)
 

@@ -35,9 +35,9 @@ def fake_backends():
         names.append(name)
         jax_fft, jax_fill = backends.fft_executor("jax"), halo_api._HALO_BACKENDS.get("jax")
 
-        def fft(plan, data, norm):
+        def fft(plan, data, norm, standalone):
             calls.append("fft")
-            return jax_fft(plan, data, norm)
+            return jax_fft(plan, data, norm, standalone)
 
         def fill(*args, **kwargs):
             calls.append("halo")
@@ -273,9 +273,9 @@ def test_program_cache_key_holds_the_comm_settings_read_while_tracing():
     seen = []
     jax_fft = backends.fft_executor("jax")
 
-    def fake_cudecomp(plan, data, norm):  # what cudecomp._run_stages reads at trace time
+    def fake_cudecomp(plan, data, norm, standalone):  # what cudecomp reads while tracing
         seen.append(config.get_config("cudecomp_transpose_comm"))
-        return jax_fft(plan, data, norm)
+        return jax_fft(plan, data, norm, standalone)
     backends.register_fft_executor("cudecomp", fake_cudecomp)
     try:
         with darray.config_context(transpose_backend="cudecomp"):

@@ -169,11 +169,12 @@ def test_fft_plan_shows_the_backend_the_call_records(route, setting):
 
 def test_split_axis_record_names_the_stages():
     from darray._src.fft.api import fft_plan
-    from darray._src.plans.fft_plan import SplitStage
+    from darray._src.plans.split_plan import AxisCut, BluesteinStage
     line = darray.asarray(LINE, mesh=MESH, spec=("x",))
     record = fft_plan(line)
     # 40 over 8 devices has no four-step factors (64 must divide it): Bluestein on 128
-    assert record.stages == (SplitStage(0, "c2c", False, 40, 8, (16, 8), True),)
+    cut = AxisCut(("x",), 8, 5, 40, 40, 5)
+    assert record.stages == (BluesteinStage(0, "c2c", False, 40, cut, 16, 8),)
     assert "Bluestein on 128 = 16 x 8, 4 all-to-alls on 'jax'" in record.describe()
 
 

@@ -12,6 +12,7 @@ from darray._src.backends import registry as backend_registry
 from darray._src.fft.api import fft_plan
 from darray._src.layout import axes, host
 from darray._src.plans import fft_plan as fft_plan_module
+from darray._src.plans import split_plan
 from darray._src.plans.fft_planner import plan_fft
 
 BASES = {
@@ -61,7 +62,8 @@ def test_plan_fft_raises_a_true_plan_error_where_fftn_runs():
     assert "not implemented" not in text
     # fft_plan shows that route instead of raising: the split-axis record (64 = 8 x 8)
     split = fft_plan(x)
-    assert split.stages == (fft_plan_module.SplitStage(0, "c2c", False, 64, 8, (8, 8)),)
+    cut = split_plan.AxisCut(("d",), 8, 8, 64, 64, 8)
+    assert split.stages == (split_plan.FourStepStage(0, "c2c", False, 64, cut, 8, 8),)
     assert split.out_layout == x.layout and split.n_transposes == 3
     # an array with an unsplit axis has a plan
     y = darray.asarray(np.ones((16, 8)), mesh=mesh, spec=("d", None))

@@ -8,6 +8,8 @@ from jax.sharding import PartitionSpec as P
 import darray
 import darray.fft as dfft
 from darray._src.fft import bluestein, split_axis
+from darray._src.fft.request import Request
+from darray._src.plans.split_plan import BluesteinStage
 
 
 def _x(n, mesh_shape=(8,), names=("d",), batch=None, seed=3):
@@ -61,12 +63,13 @@ def test_batched_axis_over_a_2d_mesh():
 
 def test_eager_program_has_four_all_to_alls_and_no_gather():
     _, x = _x(13)
-    stages, out = split_axis.plan_split_axes(x.layout, (0,), "c2c", False, (13,))
+    request = Request((0,), (13,), "c2c", False)
+    plan = split_axis.split_plan(x.layout, request)
+    (stage,) = plan.stages
+    assert isinstance(stage, BluesteinStage)
     dtype = np.dtype(x.dtype)
-    fn = split_axis._compiled(x.layout, out, stages, "backward", None, False, False, dtype,
-                              False, "jax")
-    tables = tuple(split_axis._stage_tables(x.layout.mesh, dict(p), "backward", dtype)
-                   for p in stages)
+    fn = split_axis._compiled(plan, request, dtype, False, "jax")
+    tables = (bluestein.host_tables(x.layout.mesh, stage, "backward", dtype),)
     hlo = fn.lower(x.data, tables).compile().as_text()
     assert hlo.count("all-to-all(") == 4 and "all-gather" not in hlo
 
@@ -108,8 +111,8 @@ def test_in_program_chirp_tables_match_the_host_tables(n, parts):
         got = np.asarray(bluestein._block_chirp(jnp.int32(r), cs, parts, n, -1, np.complex128))
         pos = r * cs + np.arange(cs)
         np.testing.assert_allclose(got, bluestein._chirp_host(pos, n, -1), atol=1e-13)
-        grid, far = bluestein.chirp_grid(jnp.int32(r), w, parts, 1, w, m2, m1, n, 1,
-                                         np.complex128, mirror=m)
+        grid, far = bluestein.chirp_grid(jnp.int32(r), bluestein.Grid(w, parts, 1, w, m2, m1),
+                                         n, 1, np.complex128, mirror=m)
         k = m2 * np.arange(m1)[None, :] + (r * w + np.arange(w))[:, None]
         dist = np.minimum(k, m - k)
         want = bluestein._chirp_host(dist, n, 1)

@@ -19,7 +19,6 @@ over the whole mesh followed by an FFT, fused into the concatenation of the rece
 """
 from __future__ import annotations
 
-import contextvars
 import math
 
 import jax
@@ -39,11 +38,6 @@ from darray._src.kernels import (  # foundation: jax and numpy only
     r2r_local_2d,
 )
 from darray._src.plans.fft_plan import LocalFFT, Merge, Plan, Stage, Transpose
-
-# True while darray traces an FFT that runs as a program of its own (an eager call: nothing
-# around it in the program), set by darray._src.fft.api around the executor's trace.
-STANDALONE: contextvars.ContextVar[bool] = contextvars.ContextVar("darray_fft_standalone",
-                                                                  default=False)
 
 
 def _working_order(order: list, axes) -> list:
@@ -210,18 +204,19 @@ def _orders_before_exchange(stage, following, devices: int) -> bool:
 
 
 def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None,
-               permute=jnp.transpose):
+               permute=jnp.transpose, standalone=False):
     """The per-device body: apply every stage of `plan` to one local block. `exchange` does the
     row exchanges of the transposes (XLA's all-to-all; the MPI backend passes its own);
     `move(block, stage, order)`, when given, does a whole Transpose/Merge stage (the nccl
     backend's fused pack-exchange-unpack); `permute(block, perm)` does the reorders between
     stages (``jnp.transpose``; the MPI backend passes its native tiled copy). The opening and
-    closing reorders use it only in a `STANDALONE` program: inside a user's jit they stay
+    closing reorders use it only in a `standalone` program (an eager call: the FFT is the
+    whole program, nothing around it to fuse with): inside a user's jit they stay
     ``jnp.transpose``, so that XLA can cancel a forward's closing move against the inverse's
     opening one (it cannot cancel custom calls). Measured at 256^3 on 2 MPI ranks: native ends
     made an eager c2c round trip 0.88x as long, a jitted one 1.06x."""
     ndim = block.ndim
-    ends = permute if STANDALONE.get() else jnp.transpose
+    ends = permute if standalone else jnp.transpose
     order = list(range(ndim))  # order[p]: the logical axis held by axis p of `block`
     if plan.stages:
         start = _start_order(plan, ndim)
@@ -275,8 +270,11 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None,
     return _reorder(block, order, list(range(ndim)), ends)
 
 
-def execute(plan: Plan, data, norm: str):
-    """Physical array of `plan.in_layout` -> physical array of `plan.out_layout`."""
+def execute(plan: Plan, data, norm: str, standalone: bool = False):
+    """Physical array of `plan.in_layout` -> physical array of `plan.out_layout`. `standalone`
+    (an eager call's program) changes nothing here: this backend's reorders are
+    ``jnp.transpose`` either way."""
+    del standalone
     if not plan.stages:
         return data
     # check_vma=False: with the check, shard_map under two nested spmd vmaps (darray.vmap of
