@@ -154,30 +154,30 @@ class Registry:
 # compiled in, no mpi4py, no GPU), and selecting it then raises BackendUnavailableError with the
 # fix. Imported late: they pull in the JAX executors, which import this module.
 def _mpi_usable():
-    from darray._src.backends import mpi_exec
+    from darray._src.backends import mpi_exec  # late: the executors import this module back
     return mpi_exec.why_unusable()
 
 
 def _mpi_fft(plan, data, norm):
-    from darray._src.backends import mpi_exec
+    from darray._src.backends import mpi_exec  # late: the executors import this module back
     return mpi_exec.execute(plan, data, norm)
 
 
 def _mpi_halo(data, fill_value, **layouts_and_rules):
-    from darray._src.backends import mpi_exec
+    from darray._src.backends import mpi_exec  # late: the executors import this module back
     return mpi_exec.halo_fill(data, fill_value, **layouts_and_rules)
 
 
 def _cudecomp(name):
     def call(*args, **kwargs):
-        from darray._src.backends import cudecomp
+        from darray._src.backends import cudecomp  # late: native, loaded when chosen
         return getattr(cudecomp, name)(*args, **kwargs)
     return call
 
 
 def _nccl(name):
     def call(*args, **kwargs):
-        from darray._src.backends import nccl
+        from darray._src.backends import nccl  # late: native, loaded when chosen
         return getattr(nccl, name)(*args, **kwargs)
     return call
 
@@ -209,7 +209,7 @@ _NATIVE = {
 
 
 def _jax_fft_executor():
-    from darray._src.backends.jax import fft_exec
+    from darray._src.backends.jax import fft_exec  # late: the executors import this module back
     return fft_exec.execute
 
 
@@ -222,7 +222,9 @@ fft_executor = FFT_EXECUTORS.get
 
 
 def _jax_halo_fill():
-    from darray._src.backends.jax import halo_exchange
+    from darray._src.backends.jax import (
+        halo_exchange,  # late: the executors import this module back
+    )
     return halo_exchange.fill
 
 
@@ -252,7 +254,7 @@ class JaxExchanges:
 
 
 def _mpi_exchanges(mesh):
-    from darray._src.backends import mpi_exec
+    from darray._src.backends import mpi_exec  # late: the executors import this module back
     return mpi_exec.Exchanges(mesh)
 
 
