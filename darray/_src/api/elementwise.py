@@ -163,10 +163,6 @@ def _is_dist(x) -> bool:
     return isinstance(x, DistArray)
 
 
-def _first_dist(args) -> DistArray | None:
-    return next((a for a in args if isinstance(a, DistArray)), None)
-
-
 def _operand(a, argname: str, fname: str):
     """The argument policy for an elementwise operand (engine/arguments.py)."""
     return array_operand(fname, a, argname)
@@ -284,7 +280,7 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
         _check_category(fname, category, args, argnames)
         return apply_local(fn, args)
     ops = [_operand(a, n, fname) for a, n in zip(args, argnames)]
-    if _first_dist(ops) is None:
+    if not any(_is_dist(a) for a in ops):
         # no DistArray: the arrays (or, with none, the scalars) are placed as darray.asarray
         # places them (engine/arguments.py), as jax.numpy places host data
         scalars_only = all(isinstance(a, _PY_SCALARS) for a in ops)
