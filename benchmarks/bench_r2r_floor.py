@@ -58,7 +58,7 @@ def _stand_in_forward(fft):
     def kernel(x):
         half = x.shape[-1] // 2
         z = fft(x)
-        return r2r_local._halves(z.real[..., :half], z.imag[..., 1:half + 1]).astype(x.dtype)
+        return r2r_local.join_halves(z.real[..., :half], z.imag[..., 1:half + 1]).astype(x.dtype)
     return kernel
 
 
@@ -66,7 +66,7 @@ def _stand_in_inverse(inverse_fft):
     """The stand-in's way back: one pass builds a half spectrum, then `inverse_fft`."""
     def kernel(y):
         half = y.shape[-1] // 2
-        imag = r2r_local._pad_front(y[..., half:])[..., :half + 1]
+        imag = r2r_local.pad_front(y[..., half:])[..., :half + 1]
         spec = jax.lax.complex(y[..., :half + 1], imag)
         return inverse_fft(spec, y.shape).astype(y.dtype)
     return kernel

@@ -71,8 +71,8 @@ NOT_AN_ARGUMENT = {
     "from_callback": "takes a shape and a callback; the case reads the operand's x.mesh",
     "save": "the case reads the operand's x.mesh to load it back; save is a row below",
 }
-# the one documented exception to asarray's placement (common.ensure_array's spec): the dct/dst
-# family places a 1-D host signal whole on every device
+# the one documented exception to asarray's placement (the `spec` of engine/arguments.py's
+# ensure_array): the dct/dst family places a 1-D host signal whole on every device
 R2R = {f"fft.{n}" for n in ("dct", "idct", "dst", "idst", "dctn", "idctn", "dstn", "idstn")}
 
 

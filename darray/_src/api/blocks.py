@@ -18,6 +18,7 @@ from darray._src.base import compat
 from darray._src.base.errors import LayoutError
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
+from darray._src.engine.arguments import ensure_array
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
 
@@ -221,8 +222,7 @@ def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False,
     dists = [a for a in arrays if isinstance(a, DistArray)]
     if not dists and not all(isinstance(a, (bool, int, float, complex)) for a in arrays):
         # no DistArray: the arrays are placed as darray.asarray places them (the argument
-        # policy, engine/common.py); beside a DistArray they reach every device whole
-        from darray._src.engine.common import ensure_array
+        # policy, engine/arguments.py); beside a DistArray they reach every device whole
         arrays = tuple(a if isinstance(a, (bool, int, float, complex))
                        else ensure_array("map_blocks", a, f"arrays[{i}]")
                        for i, a in enumerate(arrays))

@@ -15,6 +15,7 @@ import numpy as np
 
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
+from darray._src.engine.arguments import array_operand
 from darray._src.engine.placing import (
     asarray as asarray,
 )
@@ -54,7 +55,7 @@ def _fill_fn(layout: Layout, dtype):
                    out_shardings=physical.sharding_of(layout))
 
 
-def _default_dtype(value):
+def default_dtype(value):
     if isinstance(value, (bool, np.bool_)):
         return np.dtype(bool)
     if isinstance(value, (int, np.integer)):
@@ -66,13 +67,13 @@ def _default_dtype(value):
 
 def zeros(shape, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """An array of zeros. Layout: as requested; no communication."""
-    dtype = check_dtype(dtype) or _default_dtype(0.0)
+    dtype = check_dtype(dtype) or default_dtype(0.0)
     return _full(shape, 0, dtype, device, mesh, spec, what="darray.zeros")
 
 
 def ones(shape, *, dtype=None, device=None, mesh=None, spec=None) -> DistArray:
     """An array of ones. Layout: as requested; no communication."""
-    dtype = check_dtype(dtype) or _default_dtype(0.0)
+    dtype = check_dtype(dtype) or default_dtype(0.0)
     return _full(shape, 1, dtype, device, mesh, spec, what="darray.ones")
 
 
@@ -89,13 +90,12 @@ def full(shape, fill_value, *, dtype=None, device=None, mesh=None, spec=None) ->
         fill_value = fill_value.item()
     if not isinstance(fill_value, _SCALARS):
         raise TypeError(f"fill_value must be a Python scalar, got {type(fill_value).__name__}")
-    dtype = check_dtype(dtype) or _default_dtype(fill_value)
+    dtype = check_dtype(dtype) or default_dtype(fill_value)
     return _full(shape, fill_value, dtype, device, mesh, spec)
 
 
 def _like(fname, x, dtype, device, mesh, spec):
-    if not isinstance(x, DistArray):  # the argument policy (common.ensure_array)
-        from darray._src.engine.arguments import array_operand
+    if not isinstance(x, DistArray):  # the argument policy (engine/arguments.py)
         x = asarray(array_operand(fname, x))
     return x, (check_dtype(dtype) or x.dtype), device, mesh, spec
 
@@ -167,7 +167,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None, mesh=None,
         raise ValueError("arange step must not be 0")
     n = max(0, int(np.ceil((stop - start) / step)))
     if dtype is None:
-        dtype = _default_dtype(start + stop + step if all(
+        dtype = default_dtype(start + stop + step if all(
             isinstance(v, (int, np.integer)) for v in (start, stop, step)) else 0.0)
     dtype = check_dtype(dtype)
     layout = make_layout((n,), mesh, spec, device, dtype=dtype, what="darray.arange")
@@ -216,7 +216,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, mes
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace num={num} must be >= 0")
-    dtype = check_dtype(dtype) or _default_dtype(complex(0) if isinstance(
+    dtype = check_dtype(dtype) or default_dtype(complex(0) if isinstance(
         start, complex) or isinstance(stop, complex) else 0.0)
     layout = make_layout((num,), mesh, spec, device, dtype=dtype, what="darray.linspace")
     div = (num - 1) if endpoint else num
@@ -237,7 +237,7 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, mesh=None,
         spec=None) -> DistArray:
     """Ones on the k-th diagonal. Layout: 2D as requested; no communication."""
     n_cols = n_rows if n_cols is None else n_cols
-    dtype = check_dtype(dtype) or _default_dtype(0.0)
+    dtype = check_dtype(dtype) or default_dtype(0.0)
     layout = make_layout(shape_tuple((n_rows, n_cols)), mesh, spec, device, dtype=dtype,
                          what="darray.eye")
     # k is a runtime input (an out-of-range k simply matches no cell); int32 like the iotas

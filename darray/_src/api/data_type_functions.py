@@ -13,7 +13,8 @@ import numpy as np
 
 from darray._src.base import dtypes as _dt
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import apply_physical, ensure_array
+from darray._src.engine.apply import apply_physical
+from darray._src.engine.arguments import ensure_array
 
 
 def isdtype(dtype, kind) -> bool:

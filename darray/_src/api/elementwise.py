@@ -27,20 +27,19 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
+from darray._src.api.creation import asarray
 from darray._src.base import dtypes as _dt
 from darray._src.base.config import get_config
 from darray._src.base.errors import LayoutError
 from darray._src.distarray.array import DistArray
-from darray._src.engine import common
-from darray._src.engine.common import (
+from darray._src.engine.apply import (
     all_local,
     apply_local,
     apply_logical,
     apply_physical,
-    first_dist,
-    is_dist,
     local_scalar_data,
 )
+from darray._src.engine.arguments import array_operand, ensure_array
 from darray._src.engine.operands import check_operand_meshes
 from darray._src.kernels import complex_special as _cs
 from darray._src.layout.layout import Layout
@@ -160,9 +159,13 @@ Layout:
 
 
 # -- operands --------------------------------------------------------------------------------
+def _is_dist(x) -> bool:
+    return isinstance(x, DistArray)
+
+
 def _operand(a, argname: str, fname: str):
-    """The argument policy for an elementwise operand (common.array_operand)."""
-    return common.array_operand(fname, a, argname)
+    """The argument policy for an elementwise operand (engine/arguments.py)."""
+    return array_operand(fname, a, argname)
 
 
 @functools.cache
@@ -187,7 +190,7 @@ def _result_layout(ops, shape) -> Layout:
     the first operand that spans that axis and whose mesh axes are still free (an outer
     product of vectors split on different mesh axes, ``kx**2 + ky**2``, then needs no data
     movement: each operand is split where the result is)."""
-    dists = [a for a in ops if is_dist(a)]
+    dists = [a for a in ops if _is_dist(a)]
     for a in dists:
         if a.shape == shape:
             return a.layout.without_halo()
@@ -211,7 +214,7 @@ def _fits(a, out: Layout) -> bool:
     """Whether operand `a` can be combined with physical data of layout `out` as it is stored."""
     if isinstance(a, _PY_SCALARS):
         return True
-    if is_dist(a):
+    if _is_dist(a):
         return _layout_fits(a.layout, out)
     # A replicated host/jax array broadcasts against unpadded axes only.
     off = out.ndim - np.ndim(a)
@@ -257,7 +260,7 @@ def _movable_scalar(a) -> bool:
 
 
 def _describe(ops, argnames) -> str:
-    return "; ".join(f"{n}: {a.layout!r}" for a, n in zip(ops, argnames) if is_dist(a))
+    return "; ".join(f"{n}: {a.layout!r}" for a, n in zip(ops, argnames) if _is_dist(a))
 
 
 def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistArray:
@@ -270,19 +273,19 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
       argnames: their parameter names, for error messages.
       category: dtype category (a key of dtypes.CATEGORIES) every array operand must be in.
     """
-    if all_local(args):  # small arrays only: a one-device program (common.apply_local)
+    if all_local(args):  # small arrays only: a one-device program (engine/apply.py)
         for a, n in zip(args, argnames):
-            if not is_dist(a):
+            if not _is_dist(a):
                 _operand(a, n, fname)
         _check_category(fname, category, args, argnames)
         return apply_local(fn, args)
     ops = [_operand(a, n, fname) for a, n in zip(args, argnames)]
-    if first_dist(ops) is None:
+    if not any(_is_dist(a) for a in ops):
         # no DistArray: the arrays (or, with none, the scalars) are placed as darray.asarray
-        # places them (common.ensure_array), as jax.numpy places host data
+        # places them (engine/arguments.py), as jax.numpy places host data
         scalars_only = all(isinstance(a, _PY_SCALARS) for a in ops)
         ops = [a if isinstance(a, _PY_SCALARS) and not scalars_only
-               else common.ensure_array(fname, a, n) for a, n in zip(ops, argnames)]
+               else ensure_array(fname, a, n) for a, n in zip(ops, argnames)]
     _check_category(fname, category, ops, argnames)
     if all_local(ops):  # bare jax scalars, wrapped as small 0-d arrays above
         return apply_local(fn, ops)
@@ -292,18 +295,18 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
         return apply_physical(fn, ops, shared)
     ops = list(check_operand_meshes(fname, *zip(ops, argnames)))  # the mesh rule (operands.py)
     try:
-        shape = tuple(np.broadcast_shapes(*[a.shape if is_dist(a) else np.shape(a) for a in ops]))
+        shape = tuple(np.broadcast_shapes(*[a.shape if _is_dist(a) else np.shape(a) for a in ops]))
     except ValueError:
-        shapes = ", ".join(f"{n}{tuple(a.shape if is_dist(a) else np.shape(a))}"
+        shapes = ", ".join(f"{n}{tuple(a.shape if _is_dist(a) else np.shape(a))}"
                            for a, n in zip(ops, argnames))
         raise ValueError(f"{fname}: operand shapes do not broadcast: {shapes}") from None
     out = _result_layout(ops, shape)
     if all(_fits(a, out) for a in ops):
-        leaves = [a if not is_dist(a) or a.layout == out else a.data for a in ops]
+        leaves = [a if not _is_dist(a) or a.layout == out else a.data for a in ops]
         return apply_physical(fn, [_placed(a, out) for a in leaves], out)
     if get_config("mismatch") == "raise":
         # Ghost cells are dropped locally; only a change of split counts as redistribution.
-        if not all(_layout_fits(a.layout.without_halo(), out) for a in ops if is_dist(a)):
+        if not all(_layout_fits(a.layout.without_halo(), out) for a in ops if _is_dist(a)):
             raise LayoutError(f"{fname}: operand layouts differ ({_describe(ops, argnames)}) and "
                               "darray config mismatch='raise' forbids redistributing; move "
                               "operands with darray.asarray(x, mesh=..., spec=...) first")
@@ -321,8 +324,7 @@ def _placed(a, out: Layout):
 def _moved(a, out: Layout):
     """0-d DistArrays on another mesh come over to the output mesh (check_operand_meshes has
     placed the others)."""
-    if is_dist(a) and a.layout.mesh != out.mesh:
-        from darray._src.api.creation import asarray
+    if _is_dist(a) and a.layout.mesh != out.mesh:
         return asarray(a, mesh=out.mesh)
     return a
 

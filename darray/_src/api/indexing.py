@@ -14,18 +14,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src.api.creation import asarray
 from darray._src.base import compat
-from darray._src.distarray.array import DistArray
-from darray._src.engine import common, compaction, slicing, views
-from darray._src.engine.common import (
-    default_layout,
-    is_plain,
-    make_out_layout,
-    normalize_axis,
-    settle,
-)
+from darray._src.distarray.array import DistArray, settle
+from darray._src.engine import compaction, slicing, views
+from darray._src.engine.apply import apply_logical
+from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes, placed
-from darray._src.layout.layout import Layout
+from darray._src.layout.axes import normalize_axis
+from darray._src.layout.layout import Layout, default_layout, make_out_layout
 from darray._src.placement.placement import local_mesh
 
 _INT = "int"
@@ -45,7 +42,7 @@ def _is_traced_int(k) -> bool:
     return compat.is_tracer(k) and k.ndim == 0 and np.dtype(k.dtype).kind in "iu"
 
 
-def _is_array_like(k) -> bool:
+def is_array_like(k) -> bool:
     return isinstance(k, (DistArray, np.ndarray, jax.Array, list)) and not _is_traced_int(k)
 
 
@@ -53,15 +50,15 @@ def _as_tuple(key) -> tuple:
     return key if isinstance(key, tuple) else (key,)
 
 
-def _check_item(k, position):
-    if k is None or k is Ellipsis or isinstance(k, slice) or _is_int(k) or _is_array_like(k) \
+def check_item(k, position):
+    if k is None or k is Ellipsis or isinstance(k, slice) or _is_int(k) or is_array_like(k) \
             or isinstance(k, (bool, np.bool_)) or _is_traced_int(k):
         return
     raise IndexError(f"index item {position} ({k!r}, of type {type(k).__name__}) is not "
                      "accepted; use ints, slices, ..., None, or integer/boolean arrays")
 
 
-def _expand_ellipsis(key: tuple, ndim: int) -> tuple:
+def expand_ellipsis(key: tuple, ndim: int) -> tuple:
     """Replace Ellipsis by full slices; IndexError for too many indices or two Ellipses."""
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexError(f"an index can hold at most one Ellipsis, got {key!r}")
@@ -78,7 +75,7 @@ def _consumes(k) -> int:
     """Array axes an index item consumes."""
     if k is None or isinstance(k, (bool, np.bool_)):
         return 0
-    if _is_array_like(k):
+    if is_array_like(k):
         dtype = k.dtype if hasattr(k, "dtype") else np.asarray(k).dtype
         return (k.ndim if hasattr(k, "ndim") else np.ndim(k)) if dtype == np.bool_ else 1
     return 1
@@ -226,11 +223,11 @@ def getitem(x: DistArray, key) -> DistArray:
       integer: read as JAX reads it (negative from the end, out-of-range clamped); slice
       bounds must stay static (see `dynamic_slice`).
     """
-    x = common.ensure_array("getitem", x)
+    x = ensure_array("getitem", x)
     key = _as_tuple(key)
     for pos, k in enumerate(key):
-        _check_item(k, pos)
-    if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
+        check_item(k, pos)
+    if any(is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
         return _advanced_get(*_read_key_on_mesh(x, key))
     result = _basic_get(x, key)
     if result.ndim == 0 and not any(k is Ellipsis for k in key):
@@ -240,10 +237,10 @@ def getitem(x: DistArray, key) -> DistArray:
 
 
 def _basic_get(x: DistArray, key: tuple) -> DistArray:
-    key = _expand_ellipsis(key, x.ndim)
+    key = expand_ellipsis(key, x.ndim)
     plan, ints, shape, split = _basic_plan(x, key)
     out = make_out_layout(x.mesh, shape, split)
-    if not is_plain(x.layout):
+    if x.layout.has_halo:
         return _logical_read(x, plan, ints, out)
     values = _int_values(ints)
     # on the blocks, no gather of x (slicing.py: left to XLA, x[2:5, 1] gathers all of x)
@@ -252,7 +249,7 @@ def _basic_get(x: DistArray, key: tuple) -> DistArray:
 
 def _logical_read(x, plan, ints, out):
     values = _int_values(ints)
-    return common.apply_logical(_logical_read_fn, [x, values], out, static=(plan,))
+    return apply_logical(_logical_read_fn, [x, values], out, static=(plan,))
 
 
 def _logical_read_fn(a, values, plan):
@@ -278,12 +275,12 @@ def _concrete_bool(flag) -> bool:
     return bool(np.asarray(flag))
 
 
-def _advanced_parts(x: DistArray, key: tuple):
+def advanced_parts(x: DistArray, key: tuple):
     """Split a key into a static template and its array operands (DistArrays or numpy)."""
     template: list[tuple] = []
     operands: list = []
     for k in key:
-        if _is_array_like(k):
+        if is_array_like(k):
             arr = k if isinstance(k, DistArray) else np.asarray(k)
             if arr.dtype == bool and arr.ndim == 0:
                 template.append(("lit", _concrete_bool(arr)))
@@ -308,7 +305,7 @@ def _advanced_parts(x: DistArray, key: tuple):
     return tuple(template), operands
 
 
-def _build_key(template, operands):
+def build_key(template, operands):
     key = []
     for t in template:
         if t[0] == "array":
@@ -322,13 +319,13 @@ def _build_key(template, operands):
 
 def _advanced_read(a, *rest):
     *operands, template = rest
-    return compaction.exact_read(lambda b, *ops: b[_build_key(template, ops)], a, *operands)
+    return compaction.exact_read(lambda b, *ops: b[build_key(template, ops)], a, *operands)
 
 
-def _check_advanced_bounds(x, key):
+def check_advanced_bounds(x, key):
     """numpy-style IndexError for out-of-range concrete index arrays (jnp would clamp)."""
-    expanded = _expand_ellipsis(tuple(k for k in key), x.ndim) if Ellipsis in [
-        k for k in key if not _is_array_like(k)] else key
+    expanded = expand_ellipsis(tuple(k for k in key), x.ndim) if Ellipsis in [
+        k for k in key if not is_array_like(k)] else key
     axis = 0
     for k in expanded:
         if k is None or isinstance(k, (bool, np.bool_)):
@@ -339,7 +336,7 @@ def _check_advanced_bounds(x, key):
                                  f"indexed axes {x.shape[axis:axis + k.ndim]}")
             axis += k.ndim
             continue
-        if _is_array_like(k) and not isinstance(k, DistArray):
+        if is_array_like(k) and not isinstance(k, DistArray):
             arr = np.asarray(k)
             if arr.dtype == bool:
                 if arr.shape != x.shape[axis:axis + arr.ndim]:
@@ -361,15 +358,14 @@ def _leading_mask(x: DistArray, key: tuple):
     ``x[m, ...]``, ``x[m, :]``), as a DistArray on x's mesh; else None."""
     rest = key[1:]
     mask = key[0] if key else None
-    if mask is None or not _is_array_like(mask) or any(
-            k is not Ellipsis and k != slice(None) for k in rest if not _is_array_like(k)) \
-            or any(_is_array_like(k) for k in rest) or sum(k is Ellipsis for k in rest) > 1:
+    if mask is None or not is_array_like(mask) or any(
+            k is not Ellipsis and k != slice(None) for k in rest if not is_array_like(k)) \
+            or any(is_array_like(k) for k in rest) or sum(k is Ellipsis for k in rest) > 1:
         return None
     if not isinstance(mask, DistArray):
         mask = np.asarray(mask)
         if mask.dtype != bool or mask.ndim == 0 or mask.shape != x.shape[:mask.ndim]:
             return None
-        from darray._src.api.creation import asarray
         return asarray(mask, mesh=x.mesh, spec=x.layout.split[:mask.ndim])
     if mask.dtype != bool or mask.ndim == 0 or mask.shape != x.shape[:mask.ndim]:
         return None
@@ -377,24 +373,24 @@ def _leading_mask(x: DistArray, key: tuple):
 
 
 def _advanced_get(x: DistArray, key: tuple) -> DistArray:
-    _check_advanced_bounds(x, key)
+    check_advanced_bounds(x, key)
     mask = _leading_mask(x, key)
     if mask is not None:
         # values and their positions compacted in one pass over the blocks
         (out,) = compaction.compact(mask, [x], with_indices=False)
         return out
-    template, operands = _advanced_parts(x, key)
+    template, operands = advanced_parts(x, key)
     # a numpy index array is int64; with x64 off (JAX's default) JAX holds it as int32, and a
     # ShapeDtypeStruct asking for int64 would warn (jax 0.12)
     shapes = [jax.ShapeDtypeStruct(x.shape, x.dtype)] + [
         jax.ShapeDtypeStruct(o.shape, jax.dtypes.canonicalize_dtype(o.dtype)) for o in operands]
     shape = jax.eval_shape(lambda a, *ops: _advanced_read(a, *ops, template), *shapes).shape
     out = default_layout(shape, x.layout)
-    return common.apply_logical(_advanced_read, [x, *operands], out, static=(template,))
+    return apply_logical(_advanced_read, [x, *operands], out, static=(template,))
 
 
 # -- writes -----------------------------------------------------------------------------------
-def _value_operand(value, dtype):
+def value_operand(value, dtype):
     if isinstance(value, DistArray):
         return value
     if isinstance(value, (bool, int, float, complex, np.generic)):
@@ -404,7 +400,7 @@ def _value_operand(value, dtype):
 
 def _advanced_write(a, value, *rest):
     *operands, template = rest
-    return a.at[_build_key(template, operands)].set(jnp.asarray(value).astype(a.dtype))
+    return a.at[build_key(template, operands)].set(jnp.asarray(value).astype(a.dtype))
 
 
 def _mask_write(a, mask, value):
@@ -428,24 +424,24 @@ def setitem(x: DistArray, key, value) -> DistArray:
       A boolean mask of x's leading shape with a scalar value is an elementwise select (local,
       works under jit). Other advanced keys use the logical path.
     """
-    x = common.ensure_array("setitem", x)
+    x = ensure_array("setitem", x)
     key = _as_tuple(key)
     for pos, k in enumerate(key):
-        _check_item(k, pos)
+        check_item(k, pos)
     _, key = _key_on_mesh(x, key, "x[key] = value", value)
-    val = placed(_value_operand(value, x.dtype), x.mesh)
-    if any(_is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
+    val = placed(value_operand(value, x.dtype), x.mesh)
+    if any(is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
         mask = _leading_mask(x, key)
         if mask is not None and np.ndim(val) == 0:
             # an elementwise select: local, no data-dependent shape (works under jit)
-            return common.apply_logical(_mask_write, [x, mask, val], x.layout.without_halo())
+            return apply_logical(_mask_write, [x, mask, val], x.layout.without_halo())
         if mask is not None:
             return compaction.expand(x, mask, val)
-        _check_advanced_bounds(x, key)
-        template, operands = _advanced_parts(x, key)
-        return common.apply_logical(_advanced_write, [x, val, *operands],
+        check_advanced_bounds(x, key)
+        template, operands = advanced_parts(x, key)
+        return apply_logical(_advanced_write, [x, val, *operands],
                                     x.layout.without_halo(), static=(template,))
-    key = _expand_ellipsis(key, x.ndim)
+    key = expand_ellipsis(key, x.ndim)
     if any(_is_traced_int(k) for k in key):
         raise IndexError("x[i] = value with a traced index i is not supported: JAX drops an "
                          "out-of-range write where a clamped index would write another cell. "
@@ -457,8 +453,8 @@ def setitem(x: DistArray, key, value) -> DistArray:
         raise ValueError(f"value of shape {np.shape(val)} cannot be broadcast to the indexed "
                          f"shape {shape}")
     values = np.asarray(ints, np.int64).reshape(-1)
-    if not is_plain(x.layout):
-        return common.apply_logical(_basic_write, [x, val, values], x.layout.without_halo(),
+    if x.layout.has_halo:
+        return apply_logical(_basic_write, [x, val, values], x.layout.without_halo(),
                                     static=(plan,))
     vlay = val.layout if isinstance(val, DistArray) else None
     vdata = val.data if isinstance(val, DistArray) else val
@@ -491,13 +487,13 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
     Layout: x's split on every axis (the taken axis keeps its mesh axes at its new length).
     Logical path: XLA reads the taken cells from their owners.
     """
-    x = common.ensure_array("take", x)
+    x = ensure_array("take", x)
     if axis is None:
         if x.ndim != 1:
             raise ValueError(f"take needs axis= for an array of rank {x.ndim}")
         axis = 0
     axis = normalize_axis(axis, x.ndim)
-    idx = common.ensure_array("take_along_axis", indices, "indices")
+    idx = ensure_array("take_along_axis", indices, "indices")
     if idx.dtype.kind not in "iu":
         raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
     if idx.ndim != 1:
@@ -506,7 +502,7 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
     shape = list(x.shape)
     shape[axis] = idx.shape[0]
     out = make_out_layout(x.mesh, shape, x.layout.split)
-    return common.apply_logical(_take, [x, idx], out, static=(axis,))
+    return apply_logical(_take, [x, idx], out, static=(axis,))
 
 
 def _take_along(a, idx, axis):
@@ -520,9 +516,9 @@ def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
 
     Layout: x's split where the output shape equals x's, else the indices' (logical path).
     """
-    x = common.ensure_array("take_along_axis", x)
+    x = ensure_array("take_along_axis", x)
     axis = normalize_axis(axis, x.ndim)
-    idx = common.ensure_array("take_along_axis", indices, "indices")
+    idx = ensure_array("take_along_axis", indices, "indices")
     if idx.dtype.kind not in "iu":
         raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
     if idx.ndim != x.ndim:
@@ -533,7 +529,7 @@ def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
     shape.insert(axis, idx.shape[axis])
     like = x if tuple(shape) == x.shape or not isinstance(idx, DistArray) else idx
     out = make_out_layout(x.mesh, shape, like.layout.split)
-    return common.apply_logical(_take_along, [x, idx], out, static=(axis,))
+    return apply_logical(_take_along, [x, idx], out, static=(axis,))
 
 
 # -- a window at a traced start ------------------------------------------------------------------
@@ -554,7 +550,7 @@ def dynamic_slice(x: DistArray, start_indices, slice_sizes) -> DistArray:
       reads the window at its runtime offset, which gathers each split axis whose window it
       cannot place statically (a window of a split axis is read from all of its blocks).
     """
-    x = common.ensure_array("dynamic_slice", x)
+    x = ensure_array("dynamic_slice", x)
     starts, sizes = tuple(start_indices), tuple(slice_sizes)
     if len(starts) != x.ndim or len(sizes) != x.ndim:
         raise ValueError(f"dynamic_slice: start_indices ({len(starts)} given) and slice_sizes "
@@ -573,7 +569,7 @@ def dynamic_slice(x: DistArray, start_indices, slice_sizes) -> DistArray:
     start = jnp.stack([jnp.asarray(s.data if isinstance(s, DistArray) else s, dtype)
                        for s in starts]) if starts else jnp.zeros((0,), dtype)
     out = make_out_layout(x.mesh, sizes, x.layout.split)
-    return common.apply_logical(_dynamic_slice_fn, [x, start], out, static=(sizes,))
+    return apply_logical(_dynamic_slice_fn, [x, start], out, static=(sizes,))
 
 
 def _dynamic_slice_fn(a, start, sizes):

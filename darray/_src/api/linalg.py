@@ -21,14 +21,11 @@ import numpy as np
 
 from darray._src.api.manipulation import matrix_transpose
 from darray._src.distarray.array import DistArray
-from darray._src.engine import common
-from darray._src.engine.common import (
-    check_same_mesh,
-    make_out_layout,
-    normalize_axes,
-    normalize_axis,
-)
-from darray._src.layout.layout import Layout
+from darray._src.engine.apply import apply_logical
+from darray._src.engine.arguments import ensure_array
+from darray._src.engine.operands import check_same_mesh
+from darray._src.layout.axes import normalize_axes, normalize_axis
+from darray._src.layout.layout import Layout, make_out_layout
 
 
 class EighResult(NamedTuple):
@@ -110,11 +107,11 @@ def _batched(name, arrays, core: int, *, kwargs=(), array_kwargs=()):
         outs = tuple(_batch_layout(x, r.shape, nbatch) for r in result)
     else:
         outs = _batch_layout(x, result.shape, nbatch)
-    return common.apply_logical(_invoke, list(arrays), outs, static=static)
+    return apply_logical(_invoke, list(arrays), outs, static=static)
 
 
 def _matrix(fname: str, x, name="x") -> DistArray:
-    x = common.ensure_array(fname, x, name)
+    x = ensure_array(fname, x, name)
     if x.ndim < 2:
         raise ValueError(f"{name} must have rank >= 2 (a stack of matrices), got shape {x.shape}")
     return x
@@ -146,8 +143,8 @@ def matmul(x1, x2, /) -> DistArray:
       the column axis x2's column split. No communication when only batch, row and column axes
       are split; a split contraction axis costs XLA's partial product plus a reduction.
     """
-    x1 = common.ensure_array("matmul", x1, "x1")
-    x2 = common.ensure_array("matmul", x2, "x2")
+    x1 = ensure_array("matmul", x1, "x1")
+    x2 = ensure_array("matmul", x2, "x2")
     x1, x2 = check_same_mesh("matmul", [x1, x2], "x1, x2")
     if x1.ndim == 0 or x2.ndim == 0:
         raise ValueError(f"matmul needs operands of rank >= 1, got shapes {x1.shape}, {x2.shape}")
@@ -170,7 +167,7 @@ def matmul(x1, x2, /) -> DistArray:
     if cols:
         split[nd - 1] = x2.layout.split[-1]
     out = make_out_layout(x1.mesh, shape, split)
-    return common.apply_logical(_matmul, [x1, x2], out)
+    return apply_logical(_matmul, [x1, x2], out)
 
 
 def _tensordot(a, b, axes):
@@ -183,8 +180,8 @@ def tensordot(x1, x2, /, *, axes=2) -> DistArray:
     Layout: the free axes of x1 then of x2, each keeping its split. Contraction over split
     axes costs a partial product plus a reduction (XLA).
     """
-    x1 = common.ensure_array("tensordot", x1, "x1")
-    x2 = common.ensure_array("tensordot", x2, "x2")
+    x1 = ensure_array("tensordot", x1, "x1")
+    x2 = ensure_array("tensordot", x2, "x2")
     x1, x2 = check_same_mesh("tensordot", [x1, x2], "x1, x2")
     if isinstance(axes, (int, np.integer)):
         k = operator.index(axes)
@@ -205,7 +202,7 @@ def tensordot(x1, x2, /, *, axes=2) -> DistArray:
     shape = [x1.shape[i] for i in free1] + [x2.shape[j] for j in free2]
     split = [x1.layout.split[i] for i in free1] + [x2.layout.split[j] for j in free2]
     out = make_out_layout(x1.mesh, shape, split)
-    return common.apply_logical(_tensordot, [x1, x2], out, static=((a1, a2),))
+    return apply_logical(_tensordot, [x1, x2], out, static=((a1, a2),))
 
 
 def _vecdot(a, b, axis):
@@ -218,8 +215,8 @@ def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
     Layout: the remaining axes keep x1's split (x2's where x1 broadcasts); reducing a split
     axis costs one all-reduce of the result.
     """
-    x1 = common.ensure_array("vecdot", x1, "x1")
-    x2 = common.ensure_array("vecdot", x2, "x2")
+    x1 = ensure_array("vecdot", x1, "x1")
+    x2 = ensure_array("vecdot", x2, "x2")
     x1, x2 = check_same_mesh("vecdot", [x1, x2], "x1, x2")
     nd = max(x1.ndim, x2.ndim)
     axis = normalize_axis(axis, nd)
@@ -240,7 +237,7 @@ def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
                 s = x.layout.split[j]
         split.append(s)
     out = make_out_layout(x1.mesh, [n for i, n in enumerate(shape) if i != axis], split)
-    return common.apply_logical(_vecdot, [x1, x2], out, static=(axis - nd,))
+    return apply_logical(_vecdot, [x1, x2], out, static=(axis - nd,))
 
 
 # -- linalg extension -------------------------------------------------------------------------
@@ -255,8 +252,8 @@ def cholesky(x, /, *, upper=False) -> DistArray:
 
 def cross(x1, x2, /, *, axis=-1) -> DistArray:
     """Cross product of 3-vectors along `axis`. Layout: x1's split on the other axes."""
-    x1 = common.ensure_array("cross", x1, "x1")
-    x2 = common.ensure_array("cross", x2, "x2")
+    x1 = ensure_array("cross", x1, "x1")
+    x2 = ensure_array("cross", x2, "x2")
     return _batched("cross", [x1, x2], 0, kwargs=(("axis", int(axis)),))
 
 
@@ -324,14 +321,14 @@ def matrix_rank(x, /, *, rtol=None) -> DistArray:
 
 def outer(x1, x2, /) -> DistArray:
     """Outer product of two vectors. Layout: rows split as x1, columns as x2 (no communication)."""
-    x1 = common.ensure_array("outer", x1, "x1")
-    x2 = common.ensure_array("outer", x2, "x2")
+    x1 = ensure_array("outer", x1, "x1")
+    x2 = ensure_array("outer", x2, "x2")
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer needs 1-D arrays, got shapes {x1.shape} and {x2.shape}")
     x1, x2 = check_same_mesh("outer", [x1, x2], "x1, x2")
     out = make_out_layout(x1.mesh, (x1.shape[0], x2.shape[0]),
                           (x1.layout.split[0], x2.layout.split[0]))
-    return common.apply_logical(_invoke, [x1, x2], out, static=("outer", (), ()))
+    return apply_logical(_invoke, [x1, x2], out, static=("outer", (), ()))
 
 
 def pinv(x, /, *, rtol=None) -> DistArray:
@@ -357,7 +354,7 @@ def slogdet(x, /) -> SlogdetResult:
 def solve(x1, x2, /) -> DistArray:
     """Solve x1 @ y = x2 for y (x2 a stack of matrices, or a vector). Layout: batch split kept."""
     x1 = _square("solve", x1, "x1")
-    x2 = common.ensure_array("solve", x2, "x2")
+    x2 = ensure_array("solve", x2, "x2")
     return _batched("solve", [x1, x2], 2)
 
 
@@ -389,7 +386,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> DistArray:
     Layout: the remaining axes keep their split (kept unit axes are unsplit); a reduced split
     axis costs one all-reduce of the result.
     """
-    x = common.ensure_array("vector_norm", x)
+    x = ensure_array("vector_norm", x)
     axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim)
     if keepdims:
         shape = [1 if i in axes else n for i, n in enumerate(x.shape)]
@@ -399,7 +396,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> DistArray:
         split = [s for i, s in enumerate(x.layout.split) if i not in axes]
     out = make_out_layout(x.mesh, shape, split)
     ax = None if axis is None else (axes if not isinstance(axis, (int, np.integer)) else axes[0])
-    return common.apply_logical(_vector_norm, [x], out, static=(ax, bool(keepdims), ord))
+    return apply_logical(_vector_norm, [x], out, static=(ax, bool(keepdims), ord))
 
 
 __all__ = [

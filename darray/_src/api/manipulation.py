@@ -15,22 +15,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src.api.creation import asarray
 from darray._src.base import compat
-from darray._src.distarray.array import DistArray
-from darray._src.engine import common, joining, views
-from darray._src.engine.common import (
-    AxisError,
-    check_same_mesh,
-    ensure_array,
-    is_plain,
-    make_out_layout,
-    normalize_axes,
-    normalize_axis,
-    run_physical,
-    settle,
-)
-from darray._src.engine.operands import placed
-from darray._src.layout.layout import Layout
+from darray._src.base.errors import AxisError
+from darray._src.distarray.array import DistArray, settle
+from darray._src.engine import compaction, joining, views
+from darray._src.engine.apply import apply_logical, run_physical
+from darray._src.engine.arguments import ensure_array
+from darray._src.engine.operands import check_operand_meshes, check_same_mesh, placed
+from darray._src.layout.axes import normalize_axes, normalize_axis
+from darray._src.layout.layout import Layout, make_out_layout
 
 
 def _shape_arg(shape, argname="shape") -> tuple[int, ...]:
@@ -133,13 +127,13 @@ def reshape(x: DistArray, /, shape, *, copy=None) -> DistArray:
 
 def _reshaped(x: DistArray, new, copy) -> DistArray:
     out, local = _reshape_layout(x.layout, new)
-    local = local and is_plain(x.layout)
+    local = local and not x.layout.has_halo
     if not local and copy is False:
         raise ValueError(f"reshape(copy=False) of {x!r} to {new} moves data between devices; "
                          "pass copy=None")
     if local:
         return run_physical(_physical_reshape, [x], out, static=(out.physical_shape,))
-    return common.apply_logical(_physical_reshape, [x], out, static=(new,))
+    return apply_logical(_physical_reshape, [x], out, static=(new,))
 
 
 # -- axis permutations ------------------------------------------------------------------------
@@ -167,8 +161,8 @@ def permute_dims(x: DistArray, /, axes) -> DistArray:
 def _permuted(x: DistArray, axes) -> DistArray:
     lay = x.layout
     out = make_out_layout(lay.mesh, [lay.shape[a] for a in axes], [lay.split[a] for a in axes])
-    if not is_plain(lay):
-        return common.apply_logical(_transpose, [x], out, static=(axes,))
+    if lay.has_halo:
+        return apply_logical(_transpose, [x], out, static=(axes,))
     return run_physical(_transpose, [x], out, static=(axes,))
 
 
@@ -213,8 +207,8 @@ def expand_dims(x: DistArray, /, axis=0) -> DistArray:
         shape.insert(a, 1)
         split.insert(a, ())
     out = make_out_layout(x.mesh, shape, split)
-    if not is_plain(x.layout):
-        return common.apply_logical(_physical_reshape, [x], out, static=(tuple(shape),))
+    if x.layout.has_halo:
+        return apply_logical(_physical_reshape, [x], out, static=(tuple(shape),))
     return run_physical(_physical_reshape, [x], out, static=(out.physical_shape,))
 
 
@@ -232,9 +226,9 @@ def squeeze(x: DistArray, /, axis) -> DistArray:
                              "1 can be removed")
     keep = [a for a in range(x.ndim) if a not in axes]
     out = make_out_layout(x.mesh, [x.shape[a] for a in keep], [x.layout.split[a] for a in keep])
-    if is_plain(x.layout) and not any(x.layout.split[a] for a in axes):
+    if not x.layout.has_halo and not any(x.layout.split[a] for a in axes):
         return run_physical(_physical_reshape, [x], out, static=(out.physical_shape,))
-    return common.apply_logical(_physical_reshape, [x], out, static=(out.shape,))
+    return apply_logical(_physical_reshape, [x], out, static=(out.shape,))
 
 
 # -- flip and roll ----------------------------------------------------------------------------
@@ -253,9 +247,9 @@ def flip(x: DistArray, /, *, axis=None) -> DistArray:
     x = ensure_array("flip", x)
     axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim)
     lay = x.layout
-    if is_plain(lay) and not any(lay.split[a] for a in axes):
+    if not lay.has_halo and not any(lay.split[a] for a in axes):
         return run_physical(_flip, [x], lay, static=(axes,))
-    return common.apply_logical(_flip, [x], lay.without_halo(), static=(axes,))
+    return apply_logical(_flip, [x], lay.without_halo(), static=(axes,))
 
 
 def _roll_blocks(block, names, parts, chunk, axis, shift, mesh):
@@ -330,7 +324,7 @@ def roll(x: DistArray, /, shift, *, axis=None) -> DistArray:
         if not isinstance(shift, (int, np.integer)):
             raise TypeError(f"shift={shift!r} must be an int when axis is None")
         size = max(x.size, 1)
-        return common.apply_logical(_roll_flat, [x], x.layout.without_halo(),
+        return apply_logical(_roll_flat, [x], x.layout.without_halo(),
                                     static=(int(shift) % size, x.shape))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     shifts = (shift,) * len(axes) if isinstance(shift, (int, np.integer)) else tuple(shift)
@@ -343,8 +337,8 @@ def roll(x: DistArray, /, shift, *, axis=None) -> DistArray:
     plan = tuple((a, s % x.shape[a]) for a, s in sorted(total.items())
                  if x.shape[a] and s % x.shape[a])
     lay = x.layout
-    if not is_plain(lay):
-        x = common.apply_logical(_identity, [x], lay.without_halo())
+    if lay.has_halo:
+        x = apply_logical(_identity, [x], lay.without_halo())
         lay = x.layout
     if not plan:
         return x
@@ -437,9 +431,9 @@ def unstack(x: DistArray, /, *, axis=0) -> tuple[DistArray, ...]:
     outs = (out,) * x.shape[axis]
     if not outs:
         return ()
-    if is_plain(x.layout) and not x.layout.split[axis]:
+    if not x.layout.has_halo and not x.layout.split[axis]:
         return run_physical(_unstack, [x], outs, static=(axis,))
-    return common.apply_logical(_unstack, [x], outs, static=(axis,))
+    return apply_logical(_unstack, [x], outs, static=(axis,))
 
 
 # -- broadcasting -----------------------------------------------------------------------------
@@ -471,9 +465,9 @@ def broadcast_to(x: DistArray, /, shape) -> DistArray:
                            zip(x.layout.split, x.shape, shape[lead:])]
     out = make_out_layout(x.mesh, shape, split)
     lost = any(s and n != m for s, n, m in zip(x.layout.split, x.shape, shape[lead:]))
-    if is_plain(x.layout) and not lost:
+    if not x.layout.has_halo and not lost:
         return run_physical(_broadcast, [x], out, static=(out.physical_shape,))
-    return common.apply_logical(_broadcast, [x], out, static=(shape,))
+    return apply_logical(_broadcast, [x], out, static=(shape,))
 
 
 def broadcast_arrays(*arrays) -> tuple[DistArray, ...]:
@@ -507,9 +501,9 @@ def tile(x: DistArray, repetitions, /) -> DistArray:
     in_shape = (1,) * (nd - x.ndim) + x.shape
     shape = [n * r for n, r in zip(in_shape, reps_full)]
     out = make_out_layout(x.mesh, shape, split)
-    if is_plain(x.layout) and all(r == 1 for s, r in zip(split, reps_full) if s):
+    if not x.layout.has_halo and all(r == 1 for s, r in zip(split, reps_full) if s):
         return run_physical(_tile, [x], out, static=(reps_full,))
-    return common.apply_logical(_tile, [x], out, static=(reps_full,))
+    return apply_logical(_tile, [x], out, static=(reps_full,))
 
 
 def _repeat(a, repeats, axis, total):
@@ -533,8 +527,6 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
     per-element counts is a cumulative sum plus a scatter, the family XLA's partitioner
     miscompiles on partly replicated layouts.
     """
-    from darray._src.engine import compaction
-    from darray._src.engine.operands import check_operand_meshes
     x = ensure_array("repeat", x)
     if axis is not None:
         axis = normalize_axis(axis, x.ndim)
@@ -568,8 +560,7 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
         shape[axis] = total
         out = make_out_layout(x.mesh, shape, x.layout.split)
     if counts is not None:
-        return common.apply_logical(_repeat, [x], out, static=(counts, axis, total))
-    from darray._src.api.creation import asarray
+        return apply_logical(_repeat, [x], out, static=(counts, axis, total))
     each = asarray(host, mesh=x.mesh, spec=())
     (result,) = compaction.run_replicated(_repeat_each, [x, each], (out,), static=(axis, total))
     return result

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
+from darray._src.api.creation import asarray
 from darray._src.api.elementwise import elementwise
 from darray._src.api.statistical import highest, lowest, reduce
 from darray._src.base import compat
@@ -16,7 +17,7 @@ from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
 from darray._src.engine import compaction
-from darray._src.engine.common import ensure_array, masked_physical, valid_mask
+from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes
 from darray._src.placement import physical
 
@@ -27,7 +28,7 @@ def _arg_kernel(data, layout, axes, keepdims, kind, skip_nan=False):
         data = data.astype(np.int8)
     index_dtype = _dt.default_int()
     worst = lowest(data.dtype) if kind == "max" else highest(data.dtype)
-    vals = masked_physical(data, layout, worst)
+    vals = physical.masked_physical(data, layout, worst)
     skip_nan = skip_nan and data.dtype.kind == "f"
     if skip_nan:  # nanargmax/nanargmin: a NaN is no candidate, as padding is none
         nan = jnp.isnan(vals)
@@ -40,7 +41,7 @@ def _arg_kernel(data, layout, axes, keepdims, kind, skip_nan=False):
         jax.lax.broadcasted_iota(index_dtype, data.shape, a) * int(s)
         for a, s in zip(axes, strides)])
     none = np.iinfo(index_dtype).max
-    mask = valid_mask(layout)
+    mask = physical.valid_mask(layout)
     if mask is not None:
         index = jnp.where(mask, index, none)
     if skip_nan:
@@ -137,7 +138,7 @@ def _searchsorted_fn(x1_lay, x2_lay, sorter_lay, side):
     extra = () if sorter_lay is None else (whole,)
 
     def body(x1, x2_block, *sorter):
-        x2_block = compaction._strip_ghosts(x2_block, x2_lay)
+        x2_block = physical.strip_ghosts(x2_block, x2_lay)
         if sorter:
             x1 = x1[sorter[0]]
         return jnp.searchsorted(x1, x2_block, side=side).astype(_dt.default_int())
@@ -169,7 +170,6 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
     """
     x1 = ensure_array("searchsorted", x1, "x1")
     if _dt.is_weak_scalar(x2):  # a Python scalar x2 (2025.12): x1's dtype
-        from darray._src.api.creation import asarray
         x2 = asarray(x2, dtype=x1.dtype, device=x1.mesh)
     x2 = ensure_array("searchsorted", x2, "x2")
     if x1.ndim != 1:

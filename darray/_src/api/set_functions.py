@@ -18,10 +18,12 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src.api.creation import asarray
 from darray._src.distarray.array import DistArray
-from darray._src.engine import common, compaction
-from darray._src.engine.common import default_layout
+from darray._src.engine import compaction
+from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes, same_mesh
+from darray._src.layout.layout import default_layout
 
 
 class UniqueAllResult(NamedTuple):
@@ -84,7 +86,7 @@ def unique_all(x: DistArray, /) -> UniqueAllResult:
       has x's layout. Every device sorts the whole array (gathered once), then one integer (the
       count) goes to the host.
     """
-    x = common.ensure_array("unique_all", x)
+    x = ensure_array("unique_all", x)
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
     outs = compaction.run_replicated(_unique_all, [x],
@@ -94,7 +96,7 @@ def unique_all(x: DistArray, /) -> UniqueAllResult:
 
 def unique_counts(x: DistArray, /) -> UniqueCountsResult:
     """Unique values of `x` and their counts. Layout: as unique_all."""
-    x = common.ensure_array("unique_counts", x)
+    x = ensure_array("unique_counts", x)
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
     return UniqueCountsResult(*compaction.run_replicated(_unique_counts, [x], (flat, flat),
@@ -106,7 +108,7 @@ def unique_inverse(x: DistArray, /) -> UniqueInverseResult:
 
     Layout: values as unique_all; inverse_indices in x's layout.
     """
-    x = common.ensure_array("unique_inverse", x)
+    x = ensure_array("unique_inverse", x)
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
     return UniqueInverseResult(*compaction.run_replicated(
@@ -115,7 +117,7 @@ def unique_inverse(x: DistArray, /) -> UniqueInverseResult:
 
 def unique_values(x: DistArray, /) -> DistArray:
     """The sorted unique values of `x`. Layout: as unique_all's values."""
-    x = common.ensure_array("unique_values", x)
+    x = ensure_array("unique_values", x)
     n = _distinct(x)
     (out,) = compaction.run_replicated(_unique_values, [x], (default_layout((n,), x.layout),),
                                        static=(n,))
@@ -133,16 +135,15 @@ def isin(x1, x2, /, *, invert=False) -> DistArray:
     is; each device tests its own block (inside shard_map: no communication beyond x2).
     """
     if not isinstance(x1, DistArray) and not isinstance(x2, DistArray):
-        x1 = common.ensure_array("isin", x1, "x1")  # the argument policy: placed as asarray
+        x1 = ensure_array("isin", x1, "x1")  # the argument policy: placed as asarray
     x1, x2 = check_operand_meshes("isin", (x1, "x1"), (x2, "x2"))
     # where the call runs: the DistArray of rank >= 1 if any, else the DistArray given
     dists = [a for a in (x1, x2) if isinstance(a, DistArray)]
     like = next((a for a in dists if a.ndim), dists[0])
     if not isinstance(x1, DistArray) or not same_mesh(x1.mesh, like.mesh):
-        from darray._src.api.creation import asarray
         x1 = asarray(np.asarray(x1), mesh=like.mesh, spec=default_layout(
             np.shape(x1), like.layout).split)
-    x1 = common.ensure_array("isin", x1, "x1")
+    x1 = ensure_array("isin", x1, "x1")
     if isinstance(x2, DistArray) and x2.ndim and same_mesh(x2.mesh, x1.mesh):
         b = x2
     else:
@@ -152,7 +153,6 @@ def isin(x1, x2, /, *, invert=False) -> DistArray:
 
 def _on(value, mesh) -> DistArray:
     """A non-distributed operand (or 0-d array) placed on `mesh`, replicated."""
-    from darray._src.api.creation import asarray
     if isinstance(value, DistArray):
         value = value.to_jax() if value.ndim else np.asarray(value)
     return asarray(value, mesh=mesh, spec=())

@@ -4,8 +4,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from darray._src.distarray.array import DistArray
-from darray._src.engine import common
-from darray._src.engine.common import is_plain, normalize_axis, run_physical
+from darray._src.engine.apply import apply_logical, run_physical
+from darray._src.engine.arguments import ensure_array
+from darray._src.layout.axes import normalize_axis
 
 
 def _sort(a, axis, descending, stable):
@@ -17,17 +18,17 @@ def _argsort(a, axis, descending, stable):
 
 
 def _run(fn, x, axis, descending, stable, dtype=None):
-    x = common.ensure_array("sort" if fn is _sort else "argsort", x)
+    x = ensure_array("sort" if fn is _sort else "argsort", x)
     if x.ndim == 0:
         raise ValueError("sort/argsort need an array of rank >= 1, got a 0-d array")
     axis = normalize_axis(axis, x.ndim)
     static = (axis, bool(descending), bool(stable))
     lay = x.layout
-    if is_plain(lay) and not lay.split[axis]:
+    if not lay.has_halo and not lay.split[axis]:
         # Padding lives only on split axes, so each lane along an unsplit axis is whole:
         # sorting the physical lanes is exact (padded lanes sort garbage nobody reads).
         return run_physical(fn, [x], lay, static=static)
-    return common.apply_logical(fn, [x], lay.without_halo(), static=static)
+    return apply_logical(fn, [x], lay.without_halo(), static=static)
 
 
 def sort(x: DistArray, /, *, axis=-1, descending=False, stable=True) -> DistArray:

@@ -1,7 +1,7 @@
 """Statistical functions: sum, prod, mean, var, std, min, max, cumulative_sum, cumulative_prod.
 
 Reductions never gather the array. They run on the physical array with the padding (and any
-ghost cells) replaced by the reduction's identity (`common.masked_physical`), so a sum over an
+ghost cells) replaced by the reduction's identity (`masked_physical`), so a sum over an
 unevenly split axis is exact, and XLA combines the per-device partial results with one
 all-reduce over the mesh axes that split the reduced axes. The output keeps the input's layout
 with the reduced axes removed (their mesh axes freed): the result is pinned there.
@@ -15,30 +15,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src.api.creation import redistribute
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
 from darray._src.engine import reduce_scatter
-from darray._src.engine.common import (
-    apply_logical,
-    ensure_array,
-    is_plain,
-    masked_physical,
-    normalize_axes,
-    normalize_axis,
-    run_physical,
-    valid_mask,
-)
+from darray._src.engine.apply import apply_logical, run_physical
+from darray._src.engine.arguments import ensure_array
+from darray._src.layout.axes import normalize_axes, normalize_axis
 from darray._src.layout.layout import Layout
+from darray._src.placement.physical import masked_physical, valid_mask
 from darray._src.placement.placement import local_layout, local_mesh
 
 
 # -- the shared reduction driver (also used by utility and searching) ---------------------------
 def plain(x: DistArray) -> DistArray:
     """`x` without ghost cells, where physical index = logical index."""
-    if is_plain(x.layout):
+    if not x.layout.has_halo:
         return x
-    from darray._src.api.creation import redistribute
     lay = x.layout
     target = Layout(lay.shape, lay.mesh, lay.split, ((0, 0),) * lay.ndim)
     return redistribute(x, target, None)
@@ -234,18 +228,18 @@ def min(x, /, *, axis=None, keepdims=False) -> DistArray:  # noqa: A001
                   nonempty=True)
 
 
-def _float_dtype(dtype):
+def float_result_dtype(dtype):
     return dtype if dtype.kind in "fc" else _dt.default_float()
 
 
 def mean(x, /, *, axis=None, keepdims=False) -> DistArray:
     """Arithmetic mean over `axis` (x of floating dtype; integers give the default float)."""
     x = ensure_array("mean", x)
-    return reduce(x, _mean_kernel, axis, keepdims, _float_dtype(x.dtype), fname="mean",
+    return reduce(x, _mean_kernel, axis, keepdims, float_result_dtype(x.dtype), fname="mean",
                   category="numeric")
 
 
-def _check_correction(correction, ddof=None, fname="var"):
+def check_correction(correction, ddof=None, fname="var"):
     """The degrees-of-freedom correction from the standard's `correction` or numpy's `ddof`
     (numpy 2 accepts both names, one at a time)."""
     if ddof is not None:
@@ -271,16 +265,16 @@ def var(x, /, *, axis=None, correction=0.0, keepdims=False, ddof=None) -> DistAr
       ddof: numpy's name for `correction` (give one of them).
     """
     x = ensure_array("var", x)
-    return reduce(x, _var_kernel, axis, keepdims, _float_dtype(x.dtype),
-                  _check_correction(correction, ddof, "var"), False, fname="var",
+    return reduce(x, _var_kernel, axis, keepdims, float_result_dtype(x.dtype),
+                  check_correction(correction, ddof, "var"), False, fname="var",
                   category="numeric")
 
 
 def std(x, /, *, axis=None, correction=0.0, keepdims=False, ddof=None) -> DistArray:
     """Standard deviation: sqrt of `var` with the same arguments."""
     x = ensure_array("std", x)
-    return reduce(x, _var_kernel, axis, keepdims, _float_dtype(x.dtype),
-                  _check_correction(correction, ddof, "std"), True, fname="std",
+    return reduce(x, _var_kernel, axis, keepdims, float_result_dtype(x.dtype),
+                  check_correction(correction, ddof, "std"), True, fname="std",
                   category="numeric")
 
 

@@ -7,8 +7,11 @@ import jax.numpy as jnp
 
 from darray._src.api.statistical import plain, reduce
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import apply_logical, ensure_array, masked_physical, normalize_axis
+from darray._src.engine.apply import apply_logical
+from darray._src.engine.arguments import ensure_array
+from darray._src.layout.axes import normalize_axis
 from darray._src.layout.layout import Layout
+from darray._src.placement.physical import masked_physical
 
 
 def _all_kernel(data, layout, axes, keepdims):

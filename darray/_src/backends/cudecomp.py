@@ -42,7 +42,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src.backends.jax import fft_exec, halo_exchange
+from darray._src.backends.jax.fft_exec import apply_r2r
 from darray._src.base import compat, config, native
+from darray._src.kernels import local_fft
 from darray._src.plans.fft_plan import LocalFFT, Merge, Plan, Transpose
 
 TRANSPOSE_TARGET = "darray_cudecomp_transpose_cuda"
@@ -269,8 +272,6 @@ def _workspace(elements: int, dtype):
 
 
 def _local_fft(block, stage: LocalFFT, norm: str):
-    from darray._src.backends.jax.fft_exec import apply_r2r
-    from darray._src.kernels import local_fft
     if stage.kind == "r2r":
         for a, kernel in zip(stage.axes, stage.kernels):
             block = apply_r2r(block, a, kernel)
@@ -317,7 +318,6 @@ def _run_stages(block, plan: Plan, grid_spec: Grid, ops, norm: str):
 
 @functools.lru_cache(maxsize=256)
 def _executor(plan: Plan, norm: str):
-    from darray._src.backends.jax import fft_exec
     grid_spec, ops = plan_ops(plan)
     native.register_targets("cuda")
     body = compat.shard_map(lambda b: _run_stages(b, plan, grid_spec, ops, norm),
@@ -378,7 +378,6 @@ def _halo_grid(layout):
 
 def halo_fill(data, fill_value, *, in_layout, out_layout, rules):
     """cuDecomp's halo update on the blocks of a pencil layout (periodic ghosts)."""
-    from darray._src.backends.jax import halo_exchange
     if fill_value is None:
         # The linear map halo_reduce transposes: run by the JAX backend (a custom call has no
         # transpose rule). The Selection of halo_reduce therefore reads "cudecomp" for the fill

@@ -55,7 +55,7 @@ def why_unusable() -> str | None:
 
 
 def _world():
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional: importing mpi4py initialises MPI
     world = MPI.COMM_WORLD
     if world.Get_size() != jax.process_count():
         raise ValueError(
@@ -95,7 +95,7 @@ def communicator(mesh, names) -> object:
     for name in mesh.axis_names:  # which group: the coordinates on the other axes
         if name not in names:
             color = color * sizes[name] + int(coords[name])
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional: importing mpi4py initialises MPI
     comm = world.Split(color, key_in_group)
     comm.Set_errhandler(MPI.ERRORS_RETURN)  # MPI errors come back as exceptions
     _COMMS[key] = comm

@@ -74,7 +74,7 @@ def new_order() -> jax.Array:
 def _comm_handle(comm) -> int:
     """The communicator's C handle (an int for MPICH's ABI, an address for Open MPI's and the
     MPI 5 ABI), as the handlers call MPI with it."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional: importing mpi4py initialises MPI
     if comm == MPI.COMM_NULL:
         raise ValueError("comm is MPI.COMM_NULL; pass a communicator this rank belongs to")
     return native.mpi_handle(comm)

@@ -31,9 +31,12 @@ import math
 
 import jax
 import jax.numpy as jnp
+import jaxlib
 import numpy as np
 from jax import lax
 
+from darray._src.backends.jax import fft_exec, halo_exchange
+from darray._src.backends.jax.transpose import lax_exchange
 from darray._src.base import compat, native
 from darray._src.plans.fft_plan import Merge, Plan, Transpose
 
@@ -59,7 +62,6 @@ def environment_reason(info=None, jaxlib_version=None, platform=None) -> str | N
     their own)."""
     info = native.build_info() if info is None else info
     if jaxlib_version is None:
-        import jaxlib
         jaxlib_version = jaxlib.__version__
     platform = jax.default_backend() if platform is None else platform
     if not info.get("nccl"):
@@ -210,7 +212,6 @@ def _offsets(desc: CopyDesc):
 def emulated_move(block, stage, order):
     """The nccl mover with the handler's descriptors run by jnp (gather, XLA all-to-all,
     scatter): what the kernels compute, checkable on CPU against the JAX backend."""
-    from darray._src.backends.jax.transpose import lax_exchange
     ex = exchange_for(stage, block.shape, order)
     offset, valid = _offsets(ex.pack)
     flat = block.reshape(-1)
@@ -301,7 +302,6 @@ def _native_move(mesh):
 # -- the FFT executor ------------------------------------------------------------------------
 @functools.lru_cache(maxsize=256)
 def _executor(plan: Plan, norm: str, exchange_size_one: bool):
-    from darray._src.backends.jax import fft_exec
     native.register_targets("cuda")
     mesh = plan.in_layout.mesh
     body = compat.shard_map(
@@ -336,7 +336,6 @@ def _permute(x, names, pairs, mesh):
 
 def halo_fill(data, fill_value, *, in_layout, out_layout, rules):
     """Ghost cells filled with faces moved by ncclSend/ncclRecv on XLA's communicators."""
-    from darray._src.backends.jax import halo_exchange
     if fill_value is None:
         # the linear map halo_reduce transposes: on "jax" (a custom call has no transpose)
         return halo_exchange.fill(data, None, in_layout=in_layout, out_layout=out_layout,

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from darray._src.backends.errors import HOW_TO_GET, BackendUnavailableError, how_to_get
+from darray._src.backends.jax import fft_exec, halo_exchange
 from darray._src.backends.jax.transpose import lax_exchange
 from darray._src.base import compat, config
 
@@ -167,32 +168,32 @@ class Registry:
 
 # The native backends: registered in every build; `usable` says when one cannot run here (not
 # compiled in, no mpi4py, no GPU), and selecting it then raises BackendUnavailableError with the
-# fix. Imported late: they pull in the JAX executors, which import this module.
+# fix. Imported late, on first use: importing darray loads no native backend.
 def _mpi_usable():
-    from darray._src.backends import mpi_exec
+    from darray._src.backends import mpi_exec  # late: native, loaded on first use
     return mpi_exec.why_unusable()
 
 
 def _mpi_fft(plan, data, norm, standalone=False):
-    from darray._src.backends import mpi_exec
+    from darray._src.backends import mpi_exec  # late: native, loaded on first use
     return mpi_exec.execute(plan, data, norm, standalone)
 
 
 def _mpi_halo(data, fill_value, **layouts_and_rules):
-    from darray._src.backends import mpi_exec
+    from darray._src.backends import mpi_exec  # late: native, loaded on first use
     return mpi_exec.halo_fill(data, fill_value, **layouts_and_rules)
 
 
 def _cudecomp(name):
     def call(*args, **kwargs):
-        from darray._src.backends import cudecomp
+        from darray._src.backends import cudecomp  # late: native, loaded on first use
         return getattr(cudecomp, name)(*args, **kwargs)
     return call
 
 
 def _nccl(name):
     def call(*args, **kwargs):
-        from darray._src.backends import nccl
+        from darray._src.backends import nccl  # late: native, loaded on first use
         return getattr(nccl, name)(*args, **kwargs)
     return call
 
@@ -224,7 +225,6 @@ _NATIVE = {
 
 
 def _jax_fft_executor():
-    from darray._src.backends.jax import fft_exec
     return fft_exec.execute
 
 
@@ -237,7 +237,6 @@ fft_executor = FFT_EXECUTORS.get
 
 
 def _jax_halo_fill():
-    from darray._src.backends.jax import halo_exchange
     return halo_exchange.fill
 
 
@@ -267,7 +266,7 @@ class JaxExchanges:
 
 
 def _mpi_exchanges(mesh):
-    from darray._src.backends import mpi_exec
+    from darray._src.backends import mpi_exec  # late: native, loaded on first use
     return mpi_exec.Exchanges(mesh)
 
 

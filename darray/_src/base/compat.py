@@ -41,7 +41,7 @@ def make_auto_mesh(shape, names, devices=None):
                          devices=devices)
 
 
-_AUTO_TWINS: dict = {}
+AUTO_TWINS: dict = {}
 
 
 def auto_twin(mesh):
@@ -54,11 +54,11 @@ def auto_twin(mesh):
     """
     if not is_explicit(mesh):
         return mesh
-    twin = _AUTO_TWINS.get(mesh)
+    twin = AUTO_TWINS.get(mesh)
     if twin is None:
         twin = jax.sharding.Mesh(mesh.devices, mesh.axis_names,
                                  axis_types=(AxisType.Auto,) * len(mesh.axis_names))
-        _AUTO_TWINS[mesh] = twin
+        AUTO_TWINS[mesh] = twin
     return twin
 
 
@@ -112,7 +112,7 @@ def uncommitted(x):
     supported lines (0.10 and 0.12)."""
     if not x._committed:
         return x
-    from jax._src.array import ArrayImpl
+    from jax._src.array import ArrayImpl  # jax-version seam: a private module
     # _skip_checks: the buffer is x's own, already checked against this aval and sharding
     return ArrayImpl(x.aval, x.sharding, [x], committed=False, _skip_checks=True)
 
@@ -124,7 +124,7 @@ def is_tracer(x) -> bool:
 def is_tracing() -> bool:
     """Whether a jax transformation (jit, grad, vmap, ...) is tracing right now. jax has no
     public call for this; its core keeps the trace context (both jax lines we support)."""
-    from jax._src import core
+    from jax._src import core  # jax-version seam: a private module
     return not core.trace_state_clean()
 
 
@@ -231,7 +231,7 @@ def vmap_levels(x) -> list:
     `jax.vmap` has no public view of its tracers; both jax lines we support keep the mapped
     axis on ``BatchTracer.batch_dim`` and the vmap's ``spmd_axis_name`` (a tuple or None) on
     its trace's ``axis_data``."""
-    from jax._src.interpreters import batching
+    from jax._src.interpreters import batching  # jax-version seam: a private module
     levels = []
     while isinstance(x, batching.BatchTracer):
         dim = x.batch_dim
@@ -253,7 +253,7 @@ def explain_structure_mismatch(explain) -> None:
     unflattened; names: the two things compared) may return text, added to JAX's message (the
     original stays the cause). Only the error path changes. A jax without these functions keeps
     its own message (both lines we support have them: jax 0.10 and 0.12)."""
-    from jax._src.lax.control_flow import conditionals, loops
+    from jax._src.lax.control_flow import conditionals, loops  # jax-version seam: a private module
 
     def carry_check(check):
         @functools.wraps(check)
@@ -296,14 +296,14 @@ def requires_devices_during_lowering(primitive) -> None:
     """Mark `primitive` as needing the device assignment when it is lowered: a primitive that
     lowers through `custom_partitioning` does (it asks the partitioner for its shardings).
     jax has no public call for this; jax._src.dispatch keeps the set on jax 0.10 and 0.12."""
-    from jax._src import dispatch
+    from jax._src import dispatch  # jax-version seam: a private module
     dispatch.prim_requires_devices_during_lowering.add(primitive)
 
 
 def lowering_device_count(ctx) -> int | None:
     """How many devices the program being lowered runs on (None when JAX does not say): the
     device assignment of its sharding context (jax._src.sharding_impls on jax 0.10 and 0.12)."""
-    from jax._src import sharding_impls
+    from jax._src import sharding_impls  # jax-version seam: a private module
     context = ctx.module_context.axis_context
     if isinstance(context, sharding_impls.ShardingContext):
         devices = context.device_assignment

@@ -123,7 +123,7 @@ def bind_mpi() -> str | None:
     if not hasattr(mod, "mpi_bind"):
         return "this darray build has no MPI handlers (built with DARRAY_ENABLE_MPI=OFF)"
     try:
-        from mpi4py import MPI
+        from mpi4py import MPI  # optional: importing mpi4py initialises MPI
     except ImportError as err:
         return f"mpi4py cannot be imported ({err})"
     why_not = mod.mpi_bind(MPI.__file__, MPI._sizeof(MPI.Comm), mpi_handle(MPI.BYTE),
@@ -134,7 +134,7 @@ def bind_mpi() -> str | None:
 def mpi_handle(obj) -> int:
     """The C handle of an mpi4py object as a signed 64-bit int, the handlers' attribute type
     (mpi4py reports MPICH's int handles sign-extended to an unsigned 64-bit value)."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional: importing mpi4py initialises MPI
     handle = int(MPI._handleof(obj))
     return handle - (1 << 64) if handle >= 1 << 63 else handle
 

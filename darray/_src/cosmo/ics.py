@@ -19,13 +19,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api.blocks import map_blocks
+from darray._src.api.data_type_functions import astype
 from darray._src.api.elementwise import sqrt
 from darray._src.api.manipulation import stack
 from darray._src.api.searching import where
-from darray._src.cosmo.spectrum import _box, _spectra
+from darray._src.cosmo.spectrum import box_lengths, field_spectra
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import ensure_array
-from darray._src.fft.api import irfftn
+from darray._src.engine.arguments import ensure_array
+from darray._src.extras.random import normal
+from darray._src.fft.api import irfftn, rfftn
 from darray._src.fft.freq import wavenumbers
 
 
@@ -46,12 +48,12 @@ def _kspace(delta_k, shape, box):
 
 
 def _density_spectrum(delta, s, box, fname):
-    spectra, lengths = _spectra([delta], s, fname)
+    spectra, lengths = field_spectra([delta], s, fname)
     if lengths[-1][1] != "rfft":
         raise ValueError(f"{fname}: delta is an fftn spectrum; pass the real field or its "
                          "rfftn spectrum (the displacements of a real field are real)")
     shape = tuple(n for n, _ in lengths)
-    return spectra[0], shape, _box(box, lengths, fname)
+    return spectra[0], shape, box_lengths(box, lengths, fname)
 
 
 def _gradient(phi_k, odd, shape):
@@ -106,7 +108,6 @@ def lpt2(delta, *, box=None, s=None) -> tuple[DistArray, DistArray]:
       ``(psi1, psi2)``, each a real DistArray of shape ``(*G, d)`` (``psi2`` without the D2
       factor: scale by ``-3/7 D1**2``).
     """
-    from darray._src.fft.api import rfftn
     delta_k, shape, box = _density_spectrum(delta, s, box, "darray.cosmo.lpt2")
     ks, odd, inv_k2 = _kspace(delta_k, shape, box)
     ndim = len(shape)
@@ -166,7 +167,6 @@ def gaussian_field(power, *, box=None, key=None, shape=None, noise=None, mesh=No
     if noise is None:
         if key is None or shape is None:
             raise TypeError(f"{fname}: pass key= and shape= (to draw white noise), or noise=")
-        from darray._src.extras.random import normal
         noise = normal(key, shape, dtype, mesh=mesh, spec=spec)
     else:
         if key is not None or shape is not None or mesh is not None or spec is not None:
@@ -177,12 +177,10 @@ def gaussian_field(power, *, box=None, key=None, shape=None, noise=None, mesh=No
             raise TypeError(f"{fname}: noise has dtype {noise.dtype}; white noise is real "
                             "floating (float32 or float64)")
         if dtype is not None and np.dtype(dtype) != np.dtype(noise.dtype):
-            from darray._src.api.data_type_functions import astype
             noise = astype(noise, dtype)
-    from darray._src.fft.api import rfftn
     shape = tuple(noise.shape)
     lengths = tuple((n, "fft") for n in shape[:-1]) + ((shape[-1], "rfft"),)
-    box = _box(box, lengths, fname)
+    box = box_lengths(box, lengths, fname)
     w_k = rfftn(noise)
     ks = wavenumbers(w_k, s=shape, d=tuple(L / n for L, n in zip(box, shape)))
     k2 = ks[0] * ks[0]

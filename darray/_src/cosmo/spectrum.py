@@ -22,15 +22,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
+from darray._src.api.elementwise import cos, sin
 from darray._src.api.statistical import plain
 from darray._src.base import compat
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import ensure_array, make_out_layout
+from darray._src.engine.arguments import ensure_array
+from darray._src.engine.placing import redistribute
 from darray._src.extras.blockwise import block_coordinates
 from darray._src.fft.api import rfftn
 from darray._src.fft.freq import angular_wavenumbers, real_lengths, wavenumbers
-from darray._src.layout.layout import Layout
+from darray._src.layout.layout import Layout, make_out_layout
 from darray._src.particles.schemes import check_scheme
 from darray._src.placement import physical
 
@@ -52,7 +54,7 @@ class EnergySpectrum(NamedTuple):
 
 
 # -- arguments ---------------------------------------------------------------------------------
-def _spectra(fields, s, fname: str):
+def field_spectra(fields, s, fname: str):
     """The spectra (plain layout, all in the first one's) and (real length, kind) per axis.
 
     A real field is transformed with rfftn; a complex one is taken as an fftn or rfftn spectrum
@@ -95,14 +97,13 @@ def _spectra(fields, s, fname: str):
             if f.mesh != out[0].mesh:
                 raise ValueError(f"{fname}: {name} is on another mesh than the first field; "
                                  "put both on one mesh")
-            from darray._src.engine.placing import redistribute
             f = redistribute(f, out[0].layout, None)
         out.append(f)
     assert lengths is not None
     return out, lengths
 
 
-def _box(box, lengths, fname: str) -> tuple[float, ...]:
+def box_lengths(box, lengths, fname: str) -> tuple[float, ...]:
     ndim = len(lengths)
     if box is None:
         return tuple(float(n) for n, _ in lengths)   # cell units: spacing 1
@@ -352,8 +353,8 @@ def power_spectrum(field, other=None, *, box=None, s=None, edges=None, dk=None, 
     """
     fname = "darray.cosmo.power_spectrum"
     fields = [field] if other is None or other is field else [field, other]
-    spectra, lengths = _spectra(fields, s, fname)
-    box = _box(box, lengths, fname)
+    spectra, lengths = field_spectra(fields, s, fname)
+    box = box_lengths(box, lengths, fname)
     e = _edges(edges, dk, lengths, box, fname)
     order = _scheme_order(window, fname)
     try:
@@ -394,8 +395,8 @@ def energy_spectrum(velocity, *, box=None, s=None, edges=None, dk=None) -> Energ
                         f"(e.g. [ux, uy, uz]), got {type(velocity).__name__}")
     if not velocity:
         raise ValueError(f"{fname}: velocity is empty; pass one field per component")
-    spectra, lengths = _spectra(list(velocity), s, fname)
-    box = _box(box, lengths, fname)
+    spectra, lengths = field_spectra(list(velocity), s, fname)
+    box = box_lengths(box, lengths, fname)
     e = _edges(edges, dk, lengths, box, fname)
     cells = math.prod(n for n, _ in lengths)
     k, energy, modes = _run(spectra, spectra, lengths, box, e, 0,
@@ -429,13 +430,12 @@ def interlace(field, shifted, *, s=None, shift=0.5):
         shift = float(operator.index(shift) if isinstance(shift, (int, np.integer)) else shift)
     except (TypeError, ValueError):
         raise TypeError(f"{fname}: shift={shift!r} must be a number of cells") from None
-    spectra, lengths = _spectra([field, shifted], s, fname)
+    spectra, lengths = field_spectra([field, shifted], s, fname)
     a, b = spectra
     ks = wavenumbers(a, s=tuple(n for n, _ in lengths),
                      kinds=tuple(kind for _, kind in lengths))
     phase = None
     for k in ks:
         phase = k * shift if phase is None else phase + k * shift
-    from darray._src.api.elementwise import cos, sin
     rotor = cos(phase) + 1j * sin(phase)
     return (a + b * rotor) * 0.5

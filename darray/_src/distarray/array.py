@@ -26,6 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.base import compat
+from darray._src.layout import host
+from darray._src.layout import host as host_reads
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical, rebuilt
 from darray._src.placement.placement import (
@@ -276,7 +278,6 @@ class DistArray(_AttachedMethods):
             raise TypeError("cannot pickle a DistArray while it is traced (under jit, grad or "
                             "vmap); pickle the concrete result")
         if not getattr(data, "is_fully_addressable", True) and not data.is_fully_replicated:
-            from darray._src.layout import host as host_reads
             raise host_reads.refusal(self.layout, "pickle.dumps(x)")
         lay = self.layout
         blocks = np.array(data if getattr(data, "is_fully_addressable", True)
@@ -472,7 +473,6 @@ class DistArray(_AttachedMethods):
             raise TypeError(f"{what}() is not defined for dtype {self.dtype}")
         data = self._data  # first: a view reads its base again
         first = tuple(lo for lo, _ in self._layout.halo)  # cell 0 sits after the ghosts
-        from darray._src.layout import host
         if host.spans_other_processes(data):  # this process's copy, or refuse at once
             return host.local_cell(data, self._layout, first, f"{what}(x)")
         if data.ndim == 0:  # a 0-d result: its data is the (replicated) scalar

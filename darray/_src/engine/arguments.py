@@ -1,13 +1,17 @@
-"""The argument policy's first half: what a public function accepts where it takes an array
-(as jax.numpy's ensure_arraylike). The second half, placement, is `common.ensure_array`
-(darray.asarray's rule). Kept apart from engine/common.py so that api/creation.py, which common
-calls for the placement, can use it without an import cycle."""
+"""The argument policy: one rule for every namespace function, method and extension.
+
+`array_operand` says what a public function accepts where it takes an array (as jax.numpy's
+ensure_arraylike); `ensure_array` adds the placement (darray.asarray's rule) where the
+function needs a DistArray; `refuse_out` turns away numpy's `out=` buffers. The rule for
+operands on different meshes is engine/operands.py's.
+"""
 from __future__ import annotations
 
 import jax
 import numpy as np
 
 from darray._src.distarray.array import DistArray
+from darray._src.engine.placing import asarray
 
 _PY_SCALARS = (bool, int, float, complex)
 _FOREIGN_ARRAYS = (np.ndarray, np.generic, jax.Array)
@@ -30,3 +34,28 @@ def array_operand(fname: str, x, argname: str = "x"):
     raise TypeError(f"{fname}: {argname} must be an array (a DistArray, a numpy or jax array) "
                     f"or a Python scalar, got {type(x).__name__}; convert it with "
                     "darray.asarray")
+
+
+def ensure_array(fname: str, x, argname: str = "x", *, spec=None) -> DistArray:
+    """`x` as a DistArray, for the public function `fname` where it needs an array: a
+    DistArray passes; a numpy or jax array or a Python scalar is placed as `darray.asarray(x)`
+    places it (the default mesh, or the one device of small arrays; uncommitted, so it joins
+    the mesh of any committed operand: engine/operands.py), as jax.numpy places host data; the
+    rest is refused by `array_operand`.
+
+    spec: the one exception, for a function whose docs place host data otherwise (fft's
+    dct/dst family puts a 1-D signal whole on every device: ``asarray(x, spec=(None,))``)."""
+    if isinstance(x, DistArray):
+        return x
+    x = array_operand(fname, x, argname)
+    return asarray(x) if spec is None else asarray(x, spec=spec)
+
+
+def refuse_out(out, fname: str) -> None:
+    """numpy's `out=` argument, accepted only as None: darray has no output buffers (a
+    DistArray is immutable data plus a layout, as a jax.Array is). `fname` is the call as the
+    user wrote it (``"nansum"``, ``"x.sum"``)."""
+    if out is not None:
+        raise TypeError(f"{fname}(out=...) is not supported: darray functions return a new "
+                        f"array, as jax.numpy's do (got out={out!r}); use the returned array, "
+                        f"or write it into an existing one with out[...] = result")

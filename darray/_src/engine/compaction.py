@@ -31,7 +31,7 @@ from darray._src.base import compat
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import COMPACTION, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import masked_physical
+from darray._src.engine.placing import asarray
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
 
@@ -49,7 +49,6 @@ def concrete_count(arr: DistArray, what: str) -> None:
 
 def plain_like(arr: DistArray, spec) -> DistArray:
     """`arr` without ghosts, split as `spec` (moves data only if needed)."""
-    from darray._src.engine.placing import asarray
     lay = arr.layout
     spec = tuple(tuple(s) for s in spec)
     if not lay.has_halo and lay.split == spec:
@@ -64,13 +63,6 @@ def _block_index(names, sizes):
     for name in names:
         index = index * sizes[name] + jax.lax.axis_index(name)
     return index
-
-
-def _strip_ghosts(block, lay: Layout):
-    for axis, (lo, hi) in enumerate(lay.halo):
-        if lo or hi:
-            block = jax.lax.slice_in_dim(block, lo, lo + lay.chunk(axis), axis=axis)
-    return block
 
 
 def _global_index(lay: Layout, axis: int, shape, dtype):
@@ -199,13 +191,13 @@ def _compact_fn(mask_lay: Layout, payload_lays: tuple, count: int, with_indices:
         return buf
 
     def body(mask_block, *payload_blocks):
-        mask_block = _strip_ghosts(mask_block, mask_lay)
+        mask_block = physical.strip_ghosts(mask_block, mask_lay)
         hits, rank = _hits_and_ranks(mask_block, mask_lay, idx_dtype)
         slots = jnp.where(hits, rank, padded).reshape(-1)
         items = []
         if with_indices:
             items += [_global_index(mask_lay, a, mask_block.shape, idx_dtype) for a in range(k)]
-        items += [_strip_ghosts(b, lay) for b, lay in zip(payload_blocks, payload_lays)]
+        items += [physical.strip_ghosts(b, lay) for b, lay in zip(payload_blocks, payload_lays)]
         outs = []
         for item in items:
             outs.append(exact_read(place, item, slots))
@@ -237,7 +229,8 @@ def count_true(mask: DistArray) -> int:
 
 @program_cache(COMPACTION)
 def _count_fn(layout: Layout):
-    return jax.jit(lambda data: jnp.count_nonzero(masked_physical(data != 0, layout, False)))
+    return jax.jit(
+        lambda data: jnp.count_nonzero(physical.masked_physical(data != 0, layout, False)))
 
 
 def compact(mask: DistArray, payloads: Sequence[DistArray] = (), *, with_indices: bool,
@@ -265,7 +258,6 @@ def compact(mask: DistArray, payloads: Sequence[DistArray] = (), *, with_indices
 
 def _empty_results(mask, payloads, with_indices):
     """Nothing selected: empty arrays in the layouts a selection would have had."""
-    from darray._src.engine.placing import asarray
     k, names = mask.ndim, (mask.layout.used_mesh_axes,)
     outs = []
     if with_indices:
@@ -285,8 +277,8 @@ def _expand_fn(x_lay: Layout, mask_lay: Layout, count: int):
     rest_axes = range(k, x_lay.ndim)
 
     def body(x_block, mask_block, values):
-        x_block = _strip_ghosts(x_block, x_lay)
-        mask_block = _strip_ghosts(mask_block, mask_lay)
+        x_block = physical.strip_ghosts(x_block, x_lay)
+        mask_block = physical.strip_ghosts(mask_block, mask_lay)
         hits, rank = _hits_and_ranks(mask_block, mask_lay, idx_dtype)
         picked = values[jnp.clip(rank, 0, count - 1).reshape(-1)]   # (cells, *padded rest)
         for a in rest_axes:
@@ -379,7 +371,7 @@ def _blockwise_fn(fn, x_lay: Layout, whole_lays, static):
     out_lay = x_lay.without_halo()
     mesh = x_lay.mesh
     body = compat.shard_map(
-        lambda block, *rest: fn(_strip_ghosts(block, x_lay), *rest, *static), mesh=mesh,
+        lambda block, *rest: fn(physical.strip_ghosts(block, x_lay), *rest, *static), mesh=mesh,
         in_specs=(x_lay.spec,) + (whole,) * len(whole_lays), out_specs=out_lay.spec,
         check_vma=False)
 

@@ -43,13 +43,6 @@ def _goes_in_directly(lay: Layout, split) -> bool:
     return lay.split == tuple(split)
 
 
-def _strip_ghosts(block, lay: Layout):
-    for axis, (lo, hi) in enumerate(lay.halo):
-        if lo or hi:
-            block = jax.lax.slice_in_dim(block, lo, lo + lay.chunk(axis), axis=axis)
-    return block
-
-
 class _Round(NamedTuple):
     """One lax.ppermute: every device sends at most one window and receives at most one.
     Tables are indexed by block number (the split's order)."""
@@ -175,7 +168,7 @@ def _join_split_axis(blocks, lays, out: Layout, axis: int, dtype):
 
 def _local_join(kind: str, lays, out: Layout, axis: int, dtype):
     def local(*blocks):
-        blocks = [_strip_ghosts(b, lay).astype(dtype) for b, lay in zip(blocks, lays)]
+        blocks = [physical.strip_ghosts(b, lay).astype(dtype) for b, lay in zip(blocks, lays)]
         if kind == "stack":
             return jnp.stack(blocks, axis=axis)
         if not out.split[axis]:

@@ -35,6 +35,8 @@ import numpy as np
 
 from darray._src.base.errors import LayoutError
 from darray._src.distarray.array import DistArray
+from darray._src.engine.placing import asarray
+from darray._src.placement.placement import default_mesh, local_mesh
 
 
 def mesh_key(mesh) -> tuple:
@@ -67,7 +69,6 @@ def _is_placed_anywhere(a) -> bool:
 def is_committed(a: DistArray) -> bool:
     """Whether `a` is committed to its mesh (see the module doc): it is neither on the default
     mesh nor on the one device of small arrays."""
-    from darray._src.placement.placement import default_mesh, local_mesh
     mesh = a.mesh
     return mesh is not local_mesh() and not same_mesh(mesh, default_mesh())
 
@@ -84,7 +85,6 @@ def check_operand_meshes(fname: str, *named, anchor: int | None = None) -> tuple
     anchor: index into `named` of an operand that must not move (the array written by
     ``x[key] = value``, or indexed by ``x[key]``): the call runs on its mesh.
     """
-    from darray._src.placement.placement import local_mesh
     local = local_mesh()
     dists = [(a, name) for a, name in named if _is_placed_anywhere(a)]
     if all(same_mesh(a.mesh, dists[0][0].mesh) for a, _ in dists[1:]):
@@ -109,6 +109,18 @@ def check_operand_meshes(fname: str, *named, anchor: int | None = None) -> tuple
                  else a for a, _ in named)
 
 
+def check_same_mesh(fname: str, arrays, argname: str = "arrays") -> list:
+    """`check_operand_meshes` for the arrays of the public function `fname` (a sequence
+    argument, or several named by a comma-separated `argname`): the arrays, placed on one
+    mesh."""
+    names = [n.strip() for n in argname.split(",")]
+    if len(names) == len(arrays):
+        named = list(zip(arrays, names))
+    else:
+        named = [(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
+    return list(check_operand_meshes(fname, *named))
+
+
 def _is_small_scalar(a, local) -> bool:
     """A 0-d DistArray on the one device of small arrays (an eager 0-d result): it carries no
     distribution, and comes to the mesh of the arrays it meets (a replicated copy there)."""
@@ -119,7 +131,6 @@ def move_to(a: DistArray, mesh) -> DistArray:
     """`a` on `mesh` (itself if already there), split by the mesh's default for its shape."""
     if same_mesh(a.mesh, mesh):
         return a
-    from darray._src.engine.placing import asarray
     return asarray(a, mesh=mesh)
 
 

@@ -2,7 +2,7 @@
 
 Host data goes through host memory once, each device receiving only its own block; a
 DistArray or jax.Array moves by one jitted program (blocks, padding or a whole redistribution).
-Every namespace section places its operands here (engine/common.py's `ensure_array`), so this
+Every namespace section places its operands here (engine/arguments.py's `ensure_array`), so this
 sits in the engine, below api/creation.py, which lists `asarray` with the standard's creation
 functions.
 """

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from darray._src.base import compat
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import masked_physical
+from darray._src.engine.placing import redistribute
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
 
@@ -69,7 +69,7 @@ def _sum_scatter_fn(layout: Layout, axes, keepdims: bool, dtype, default: Layout
         return jax.lax.psum(part, rest) if rest else part
 
     def run(data):
-        data = masked_physical(physical.constrain(data, layout), layout, 0)
+        data = physical.masked_physical(physical.constrain(data, layout), layout, 0)
         out = compat.shard_map(local, mesh=layout.mesh, in_specs=(layout.spec,),
                                out_specs=target.spec)(data)
         return physical.constrain(out, target)
@@ -87,7 +87,6 @@ def sum_to(x: DistArray, axes, keepdims: bool, dtype, default: Layout, spec,
         return plain_sum()
     plan = _scatter_plan(x.layout, axes, default, target)
     if plan is None:
-        from darray._src.engine.placing import redistribute
         return redistribute(plain_sum(), target, None)
     fn = _sum_scatter_fn(x.layout, axes, keepdims, jnp.dtype(dtype), default, target, plan)
     return DistArray._new(fn(x.data), target)

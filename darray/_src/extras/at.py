@@ -16,8 +16,7 @@ import numpy as np
 from darray._src.api import elementwise, indexing
 from darray._src.api.data_type_functions import astype
 from darray._src.distarray.array import DistArray
-from darray._src.engine import common
-from darray._src.engine.common import is_plain
+from darray._src.engine.apply import apply_logical, apply_physical
 
 _COMBINE = {"add": "add", "multiply": "multiply", "divide": "divide", "power": "pow",
             "min": "minimum", "max": "maximum"}
@@ -71,7 +70,7 @@ class _AtRef:
             return _masked_update(x, selection, values, how)
         if how == "set":
             return indexing.setitem(x, key, values)
-        if not any(indexing._is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in keys):
+        if not any(indexing.is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in keys):
             # basic keys select each cell once: read, combine, write back
             combined = getattr(elementwise, _COMBINE[how])(x[key], values)
             return indexing.setitem(x, key, astype(combined, x.dtype)
@@ -102,12 +101,12 @@ def _basic_selection(x, keys):
     """For a key of ints, slices, ... and None on a plain layout: one boolean vector per axis
     over the *physical* length, True at the selected logical cells (padding never selected);
     else None. Host work only, sized by the axes, never by the array."""
-    if not is_plain(x.layout) or any(
-            indexing._is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in keys):
+    if x.layout.has_halo or any(
+            indexing.is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in keys):
         return None
     for pos, k in enumerate(keys):
-        indexing._check_item(k, pos)
-    keys = indexing._expand_ellipsis(tuple(keys), x.ndim)
+        indexing.check_item(k, pos)
+    keys = indexing.expand_ellipsis(tuple(keys), x.ndim)
     keys = tuple(k for k in keys if k is not None)  # new axes only shape the value
     keys = keys + (slice(None),) * (x.ndim - len(keys))
     vectors = []
@@ -132,7 +131,7 @@ def _masked_update(x, vectors, value, how):
     compiled program). No communication."""
     if not isinstance(value, DistArray):
         value = np.asarray(value)
-    return common.apply_physical(_select_fn(how), [x, value, *vectors], x.layout)
+    return apply_physical(_select_fn(how), [x, value, *vectors], x.layout)
 
 
 _JNP_COMBINE = {"set": None, "add": "add", "multiply": "multiply", "divide": "divide",
@@ -159,15 +158,15 @@ def _check_mode(mode, fill_value):
 def _scatter(x, keys, values, how):
     """Integer/boolean array keys: one scatter on the logical path (repeats accumulate)."""
     for pos, k in enumerate(keys):
-        indexing._check_item(k, pos)
-    indexing._check_advanced_bounds(x, keys)
-    template, operands = indexing._advanced_parts(x, keys)
-    val = indexing._value_operand(values, x.dtype)
-    return common.apply_logical(_scatter_kernel, [x, val, *operands], x.layout.without_halo(),
+        indexing.check_item(k, pos)
+    indexing.check_advanced_bounds(x, keys)
+    template, operands = indexing.advanced_parts(x, keys)
+    val = indexing.value_operand(values, x.dtype)
+    return apply_logical(_scatter_kernel, [x, val, *operands], x.layout.without_halo(),
                                 static=(tuple(template), how))
 
 
 def _scatter_kernel(a, value, *rest):
     *operands, template, how = rest
-    ref = a.at[indexing._build_key(template, operands)]
+    ref = a.at[indexing.build_key(template, operands)]
     return getattr(ref, how)(jnp.asarray(value).astype(a.dtype))  # same names as jax's .at

@@ -25,9 +25,10 @@ from darray._src.base import compat
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import ensure_array, is_tracing, make_out_layout, valid_mask
+from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes
-from darray._src.layout.layout import Layout
+from darray._src.engine.placing import redistribute
+from darray._src.layout.layout import Layout, make_out_layout
 from darray._src.placement import physical
 
 
@@ -47,13 +48,18 @@ def _count_blocks(index, weights, layout: Layout, length: int, dtype):
                             out_specs=PartitionSpec())(*args)
 
 
+def _is_tracing(*arrays) -> bool:
+    """Whether a DistArray among `arrays` holds a tracer (its values are unknown here)."""
+    return any(isinstance(a, DistArray) and isinstance(a.data, jax.core.Tracer) for a in arrays)
+
+
 def _replicated(length: int, mesh) -> Layout:
     return make_out_layout(mesh, (length,), [()])
 
 
 def _drop_padding(index, layout: Layout, length: int):
     """Padding and ghost cells point past the last bin, so the scatter drops them."""
-    mask = valid_mask(layout)
+    mask = physical.valid_mask(layout)
     return index if mask is None else jnp.where(mask, index, length)
 
 
@@ -80,7 +86,7 @@ def _extremes_fn(layout: Layout):
     """(min, max) of the logical cells: one program, one all-reduce each."""
     def run(x):
         x = physical.constrain(x, layout)
-        mask = valid_mask(layout)
+        mask = physical.valid_mask(layout)
         hi_fill, lo_fill = _extreme_fills(x.dtype)
         lo = jnp.min(x if mask is None else jnp.where(mask, x, hi_fill))
         hi = jnp.max(x if mask is None else jnp.where(mask, x, lo_fill))
@@ -122,7 +128,6 @@ def _weights(weights, x: DistArray, fname: str):
     x, weights = check_operand_meshes(fname, (x, "x"), (weights, "weights"))
     weights = plain(weights)
     if weights.layout != x.layout:
-        from darray._src.engine.placing import redistribute
         weights = redistribute(weights, x.layout, None)
     return weights
 
@@ -162,7 +167,7 @@ def bincount(x, /, weights=None, minlength=0, *, length=None) -> DistArray:
     weights = _weights(weights, x, "bincount")
     x = plain(x)
     if length is None:
-        if is_tracing(x, weights):
+        if _is_tracing(x, weights):
             raise ValueError(
                 "bincount under jax.jit needs a static length=: the number of bins would be "
                 "max(x) + 1, a traced value. Pass length=<int> (values >= length are dropped, "
@@ -222,7 +227,7 @@ def _histogram_fn(layout: Layout, w_layout, nbins: int, uniform: bool, traced_ra
         v = physical.constrain(a, layout).astype(edges_or_range.dtype)
         w = tuple(physical.constrain(x, w_layout) for x in w)
         if traced_range:  # under jit with range=None: min and max of the data, in-program
-            mask = valid_mask(layout)
+            mask = physical.valid_mask(layout)
             lo = jnp.min(v if mask is None else jnp.where(mask, v, jnp.inf))
             hi = jnp.max(v if mask is None else jnp.where(mask, v, -jnp.inf))
             # a NaN in the data: NaN edges (numpy raises; a traced value cannot), so the
@@ -275,7 +280,7 @@ def _edges(bins, range_, x: DistArray, dtype):
             raise ValueError(f"bins={nbins} must be a positive int")
         if range_ is not None:
             lo, hi = _check_range(range_)
-        elif is_tracing(x):
+        elif _is_tracing(x):
             return None, nbins, True
         elif x.size == 0:
             lo, hi = 0.0, 1.0  # numpy's range for empty input

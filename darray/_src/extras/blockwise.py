@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api.creation import _default_dtype
+from darray._src.api.creation import default_dtype
 from darray._src.base import compat
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
@@ -146,7 +146,7 @@ def fromfunction(fn, shape, *, dtype=None, mesh=None, spec=None) -> DistArray:
     if not callable(fn):
         raise TypeError(f"fn={fn!r} must be callable: fn(*index_arrays) -> array")
     shape = shape_tuple(shape)
-    dtype = check_dtype(dtype) or _default_dtype(0.0)
+    dtype = check_dtype(dtype) or default_dtype(0.0)
     layout = make_layout(shape, mesh, spec)
     data = _fromfunction_fn(fn, layout, dtype)()
     return created(data, layout)

@@ -9,18 +9,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api.creation import linspace
+from darray._src.api.creation import asarray, linspace
+from darray._src.api.linalg import diagonal
 from darray._src.api.statistical import plain
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import (
-    apply_logical,
-    apply_physical,
-    check_same_mesh,
-    ensure_array,
-    make_out_layout,
-)
-from darray._src.layout.layout import Layout
+from darray._src.engine.apply import apply_logical, apply_physical
+from darray._src.engine.arguments import ensure_array
+from darray._src.engine.operands import check_same_mesh
+from darray._src.layout.layout import Layout, make_out_layout
 from darray._src.placement import physical
 from darray._src.placement.placement import make_layout
 
@@ -33,7 +30,6 @@ def from_dlpack(x, /, *, device=None, copy=None) -> DistArray:
       device receives only its block. `copy=False` is refused for non-DistArray input, since
       the data always moves onto the mesh.
     """
-    from darray._src.api.creation import asarray
     if isinstance(x, (DistArray, jax.Array)):
         return asarray(x, device=device, copy=copy)
     if not hasattr(x, "__dlpack__"):
@@ -106,7 +102,6 @@ def diag(v, /, k=0) -> DistArray:
     v = ensure_array("diag", v, "v")
     k = operator.index(k)
     if v.ndim == 2:
-        from darray._src.api.linalg import diagonal
         return diagonal(v, offset=k)
     if v.ndim != 1:
         raise ValueError(f"diag: v must be 1-D (to build a matrix) or 2-D (to read a diagonal), "

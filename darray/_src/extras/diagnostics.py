@@ -90,7 +90,7 @@ def collect() -> dict[str, dict[str, str]]:
         "launcher": _describe_launch(launch),
     }
 
-    options = {"jax_enable_x64": str(bool(jax.config.jax_enable_x64))}
+    options = {"jax_enable_x64": str(bool(jax.config.read("jax_enable_x64")))}
     for name, option in config.OPTIONS.items():
         value = config.get_config(name)
         options[name] = f"{value!r} (${option.env})"

@@ -25,11 +25,16 @@ import shutil
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 
+from darray._src.base.compat import make_auto_mesh
 from darray._src.base.errors import LayoutError
 from darray._src.distarray.array import DistArray
+from darray._src.engine.arguments import ensure_array
 from darray._src.extras.blockwise import from_callback, logical_ranges
+from darray._src.halo.api import unhalo
 from darray._src.layout.layout import normalize_spec
+from darray._src.placement.placement import default_mesh, resolve_mesh
 
 PARTIAL, PREVIOUS = ".darray-partial", ".darray-previous"
 FORMAT_VERSION = 1
@@ -38,7 +43,7 @@ _ENGINES = ("auto", "tensorstore", "numpy")
 
 def _tensorstore():
     try:
-        import tensorstore
+        import tensorstore  # optional dependency
     except ImportError:
         return None
     return tensorstore
@@ -57,7 +62,6 @@ def _engine(engine):
 
 def _barrier(name):
     if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
         multihost_utils.sync_global_devices(name)
 
 
@@ -90,10 +94,8 @@ def _metadata(x: DistArray, chunks) -> dict:
 
 
 def _savable(x) -> DistArray:
-    from darray._src.engine.common import ensure_array  # the argument policy
     x = ensure_array("save", x)
     if x.layout.has_halo:
-        from darray._src.halo.api import unhalo
         x = unhalo(x)
     return x
 
@@ -313,8 +315,6 @@ def _saved_mesh(meta):
         return None
     if math.prod(sizes) != jax.device_count():
         return None
-    from darray._src.base.compat import make_auto_mesh
-    from darray._src.placement.placement import default_mesh
     default = default_mesh()
     if tuple(default.axis_names) == names and tuple(default.devices.shape) == sizes:
         return default
@@ -325,7 +325,6 @@ def _saved_spec(meta, mesh, ndim):
     saved = meta.get("attributes", {}).get("darray", {}).get("split")
     if saved is None or len(saved) != ndim:
         return None
-    from darray._src.placement.placement import resolve_mesh
     spec = tuple(tuple(s) or None for s in saved)
     try:
         normalize_spec(spec, ndim, resolve_mesh(mesh))

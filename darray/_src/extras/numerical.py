@@ -19,18 +19,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
+from darray._src.api.creation import redistribute
 from darray._src.api.statistical import plain
 from darray._src.base import compat
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import (
-    check_same_mesh,
-    ensure_array,
-    make_out_layout,
-    masked_physical,
-    run_physical,
-)
-from darray._src.layout.layout import Layout
+from darray._src.engine.apply import run_physical
+from darray._src.engine.arguments import ensure_array
+from darray._src.engine.operands import check_same_mesh
+from darray._src.layout.layout import Layout, make_out_layout
 from darray._src.placement import physical
 
 
@@ -107,7 +104,7 @@ def _label_splits(ops, terms):
 
 def _einsum_kernel(*args):
     *datas, subscripts, layouts = args
-    masked = [masked_physical(d, lay, 0) for d, lay in zip(datas, layouts)]
+    masked = [physical.masked_physical(d, lay, 0) for d, lay in zip(datas, layouts)]
     return jnp.einsum(subscripts, *masked)
 
 
@@ -146,7 +143,6 @@ def einsum(subscripts, /, *operands) -> DistArray:
         target = tuple(splits.get(lab, ()) for lab in t)
         op = plain(op)
         if op.layout.split != target or op.mesh != mesh:
-            from darray._src.api.creation import redistribute
             nd = op.ndim
             op = redistribute(op, Layout(op.shape, mesh, target, ((0, 0),) * nd), None)
         placed.append(op)

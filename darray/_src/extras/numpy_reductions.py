@@ -16,7 +16,8 @@ from darray._src.api.manipulation import reshape
 from darray._src.api.searching import nanargmax, nanargmin  # noqa: F401 - re-exported
 from darray._src.api.statistical import highest, lowest, reduce, sum_dtype
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import ensure_array, valid_mask
+from darray._src.engine.arguments import ensure_array, refuse_out
+from darray._src.placement.physical import valid_mask
 
 
 def _present(data, layout):
@@ -76,17 +77,10 @@ def _floating(x) -> bool:
     return x.dtype.kind in "fc"
 
 
-def _no_out(out, fname):
-    if out is not None:
-        raise TypeError(f"{fname}(out=...) is not supported: darray has no output buffers (got "
-                        f"out={out!r}); use the returned array, or write it into an existing "
-                        f"one with out[...] = result")
-
-
 def nansum(x, /, *, axis=None, dtype=None, keepdims=False, out=None) -> DistArray:
     """Sum over `axis` treating NaNs as zero (numpy's nansum; dtype rules as darray.sum)."""
     x = ensure_array("nansum", x)
-    _no_out(out, "nansum")
+    refuse_out(out, "nansum")
     if not _floating(x):
         return statistical.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
     return reduce(x, _nansum_kernel, axis, keepdims, sum_dtype(x.dtype, dtype, "nansum"),
@@ -96,7 +90,7 @@ def nansum(x, /, *, axis=None, dtype=None, keepdims=False, out=None) -> DistArra
 def nanprod(x, /, *, axis=None, dtype=None, keepdims=False, out=None) -> DistArray:
     """Product over `axis` treating NaNs as one (numpy's nanprod)."""
     x = ensure_array("nanprod", x)
-    _no_out(out, "nanprod")
+    refuse_out(out, "nanprod")
     if not _floating(x):
         return statistical.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
     return reduce(x, _nanprod_kernel, axis, keepdims, sum_dtype(x.dtype, dtype, "nanprod"),
@@ -107,7 +101,7 @@ def nanmax(x, /, *, axis=None, keepdims=False, out=None) -> DistArray:
     """Largest element over `axis`, NaNs ignored; a slice of NaNs only gives NaN (numpy's
     answer, without its RuntimeWarning). ValueError for an empty axis."""
     x = ensure_array("nanmax", x)
-    _no_out(out, "nanmax")
+    refuse_out(out, "nanmax")
     if x.dtype.kind != "f":
         return statistical.max(x, axis=axis, keepdims=keepdims)
     return reduce(x, _nanextreme_kernel, axis, keepdims, "max", fname="nanmax",
@@ -117,7 +111,7 @@ def nanmax(x, /, *, axis=None, keepdims=False, out=None) -> DistArray:
 def nanmin(x, /, *, axis=None, keepdims=False, out=None) -> DistArray:
     """Smallest element over `axis`, NaNs ignored (as nanmax)."""
     x = ensure_array("nanmin", x)
-    _no_out(out, "nanmin")
+    refuse_out(out, "nanmin")
     if x.dtype.kind != "f":
         return statistical.min(x, axis=axis, keepdims=keepdims)
     return reduce(x, _nanextreme_kernel, axis, keepdims, "min", fname="nanmin",
@@ -126,7 +120,7 @@ def nanmin(x, /, *, axis=None, keepdims=False, out=None) -> DistArray:
 
 def _moments(x, axis, dtype, keepdims, correction, what):
     dtype = np.dtype(dtype) if dtype is not None else (
-        x.dtype if x.dtype.kind in "fc" else statistical._float_dtype(x.dtype))
+        x.dtype if x.dtype.kind in "fc" else statistical.float_result_dtype(x.dtype))
     return reduce(x, _nanmoments_kernel, axis, keepdims, dtype, correction, what,
                   fname="nan" + what, category="numeric")
 
@@ -134,7 +128,7 @@ def _moments(x, axis, dtype, keepdims, correction, what):
 def nanmean(x, /, *, axis=None, dtype=None, keepdims=False, out=None) -> DistArray:
     """Mean over `axis` of the non-NaN elements; a slice of NaNs only gives NaN."""
     x = ensure_array("nanmean", x)
-    _no_out(out, "nanmean")
+    refuse_out(out, "nanmean")
     return _moments(x, axis, dtype, keepdims, 0.0, "mean")
 
 
@@ -143,18 +137,18 @@ def nanvar(x, /, *, axis=None, dtype=None, keepdims=False, ddof=None, correction
     """Variance over `axis` of the non-NaN elements (two passes), divided by
     ``count - ddof``; NaN where that is <= 0 (numpy's answer)."""
     x = ensure_array("nanvar", x)
-    _no_out(out, "nanvar")
+    refuse_out(out, "nanvar")
     return _moments(x, axis, dtype, keepdims,
-                    statistical._check_correction(correction, ddof, "nanvar"), "var")
+                    statistical.check_correction(correction, ddof, "nanvar"), "var")
 
 
 def nanstd(x, /, *, axis=None, dtype=None, keepdims=False, ddof=None, correction=0.0,
            out=None) -> DistArray:
     """Standard deviation: sqrt of `nanvar` with the same arguments."""
     x = ensure_array("nanstd", x)
-    _no_out(out, "nanstd")
+    refuse_out(out, "nanstd")
     return _moments(x, axis, dtype, keepdims,
-                    statistical._check_correction(correction, ddof, "nanstd"), "std")
+                    statistical.check_correction(correction, ddof, "nanstd"), "std")
 
 
 for _f in (nansum, nanprod, nanmax, nanmin, nanmean, nanvar, nanstd):
@@ -164,7 +158,7 @@ for _f in (nansum, nanprod, nanmax, nanmin, nanmean, nanvar, nanstd):
 # -- numpy's cumulative functions and cross ---------------------------------------------------
 def _numpy_cumulative(fn, x, axis, dtype, out, fname):
     x = ensure_array(fname, x)
-    _no_out(out, fname)
+    refuse_out(out, fname)
     if axis is None:  # numpy: over the flattened array
         x, axis = (reshape(x, (-1,)) if x.ndim != 1 else x), 0
     return fn(x, axis=axis, dtype=dtype)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from darray._src.api.indexing import take
+from darray._src.layout import host as host_reads
+
 
 def _corner_indices(n: int, edge: int):
     """Indices to fetch along an axis of length n: all of them when short, else the edges
@@ -27,7 +30,6 @@ def printable(x) -> tuple[np.ndarray, dict]:
     threshold, edge = opts["threshold"], opts["edgeitems"]
     if x.size <= threshold:
         return np.asarray(x), {}
-    from darray._src.api.indexing import take  # late: indexing imports array
     corner = x
     for axis, n in enumerate(x.shape):
         picks = _corner_indices(n, edge)
@@ -40,7 +42,6 @@ def values_text(x, *, prefix: str = "", suffix: str = "") -> str:
     """numpy's text for the values of `x` (str() style when prefix is empty). An array with
     blocks on other processes prints its layout instead: reading their cells is a collective,
     which one process printing alone must not start."""
-    from darray._src.layout import host as host_reads
     if host_reads.spans_other_processes(x.data) and not x.data.is_fully_replicated:
         return (f"{x!r} (values on several processes: darray.distributed.gather(x), called on "
                 f"every process, brings them to each)")

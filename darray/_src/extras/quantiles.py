@@ -17,11 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api.creation import redistribute
+from darray._src.api.manipulation import expand_dims
 from darray._src.api.statistical import reduced_layout
 from darray._src.distarray.array import DistArray
-from darray._src.engine import common
-from darray._src.engine.common import is_plain, make_out_layout, normalize_axes, run_physical
-from darray._src.layout.layout import Layout
+from darray._src.engine.apply import run_physical
+from darray._src.engine.arguments import ensure_array
+from darray._src.layout.axes import normalize_axes
+from darray._src.layout.layout import Layout, make_out_layout
 
 METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -37,7 +39,7 @@ def _quantile_kernel(data, q, q_shape, axes, keepdims, method):
 def _local_lanes(x: DistArray, axes) -> DistArray:
     """x with the reduced axes unsplit (their mesh axes moved to the longest kept axis)."""
     lay = x.layout
-    if is_plain(lay) and not any(lay.split[a] for a in axes):
+    if not lay.has_halo and not any(lay.split[a] for a in axes):
         return x
     kept = [a for a in range(x.ndim) if a not in axes]
     freed = tuple(name for a in axes for name in lay.split[a])
@@ -66,7 +68,7 @@ def quantile(x, /, q, axis=None, *, method="linear", keepdims=False, out=None,
       The q axes (if any) unsplit, then x's layout without the reduced axes; see the module
       docstring for the communication (none, one all-to-all, or a gather for axis=None).
     """
-    x = common.ensure_array("quantile", x)
+    x = ensure_array("quantile", x)
     for name, value in (("out", out), ("weights", weights)):
         if value is not None:
             raise TypeError(f"quantile: {name}= is not supported (got {value!r})")
@@ -80,7 +82,6 @@ def quantile(x, /, q, axis=None, *, method="linear", keepdims=False, out=None,
     del overwrite_input  # darray never overwrites its input
     axes = tuple(range(x.ndim)) if axis is None else tuple(sorted(normalize_axes(axis, x.ndim)))
     if not axes and x.ndim:  # axis=(): every cell is its own lane (numpy's answer: x itself)
-        from darray._src.api.manipulation import expand_dims
         return quantile(expand_dims(x, axis=x.ndim), qa, axis=x.ndim, method=method)
     x = _local_lanes(x, axes)
     red = reduced_layout(x.layout, axes, keepdims)

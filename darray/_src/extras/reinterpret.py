@@ -12,9 +12,10 @@ import numpy as np
 
 from darray._src.base import dtypes as _dt
 from darray._src.distarray.array import DistArray
-from darray._src.engine import common, views
-from darray._src.engine.common import make_out_layout, run_physical
-from darray._src.layout.layout import Layout
+from darray._src.engine import views
+from darray._src.engine.apply import apply_logical, run_physical
+from darray._src.engine.arguments import ensure_array
+from darray._src.layout.layout import Layout, make_out_layout
 
 
 def _bytes_as(data, dtype):
@@ -44,7 +45,7 @@ def _reinterpreted(x: DistArray, dtype: np.dtype) -> DistArray:
         return run_physical(_bytes_as, [x], out, static=(dtype,))
     # a split last axis: the partitioner moves the cells whose items straddle blocks
     out = make_out_layout(lay.mesh, shape, lay.split)
-    return common.apply_logical(_bytes_as, [x], out, static=(dtype,))
+    return apply_logical(_bytes_as, [x], out, static=(dtype,))
 
 
 def view(x: DistArray, dtype=None) -> DistArray:
@@ -64,7 +65,7 @@ def view(x: DistArray, dtype=None) -> DistArray:
       axis with another item size is resized by XLA's partitioner (cells move between
       neighbouring blocks).
     """
-    x = common.ensure_array("view", x)
+    x = ensure_array("view", x)
     if dtype is None:
         dtype = x.dtype
     dtype = _dt.as_dtype(dtype)

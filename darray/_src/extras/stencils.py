@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
+from darray._src.api.creation import asarray
 from darray._src.api.statistical import plain
 from darray._src.backends.jax import halo_exchange
 from darray._src.backends.registry import EXCHANGES, HALO_FILLS, record, select_exchanges
@@ -30,8 +31,9 @@ from darray._src.base import compat
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import ensure_array, make_out_layout, normalize_axes
-from darray._src.layout.layout import Layout
+from darray._src.engine.arguments import ensure_array
+from darray._src.layout.axes import normalize_axes
+from darray._src.layout.layout import Layout, make_out_layout
 from darray._src.placement import physical
 
 # numpy's pad modes -> the halo's boundary rules
@@ -110,7 +112,6 @@ def pad(x, pad_width, mode="constant", *, constant_values=0) -> DistArray:
     shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths))
     out = make_out_layout(x.mesh, shape, x.layout.split)
     if 0 in x.shape:  # nothing to exchange: the result is the constant (numpy's rule)
-        from darray._src.api.creation import asarray
         host = np.pad(np.asarray(x), widths, mode="constant",
                       constant_values=values.astype(x.dtype))
         return asarray(host, mesh=out.mesh, spec=out.spec)

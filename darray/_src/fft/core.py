@@ -30,7 +30,7 @@ from darray._src.backends.registry import FFT_EXECUTORS, Selection, record, sele
 from darray._src.base import compat
 from darray._src.base.program_cache import FFT, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import ensure_array
+from darray._src.engine.arguments import ensure_array
 from darray._src.fft import split_axis
 from darray._src.fft.request import Request
 from darray._src.layout.axes import normalize_axis, positive_length

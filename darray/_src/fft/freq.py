@@ -9,7 +9,8 @@ import numpy as np
 
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import apply_logical, ensure_array
+from darray._src.engine.apply import apply_logical
+from darray._src.engine.arguments import ensure_array
 from darray._src.layout.axes import positive_length
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
@@ -251,7 +252,7 @@ def wavenumbers(k, s=None, *, d=1.0, kinds=None) -> tuple[DistArray, ...]:
       broadcast on every device's own block: no communication (their compiled programs hold no
       collective). Built in place on every device.
     """
-    k = ensure_array("wavenumbers", k, "k")  # the argument policy (engine/common.py)
+    k = ensure_array("wavenumbers", k, "k")  # the argument policy (engine/arguments.py)
     if k.ndim == 0:
         raise ValueError("wavenumbers: k is 0-d; a spectrum has at least one axis")
     layout = k.layout.without_halo()

@@ -12,10 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src.backends.jax import halo_exchange
 from darray._src.backends.registry import HALO_BACKEND_ENV, HALO_FILLS, record
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import ensure_array
+from darray._src.engine.arguments import ensure_array
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
 from darray._src.plans import halo_plan, halo_spec
@@ -161,7 +162,6 @@ def halo_reduce(y, *, boundary="periodic", backend=None) -> DistArray:
 
 @program_cache(MEDIUM)
 def _unhalo_fn(layout: Layout):
-    from darray._src.backends.jax import halo_exchange
     out_layout = layout.without_halo()
 
     def run(data):

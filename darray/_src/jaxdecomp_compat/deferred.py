@@ -38,6 +38,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 from jax.sharding import NamedSharding, PartitionSpec
 
+from darray._src.backends.jax.transpose import all_to_all_move
 from darray._src.base import compat
 from darray._src.jaxdecomp_compat.placement import effective_entries
 
@@ -277,7 +278,6 @@ def moves(mesh, shape, have_spec, want_spec):
 
 
 def run_moves(block, planned):
-    from darray._src.backends.jax.transpose import all_to_all_move
     for names, src, dst, src_len, parts in planned:
         block = all_to_all_move(block, names, src, dst, src_len, parts)
     return block

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.lax import FftType
 
+from darray._src.api.manipulation import permute_dims
 from darray._src.backends.jax.fft_exec import run_stages
 from darray._src.base import compat
 from darray._src.fft import core as fft_core
@@ -158,7 +159,6 @@ def _choose(layout: Layout, candidates, target: Layout):
 
 
 def _run(x, candidates, target: Layout, norm, cast, backend):
-    from darray._src.api.manipulation import permute_dims
     pre, axes, sizes, kind, inverse, post, strategy, _ = _choose(x.layout, candidates, target)
     if pre != tuple(range(x.ndim)):
         x = permute_dims(x, pre)

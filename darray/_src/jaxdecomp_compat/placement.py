@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
+from darray._src.api.creation import asarray
 from darray._src.base import compat
 from darray._src.distarray.array import DistArray
 from darray._src.layout.layout import Layout
@@ -32,7 +33,7 @@ def context_mesh():
 
     (A jax-version seam: both supported jax lines keep these in jax._src.mesh.)
     """
-    from jax._src import mesh as mesh_lib
+    from jax._src import mesh as mesh_lib  # jax-version seam: a private module
     getter = getattr(mesh_lib, "get_concrete_mesh", None)
     mesh = getter() if getter is not None else None
     if mesh is not None and not mesh.empty:
@@ -52,7 +53,7 @@ def _concrete_for(abstract):
     ctx = context_mesh()
     if ctx is not None and _key(ctx) == _key(abstract):
         return ctx
-    found = {id(m): m for m in list(_SEEN_MESHES.values()) + list(compat._AUTO_TWINS)
+    found = {id(m): m for m in list(_SEEN_MESHES.values()) + list(compat.AUTO_TWINS)
              if _key(m) == _key(abstract)}
     return next(iter(found.values())) if len(found) == 1 else None
 
@@ -161,8 +162,7 @@ def wrap(a, mesh, spec, *, halo=None) -> DistArray:
         a = retype(a, (twin, layout.spec), (mesh, layout.spec))
     if layout.physical_shape == tuple(shape):
         return DistArray._new(physical.constrain(a, layout), layout)
-    from darray._src.api.creation import asarray  # uneven split: darray pads the blocks
-    return asarray(a, mesh=twin, spec=spec)
+    return asarray(a, mesh=twin, spec=spec)  # uneven split: darray pads the blocks
 
 
 def _effective(layout: Layout) -> tuple:
@@ -176,7 +176,6 @@ def unwrap(d: DistArray, mesh, spec):
     twin = compat.auto_twin(mesh)
     target = Layout.create(d.shape, twin, spec)
     if _effective(d.layout) != _effective(target) or d.layout.mesh != twin:
-        from darray._src.api.creation import asarray
         d = asarray(d, mesh=twin, spec=spec)
     out = (compat.constrain(d.to_jax(), twin, target.spec) if d.layout.is_padded
            else physical.constrain(d.data, target))

@@ -105,18 +105,18 @@ class R2RKernel:
 
 # -- constants (built once per length in float64, cast to the data's precision) ---------------
 @functools.lru_cache(maxsize=256)
-def _twiddle(num: int, scale: float, shift: float = 0.0) -> np.ndarray:
+def twiddle(num: int, scale: float, shift: float = 0.0) -> np.ndarray:
     """exp(-i pi (scale k + shift)) for k < num, in complex128."""
     k = np.arange(num, dtype=np.float64)
     return np.exp(-1j * np.pi * (scale * k + shift))
 
 
 @functools.lru_cache(maxsize=256)
-def _alternating(num: int) -> np.ndarray:
+def alternating(num: int) -> np.ndarray:
     return np.where(np.arange(num) % 2 == 0, 1.0, -1.0)
 
 
-def _const(values: np.ndarray, like) -> jax.Array:
+def constant_like(values: np.ndarray, like) -> jax.Array:
     """A numpy constant in the precision of `like` (real or complex to match `values`)."""
     real = jnp.finfo(like.dtype).dtype
     dtype = real if np.isrealobj(values) else jnp.result_type(real, jnp.complex64)
@@ -127,11 +127,11 @@ def _scale_entry(x, index: int, factor: float):
     """Multiply one entry of the last axis by `factor` (a constant weight vector: AD-clean)."""
     w = np.ones(x.shape[-1])
     w[index] = factor
-    return x * _const(w, x)
+    return x * constant_like(w, x)
 
 
 # -- unnormalised forward transforms along the last axis of a real array ----------------------
-def _take_last(x, index: np.ndarray):
+def take_last(x, index: np.ndarray):
     """x[..., index] for a constant index: a gather that XLA fuses with the elementwise work
     around it (a concatenate of slices is one extra pass over memory on CPU)."""
     return jnp.take(x, jnp.asarray(index, dtype=np.int32), axis=-1)
@@ -190,7 +190,7 @@ def _dct1_odd(x):
     head, tail = x[..., :m], jnp.flip(x[..., 1:], axis=-1)  # x[j], x[M-j] for j < M
     # one complex FFT of s + i v, not two real FFTs of s and v: measured (jax 0.12, CPU) 2-3x
     # faster when M is prime (N = 128), as fast otherwise; it plans one more array of memory
-    z = jnp.fft.fft(jax.lax.complex(head + tail, (head - tail) * _const(_alternating(m), x)),
+    z = jnp.fft.fft(jax.lax.complex(head + tail, (head - tail) * constant_like(alternating(m), x)),
                     axis=-1)[..., :(m + 1) // 2]
     return _interleave(z.real, jnp.flip(z.imag, axis=-1)).astype(x.dtype)
 
@@ -221,14 +221,14 @@ def _dst1_odd(x):
     m = x.shape[-1] + 1
     # e[j] -+ e[M-j] is 0 at j = 0 and x[j-1] -+ x[N-j] above; one complex FFT (see _dct1)
     flipped = jnp.flip(x, axis=-1)
-    z = jnp.fft.fft(jax.lax.complex(_pad_front(x - flipped),
-                                    _pad_front(x + flipped) * _const(_alternating(m), x)),
+    z = jnp.fft.fft(jax.lax.complex(pad_front(x - flipped),
+                                    pad_front(x + flipped) * constant_like(alternating(m), x)),
                     axis=-1)[..., 1:(m + 1) // 2]
     return _interleave(-jnp.flip(z.real, axis=-1), -z.imag).astype(x.dtype)
 
 
 @functools.lru_cache(maxsize=256)
-def _dct2_order(n: int) -> np.ndarray:
+def dct2_order(n: int) -> np.ndarray:
     """Makhoul's input order: even entries forward, odd entries backward."""
     return np.concatenate([np.arange(0, n, 2), np.arange(1, n, 2)[::-1]]).astype(np.int32)
 
@@ -236,28 +236,28 @@ def _dct2_order(n: int) -> np.ndarray:
 def _dct2(x):
     n = x.shape[-1]
     half = n // 2
-    z = jnp.fft.rfft(_take_last(x, _dct2_order(n)), axis=-1)
+    z = jnp.fft.rfft(take_last(x, dct2_order(n)), axis=-1)
     # y[k] = 2 Re(e^{-i pi k/2N} Z[k]) for k <= N/2; above, Hermitian symmetry of the FFT of a
     # real sequence gives y[N-k] = -2 Im(e^{-i pi k/2N} Z[k]). Taking the real and imaginary
     # parts before reordering keeps every array after the FFT real: a gather of the complex
     # spectrum to length N is two arrays of the input's size, which XLA keeps alive when the
     # result feeds an all-to-all.
-    w = z * _const(_twiddle(half + 1, 0.5 / n), x)
+    w = z * constant_like(twiddle(half + 1, 0.5 / n), x)
     if n % 2 == 0:
         # the upper half, y[N/2 + m], is -2 Im(w[N/2 - m]) except y[N/2] = 2 Re(w[N/2]): one
         # select over the reversed w[1:N/2+1], so both halves have N/2 entries and join by
-        # `_halves` (the zero-padded sum of `_join` made XLA write two padded full-size
+        # `join_halves` (the zero-padded sum of `_join` made XLA write two padded full-size
         # arrays when the result feeds an all-to-all's send slices: dctn 1.66 -> 1.42x
         # rfftn's time, 8 virtual CPU devices, 256^3 float32, issue #21)
         upper = jnp.flip(w[..., 1:half + 1], axis=-1)
         at_half = np.zeros(half, bool)
         at_half[0] = True
         upper = jnp.where(jnp.asarray(at_half), 2 * upper.real, -2 * upper.imag)
-        return _halves(2 * w[..., :half].real, upper).astype(x.dtype)
+        return join_halves(2 * w[..., :half].real, upper).astype(x.dtype)
     return _join(2 * w.real, jnp.flip(-2 * w.imag[..., 1:n - half], axis=-1)).astype(x.dtype)
 
 
-def _halves(first, second):
+def join_halves(first, second):
     """concatenate([first, second], axis=-1) for parts of equal length, written as a stack on
     a new axis before the last and a reshape: XLA fuses that into the consumers' loops, where
     a concatenate (or `_join`'s padded sum) of computed parts is materialised first."""
@@ -301,9 +301,9 @@ def _dct3(x):
     n = x.shape[-1]
     half = n // 2
     # inverse of Makhoul's DCT-II: V[k] = N e^{i pi k/2N} (X[k] - i X[N-k]), X[N] = 0
-    mirrored = _pad_front(jnp.flip(x[..., n - half:], axis=-1))
+    mirrored = pad_front(jnp.flip(x[..., n - half:], axis=-1))
     spec = jax.lax.complex(x[..., :half + 1], -mirrored)
-    spec = spec * _const(n * np.conj(_twiddle(half + 1, 0.5 / n)), x)
+    spec = spec * constant_like(n * np.conj(twiddle(half + 1, 0.5 / n)), x)
     v = jnp.fft.irfft(spec, n=n, axis=-1).astype(x.dtype)
     # y[2j] = v[j], y[2j+1] = v[N-1-j]. For even N an interleave of two halves (`_interleave`'s
     # stack form), which XLA fuses into any consumer; a gather feeding an all-to-all's send
@@ -312,7 +312,7 @@ def _dct3(x):
     # padded form materialises both: one gather there.
     if n % 2 == 0:
         return _interleave(v[..., :half], jnp.flip(v[..., half:], axis=-1))
-    return _take_last(v, _dct3_order(n))
+    return take_last(v, _dct3_order(n))
 
 
 @functools.lru_cache(maxsize=256)
@@ -323,7 +323,7 @@ def _dct3_order(n: int) -> np.ndarray:
     return order
 
 
-def _pad_front(x):
+def pad_front(x):
     """One zero before the last axis (a pad fuses with its producer; a concatenate with a
     zeros array materialises the zeros)."""
     return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 0)])
@@ -365,30 +365,31 @@ def _dct4(x):
         # N/2-point complex FFT of (x[2p] + i x[N-1-2p]) with pre- and post-twiddles
         m = n // 2
         t = jax.lax.complex(x[..., ::2], jnp.flip(x[..., 1::2], axis=-1))
-        t = t * _const(_twiddle(m, 1.0 / n, 0.25 / n), x)
-        u = jnp.fft.fft(t, axis=-1) * _const(_twiddle(m, 1.0 / n), x)
+        t = t * constant_like(twiddle(m, 1.0 / n, 0.25 / n), x)
+        u = jnp.fft.fft(t, axis=-1) * constant_like(twiddle(m, 1.0 / n), x)
         return (2 * _interleave(u.real, -jnp.flip(u.imag, axis=-1))).astype(x.dtype)
     # odd N: one N-point complex FFT of a permuted, sign-weighted input (dct4_odd_tables)
     source, w_cos, w_sin, bins, mirror, post_bin, post_mirror = dct4_odd_tables(n)
-    gathered = _take_last(x, source)
-    f = jnp.fft.fft(jax.lax.complex(gathered * _const(w_cos, x), gathered * _const(w_sin, x)),
+    gathered = take_last(x, source)
+    f = jnp.fft.fft(jax.lax.complex(gathered * constant_like(w_cos, x),
+                                    gathered * constant_like(w_sin, x)),
                     axis=-1).real
-    return (_take_last(f, bins) * _const(post_bin, x)
-            + _take_last(f, mirror) * _const(post_mirror, x)).astype(x.dtype)
+    return (take_last(f, bins) * constant_like(post_bin, x)
+            + take_last(f, mirror) * constant_like(post_mirror, x)).astype(x.dtype)
 
 
 def _dst2(x):
     # DST-II(x)[k] = DCT-II((-1)^n x)[N-1-k]
-    return jnp.flip(_dct2(x * _const(_alternating(x.shape[-1]), x)), axis=-1)
+    return jnp.flip(_dct2(x * constant_like(alternating(x.shape[-1]), x)), axis=-1)
 
 
 def _dst3(x):
     # DST-III(x)[k] = (-1)^k DCT-III(reversed x)[k]
-    return _dct3(jnp.flip(x, axis=-1)) * _const(_alternating(x.shape[-1]), x)
+    return _dct3(jnp.flip(x, axis=-1)) * constant_like(alternating(x.shape[-1]), x)
 
 
 def _dst4(x):
-    return _dct4(jnp.flip(x, axis=-1)) * _const(_alternating(x.shape[-1]), x)
+    return _dct4(jnp.flip(x, axis=-1)) * constant_like(alternating(x.shape[-1]), x)
 
 
 _FORWARD = {("dct", 1): _dct1, ("dct", 2): _dct2, ("dct", 3): _dct3, ("dct", 4): _dct4,
@@ -435,7 +436,7 @@ def _real_transform(x, kernel: R2RKernel):
     return y if scale == 1.0 else y * jnp.asarray(scale, y.dtype)
 
 
-def _resize(x, axis: int, length: int):
+def resize_axis(x, axis: int, length: int):
     """Truncate or zero-pad `axis` to `length` (scipy's `n`), without moving the axis."""
     have, axis = x.shape[axis], axis % x.ndim
     if length < have:
@@ -481,7 +482,7 @@ def apply_kernel(block, axis: int, kernel: R2RKernel):
     dt = working_dtype(block.dtype)
     block = block.astype(dt)
     moved = jnp.moveaxis(block, axis, -1)
-    moved = _resize(moved, -1, length)
+    moved = resize_axis(moved, -1, length)
     if dt.kind == "c":
         out = jax.lax.complex(_real_transform(moved.real, kernel),
                               _real_transform(moved.imag, kernel))

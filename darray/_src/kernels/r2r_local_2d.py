@@ -7,7 +7,7 @@ one post-twiddle pass; the distributed driver reaches a two-axis local stage in 
 merged plan of a 3-D `dctn`.
 
 With v the input reordered along both axes (even entries forward, odd entries backward: r2r_local's
-`_dct2_order`), V its 2-D DFT, W_j^k = exp(-i pi k / 2N_j) and A = W_2^k2 V[k1, k2],
+`dct2_order`), V its 2-D DFT, W_j^k = exp(-i pi k / 2N_j) and A = W_2^k2 V[k1, k2],
 B = W_2^-k2 conj(V[-k1, k2]) for the k2 <= N_2/2 that a real FFT returns:
 
   DCT-II  y[k1, k2]      =  2 Re(W_1^k1 (A + B))
@@ -63,7 +63,7 @@ def pair_fits(block, kernel_a, kernel_b) -> bool:
 
 def _along(values: np.ndarray, like, axis: int):
     """A constant vector shaped to broadcast along `axis` (-1 or -2) of `like`."""
-    c = one._const(values, like)
+    c = one.constant_like(values, like)
     return c if axis == -1 else c[:, None]
 
 
@@ -78,8 +78,8 @@ def _scale_entries(x, axis: int, entries):
 
 def _reorder_both(x):
     n1, n2 = x.shape[-2:]
-    x = jnp.take(x, jnp.asarray(one._dct2_order(n1)), axis=-2)
-    return one._take_last(x, one._dct2_order(n2))
+    x = jnp.take(x, jnp.asarray(one.dct2_order(n1)), axis=-2)
+    return one.take_last(x, one.dct2_order(n2))
 
 
 def _mirror(x, axis: int):
@@ -110,7 +110,7 @@ def _dct2_2d(x):
     half = n2 // 2
     spec = jnp.fft.rfft2(_reorder_both(x))
     c1, s1 = (_along(v, x, -2) for v in _cos_sin(n1, 0.5 / n1))
-    c2, s2 = (one._const(v, x) for v in _cos_sin(half + 1, 0.5 / n2))
+    c2, s2 = (one.constant_like(v, x) for v in _cos_sin(half + 1, 0.5 / n2))
     # real arithmetic on the real and imaginary parts: the same post in complex arithmetic
     # (U = W2 V, U + conj(U[-k1]), ...) ran 1.49 against 1.43x rfftn+irfftn (round trip, 256^3)
     vr, vi = spec.real, spec.imag
@@ -123,7 +123,7 @@ def _dct2_2d(x):
     at_half[0] = True
     upper = jnp.where(jnp.asarray(at_half), jnp.flip(low[..., 1:half + 1], axis=-1),
                       jnp.flip(high[..., 1:half + 1], axis=-1))
-    return one._halves(low[..., :half], upper).astype(x.dtype)
+    return one.join_halves(low[..., :half], upper).astype(x.dtype)
 
 
 def _dct3_2d(y):
@@ -131,12 +131,12 @@ def _dct3_2d(y):
     half = n2 // 2
     low = y[..., :half + 1]
     flipped_rows = _mirror(low, -2)                                # y[N1 - k1, k2]
-    cols = one._pad_front(jnp.flip(y[..., half:], axis=-1))        # y[k1, N2 - k2]
+    cols = one.pad_front(jnp.flip(y[..., half:], axis=-1))        # y[k1, N2 - k2]
     both = _mirror(cols, -2)                                       # y[N1 - k1, N2 - k2]
     p = jax.lax.complex(low, -flipped_rows)
     q = -jax.lax.complex(both, cols)
-    w = (_along(np.conj(one._twiddle(n1, 0.5 / n1)), y, -2)
-         * one._const(np.conj(one._twiddle(half + 1, 0.5 / n2)) * (n1 * n2), y))
+    w = (_along(np.conj(one.twiddle(n1, 0.5 / n1)), y, -2)
+         * one.constant_like(np.conj(one.twiddle(half + 1, 0.5 / n2)) * (n1 * n2), y))
     v = jnp.fft.irfft2(w * (p + q), s=(n1, n2)).astype(y.dtype)
     # the inverse reorder on both axes: y[2j + b] = v[j] (b = 0), v[N-1-j] (b = 1) per axis,
     # as one stack of the four quadrants (two interleaves one after the other were two
@@ -154,7 +154,7 @@ def _pre(x, kernel: R2RKernel, axis: int):
         x = _scale_entries(x, axis, one.orthogonal_weights(kernel.family, typ, n)[0])
     if kernel.family == "dst":
         # DST-II(x) = reversed DCT-II((-1)^n x); DST-III(x) = (-1)^k DCT-III(reversed x)
-        x = x * _along(one._alternating(n), x, axis) if typ == 2 else jnp.flip(x, axis=axis)
+        x = x * _along(one.alternating(n), x, axis) if typ == 2 else jnp.flip(x, axis=axis)
     return x
 
 
@@ -162,7 +162,7 @@ def _post(y, kernel: R2RKernel, axis: int):
     n = y.shape[axis]
     typ = kernel.executed_type
     if kernel.family == "dst":
-        y = jnp.flip(y, axis=axis) if typ == 2 else y * _along(one._alternating(n), y, axis)
+        y = jnp.flip(y, axis=axis) if typ == 2 else y * _along(one.alternating(n), y, axis)
     if kernel.orthogonal:
         y = _scale_entries(y, axis, one.orthogonal_weights(kernel.family, typ, n)[1])
     return y
@@ -190,7 +190,7 @@ def apply_pair(block, kernel_a: R2RKernel, kernel_b: R2RKernel):
     kernel_a.check_length(sizes[0], block.ndim - 2)
     kernel_b.check_length(sizes[1], block.ndim - 1)
     dt = one.working_dtype(block.dtype)
-    block = one._resize(one._resize(block.astype(dt), -2, sizes[0]), -1, sizes[1])
+    block = one.resize_axis(one.resize_axis(block.astype(dt), -2, sizes[0]), -1, sizes[1])
     if dt.kind == "c":
         return jax.lax.complex(_real_pair(block.real, kernel_a, kernel_b),
                                _real_pair(block.imag, kernel_a, kernel_b))

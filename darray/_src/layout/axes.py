@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from darray._src.base.errors import AxisError as AxisError
 from darray._src.base.errors import LayoutError as LayoutError
 
@@ -17,6 +19,16 @@ def normalize_axis(axis, ndim: int, argname: str = "axis", *, context: str = "")
         raise AxisError(f"{context}{argname}={a} is out of range for an array of rank {ndim}; "
                         f"accepted: {-ndim} <= {argname} < {ndim}")
     return a % ndim
+
+
+def normalize_axes(axes, ndim: int, argname: str = "axis") -> tuple[int, ...]:
+    """Non-negative, distinct axes from an int or a sequence of ints."""
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    out = tuple(normalize_axis(a, ndim, argname) for a in axes)
+    if len(set(out)) != len(out):
+        raise AxisError(f"{argname}={tuple(axes)!r} repeats an axis; give each axis once")
+    return out
 
 
 def positive_length(n, argname: str = "n", *, context: str = "") -> int:

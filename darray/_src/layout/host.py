@@ -12,6 +12,7 @@ replicated 0-d result, a cell one of this process's devices owns) and otherwise 
 """
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from darray._src.base import compat
@@ -29,7 +30,6 @@ def _process_count(layout: Layout) -> int:
 
 
 def refusal(layout: Layout, what: str) -> NonLocalDataError:
-    import jax
     return NonLocalDataError(
         f"{what} needs the values of a DistArray of shape {layout.shape} split "
         f"{layout.describe_split()} over {_process_count(layout)} processes, and this process "

@@ -233,3 +233,31 @@ class Layout:
             extra += f", halo={self.halo}"
         return (f"Layout(shape={self.shape}, mesh={_describe_mesh(self.mesh)}, "
                 f"split={self.describe_split()}{extra})")
+
+
+# -- layouts for results: rules propose a split, these make it a valid Layout ------------------
+def make_out_layout(mesh, shape, split) -> Layout:
+    """A layout on `mesh` with the given per-axis split; a mesh axis used twice keeps only its
+    first use (the later axis goes unsplit), so rules may propose freely."""
+    seen: set[str] = set()
+    clean = []
+    for s in split:
+        s = tuple(s)
+        if any(name in seen for name in s):
+            s = ()
+        seen.update(s)
+        clean.append(s)
+    n = len(shape)
+    return Layout(tuple(int(d) for d in shape), mesh, tuple(clean), ((0, 0),) * n)
+
+
+def default_layout(shape, like: Layout) -> Layout:
+    """Layout for a result whose shape has no axis-by-axis relation to its input (advanced
+    indexing, unique values): a slab, the longest axis split over every mesh axis the input
+    used (so the result is spread as widely as the input was)."""
+    shape = tuple(int(n) for n in shape)
+    names = like.used_mesh_axes
+    split: list[Split] = [()] * len(shape)
+    if shape and names and max(shape) > 1:
+        split[max(range(len(shape)), key=shape.__getitem__)] = names  # the first longest
+    return make_out_layout(like.mesh, shape, split)

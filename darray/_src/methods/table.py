@@ -29,6 +29,7 @@ from darray._src.api.creation import asarray, redistribute, zeros_like
 from darray._src.api.elementwise import check_inplace
 from darray._src.api.indexing import getitem, setitem
 from darray._src.distarray.array import DistArray
+from darray._src.engine.arguments import refuse_out
 from darray._src.extras import reinterpret
 from darray._src.extras.at import AtIndexer
 from darray._src.extras.printing import values_text
@@ -47,36 +48,29 @@ def _ns(name: str):
     return obj
 
 
-def _no_out(out, method):
-    if out is not None:
-        raise TypeError(f"x.{method}(out=...) is not supported: darray functions return a new "
-                        f"array, as jax.numpy's do (got out={out!r}); use the returned array, "
-                        f"or assign it: x[...] = result")
-
-
 def _cast(x, dtype):
     return x if dtype is None else _ns("astype")(x, dtype)
 
 
 # -- adapters: (namespace function, self, *numpy-style args) -> result -----------------------
 def _reduction(fn, x, axis=None, dtype=None, out=None, keepdims=False, *, method):
-    _no_out(out, method)
+    refuse_out(out, f"x.{method}")
     return fn(x, axis=_axis(axis), dtype=dtype, keepdims=keepdims)
 
 
 def _reduction_nodtype(fn, x, axis=None, out=None, keepdims=False, *, method):
-    _no_out(out, method)
+    refuse_out(out, f"x.{method}")
     return fn(x, axis=_axis(axis), keepdims=keepdims)
 
 
 def _mean(fn, x, axis=None, dtype=None, out=None, keepdims=False, *, method):
-    _no_out(out, method)
+    refuse_out(out, f"x.{method}")
     return fn(_cast(x, dtype), axis=_axis(axis), keepdims=keepdims)
 
 
 def _moment(fn, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None,
             method):
-    _no_out(out, method)
+    refuse_out(out, f"x.{method}")
     if correction is not None and ddof != 0:
         raise ValueError(f"x.{method}: give ddof= or correction=, not both (got ddof={ddof!r}, "
                          f"correction={correction!r})")
@@ -85,7 +79,7 @@ def _moment(fn, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, c
 
 
 def _cumulative(fn, x, axis=None, dtype=None, out=None, *, method):
-    _no_out(out, method)
+    refuse_out(out, f"x.{method}")
     return fn(x, axis=axis, dtype=dtype)  # numpy's cumsum/cumprod: flattened for axis=None
 
 
@@ -152,12 +146,12 @@ def _copy(fn, x, order="C", *, method):
 
 
 def _clip(fn, x, min=None, max=None, out=None, *, method):  # noqa: A002
-    _no_out(out, method)
+    refuse_out(out, f"x.{method}")
     return fn(x, min=min, max=max)
 
 
 def _round(fn, x, decimals=0, out=None, *, method):
-    _no_out(out, method)
+    refuse_out(out, f"x.{method}")
     decimals = operator.index(decimals)
     if decimals == 0:
         return fn(x)
@@ -189,7 +183,7 @@ def _sorting(fn, x, axis=-1, kind=None, order=None, *, stable=True, descending=F
 
 
 def _take(fn, x, indices, axis=None, out=None, mode=None, *, method):
-    _no_out(out, method)
+    refuse_out(out, f"x.{method}")
     if mode not in (None, "raise"):
         raise ValueError(f"x.{method}: mode={mode!r} is not accepted; indices must be in range")
     if axis is None:
@@ -219,7 +213,7 @@ def _diagonal(fn, x, offset=0, axis1=0, axis2=1, *, method):
 
 
 def _trace(fn, x, offset=0, axis1=0, axis2=1, dtype=None, out=None, *, method):
-    _no_out(out, method)
+    refuse_out(out, f"x.{method}")
     return fn(_last_two(x, axis1, axis2), offset=offset, dtype=dtype)
 
 

@@ -22,6 +22,7 @@ from darray._src.base.errors import LayoutError
 from darray._src.base.errors import ParticleError as ParticleError
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
+from darray._src.extras.blockwise import fromfunction
 from darray._src.halo.api import halo, halo_reduce
 from darray._src.layout.layout import Layout
 from darray._src.particles import deposit as dep
@@ -434,7 +435,6 @@ def window(shape, scheme: str = "cic", *, real: bool = True, like=None, dtype=No
     Layout:
       ``like``'s mesh and split (no halo); no communication (each device computes its block).
     """
-    from darray._src.extras.blockwise import fromfunction
     where = "darray.particles.window"
     sch = check_scheme(scheme, where)
     shape = tuple(int(n) for n in shape)

@@ -27,6 +27,11 @@ import time
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
+
+from darray._src.layout import host
+from darray._src.layout.memory import buffer_reuse, huge_page_buffers
+from darray._src.placement import physical
 
 DEAD_PEER_EXIT = 75
 DEFAULT_TIMEOUT_S = 30
@@ -101,7 +106,7 @@ def _mpi_coordinator(launcher, rank, size, env) -> str | None:
     if "DARRAY_COORDINATOR_ADDRESS" in env:
         return env["DARRAY_COORDINATOR_ADDRESS"]
     try:
-        from mpi4py import MPI
+        from mpi4py import MPI  # optional: importing mpi4py initialises MPI
     except ImportError:
         pass
     else:
@@ -240,12 +245,9 @@ def gather(x):
     Layout:
       One all-gather of x's blocks across processes (none on a single process).
     """
-    from darray._src.layout import host
-    from darray._src.placement import physical
     if hasattr(x, "layout") and hasattr(x, "data"):  # a DistArray
         return physical.gather_to_host(x.data, x.layout)
     if host.spans_other_processes(x):
-        from jax.experimental import multihost_utils
         return np.asarray(multihost_utils.process_allgather(x, tiled=True))
     return np.asarray(x)
 
@@ -255,7 +257,6 @@ def report() -> dict:
     whether its large host buffers come as huge pages and its smaller ones are reused
     (`memory.huge_page_buffers`, `memory.buffer_reuse`) and whether its threads have cores of
     their own (`cpu_binding`)."""
-    from darray._src.layout.memory import buffer_reuse, huge_page_buffers
     launch = _STATE.get("launch")
     local = local_process_count()
     if local is None and jax.process_count() == 1:

@@ -8,10 +8,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 
 from darray._src.base import compat
 from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.layout import host as host_reads
 from darray._src.layout.layout import Layout
 
 
@@ -97,7 +99,7 @@ def logical_to_physical(x, layout: Layout):
 def physical_to_logical(data, layout: Layout):
     """Strip ghosts and padding from a physical jax array, giving the logical global array."""
     for axis in range(layout.ndim):
-        data = _strip_axis(data, layout, axis)
+        data = strip_axis(data, layout, axis)
     return data
 
 
@@ -120,7 +122,8 @@ def _pinned_logical(data, layout: Layout):
     return constrain(logical, layout.without_halo())
 
 
-def _strip_axis(data, layout: Layout, axis: int):
+def strip_axis(data, layout: Layout, axis: int):
+    """The physical array with the ghosts and padding of one axis dropped."""
     lo, hi = layout.halo[axis]
     n, chunk, parts = layout.shape[axis], layout.chunk(axis), layout.parts(axis)
     if lo or hi:
@@ -131,6 +134,44 @@ def _strip_axis(data, layout: Layout, axis: int):
     if data.shape[axis] != n:
         data = jax.lax.slice_in_dim(data, 0, n, axis=axis)
     return data
+
+
+def strip_ghosts(block, layout: Layout):
+    """One device's block (inside shard_map) with its ghost cells dropped: what it owns, plus
+    its padding at the end of split axes."""
+    for axis, (lo, hi) in enumerate(layout.halo):
+        if lo or hi:
+            block = jax.lax.slice_in_dim(block, lo, lo + layout.chunk(axis), axis=axis)
+    return block
+
+
+def valid_mask(layout: Layout):
+    """Boolean physical-shaped mask (inside jit): True on logical cells, False on padding and
+    ghosts; None where the layout has neither. Built from iotas, so it costs no communication
+    and no memory until fused."""
+    shape = layout.physical_shape
+    mask = None
+    for axis in range(layout.ndim):
+        lo, hi = layout.halo[axis]
+        if not (lo or hi or layout.padded_shape[axis] != layout.shape[axis]):
+            continue
+        block = lo + layout.chunk(axis) + hi
+        i = jax.lax.broadcasted_iota(np.int32, shape, axis)
+        local, blk = i % block, i // block
+        logical_index = blk * layout.chunk(axis) + (local - lo)
+        ok = ((local >= lo) & (local < lo + layout.chunk(axis))
+              & (logical_index < layout.shape[axis]))
+        mask = ok if mask is None else (mask & ok)
+    return mask
+
+
+def masked_physical(data, layout: Layout, fill):
+    """Physical data with padding and ghosts replaced by `fill` (e.g. the identity of a
+    reduction), so a reduction over the physical array is exact and needs only an all-reduce."""
+    mask = valid_mask(layout)
+    if mask is None:
+        return data
+    return jnp.where(mask, data, jnp.asarray(fill, data.dtype))
 
 
 def physical_to_host(data, layout: Layout, what: str = "np.asarray(x)") -> np.ndarray:
@@ -145,7 +186,6 @@ def physical_to_host(data, layout: Layout, what: str = "np.asarray(x)") -> np.nd
     elif data.is_fully_replicated:  # every process holds all of it
         host = np.asarray(data.addressable_shards[0].data)
     else:
-        from darray._src.layout import host as host_reads
         raise host_reads.refusal(layout, what)
     for axis in range(layout.ndim):
         lo, hi = layout.halo[axis]
@@ -173,8 +213,6 @@ def filled(layout: Layout, value, dtype) -> jax.Array:
 def gather_to_host(data, layout: Layout) -> np.ndarray:
     """The logical global array on the host of every process. Collective: every process of the
     array must call it, in the same order (darray.distributed.gather)."""
-    from darray._src.layout import host as host_reads
     if host_reads.spans_other_processes(data):
-        from jax.experimental import multihost_utils
         data = np.asarray(multihost_utils.process_allgather(data, tiled=True))
     return physical_to_host(data, layout)

@@ -9,6 +9,7 @@ import numpy as np
 from jax.sharding import AbstractMesh, Mesh, PartitionSpec
 
 from darray._src.base import compat
+from darray._src.base.config import get_config
 from darray._src.base.errors import LayoutError
 from darray._src.layout import memory
 from darray._src.layout.layout import Layout
@@ -42,7 +43,6 @@ def small_cells() -> int:
     processes keeps every array on a mesh all its processes share."""
     if jax.process_count() > 1:
         return 0
-    from darray._src.base.config import get_config
     return get_config("small_array_cells")
 
 
@@ -64,7 +64,7 @@ def user_mesh(mesh):
     arrays created without a mesh must report ``default_device()``, whoever made that mesh."""
     if mesh is default_mesh():
         return mesh
-    for given, twin in list(compat._AUTO_TWINS.items()):
+    for given, twin in list(compat.AUTO_TWINS.items()):
         if twin is mesh:
             return given
     return mesh

@@ -141,7 +141,7 @@ def plan(components, shape, spec=None):
 
 def _convert(data, source: Layout, stripped, layout: Layout):
     for axis in stripped:
-        data = physical._strip_axis(data, source, axis)
+        data = physical.strip_axis(data, source, axis)
     return physical.constrain(data, layout)
 
 

@@ -8,7 +8,7 @@ import operator
 from collections.abc import Mapping, Sequence
 
 from darray._src.base.errors import LayoutError
-from darray._src.layout.axes import normalize_axis
+from darray._src.layout.axes import normalize_axes, normalize_axis
 
 # Boundary rules, named as darray spells them, with numpy's np.pad names accepted as aliases.
 BOUNDARIES = ("periodic", "constant", "edge", "reflect", "symmetric", "antisymmetric",
@@ -20,22 +20,14 @@ NUMPY_MODE = {"periodic": "wrap", "constant": "constant", "edge": "edge", "refle
 Widths = tuple[tuple[int, int], ...]
 
 
-def _axis(axis, ndim: int, argname: str) -> int:
-    return normalize_axis(axis, ndim, argname)
-
-
-def normalize_axes(axes, ndim: int) -> tuple[int, ...]:
-    """`axes=None` means every axis (split or not); otherwise a sequence of distinct ints."""
+def _halo_axes(axes, ndim: int) -> tuple[int, ...]:
+    """`axes=None` means every axis (split or not); otherwise an int or a sequence of distinct
+    ints, as every axis argument (layout/axes.py)."""
     if axes is None:
         return tuple(range(ndim))
-    if isinstance(axes, (int,)) and not isinstance(axes, bool):
-        axes = (axes,)
-    if not isinstance(axes, (tuple, list)):
+    if isinstance(axes, bool) or not isinstance(axes, (int, tuple, list)):
         raise TypeError(f"axes={axes!r} must be None, an int or a tuple of ints")
-    out = tuple(_axis(a, ndim, "axes") for a in axes)
-    if len(set(out)) != len(out):
-        raise LayoutError(f"axes={tuple(axes)!r} names an axis twice")
-    return out
+    return normalize_axes(axes, ndim, "axes")
 
 
 def _pair(w, where: str) -> tuple[int, int]:
@@ -70,10 +62,10 @@ def normalize_width(width, axes, ndim: int) -> Widths:
             raise TypeError(f"width={dict(width)!r} is a dict, which already names the axes; "
                             f"do not also pass axes={axes!r}")
         for axis, w in width.items():
-            a = _axis(axis, ndim, "width")
+            a = normalize_axis(axis, ndim, "width")
             out[a] = _pair(w, f"[{axis}]")
         return tuple(out)
-    chosen = normalize_axes(axes, ndim)
+    chosen = _halo_axes(axes, ndim)
     if isinstance(width, (tuple, list)):
         if len(width) != len(chosen):
             what = "array axis" if axes is None else "entry of axes"

@@ -10,7 +10,7 @@ from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import valid_mask
+from darray._src.placement.physical import valid_mask
 
 MESH_SHAPES = [(8,), (2, 4), (4, 2), (1, 8)]
 RNG = np.random.default_rng(99)

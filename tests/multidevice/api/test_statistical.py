@@ -13,7 +13,7 @@ from scalar_check import assert_replicated_scalar
 
 import darray
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import valid_mask
+from darray._src.placement.physical import valid_mask
 
 # float64 data and tolerances throughout: not run with x64 off
 pytestmark = pytest.mark.x64

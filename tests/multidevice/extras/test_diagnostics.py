@@ -35,7 +35,7 @@ def test_report_names_versions_devices_options_and_every_native_backend():
     assert report["versions"]["numpy"] == np.__version__
     assert report["devices and processes"]["devices"].startswith(f"{jax.device_count()} (")
     options = report["options in force"]
-    assert options["jax_enable_x64"] == str(bool(jax.config.jax_enable_x64))
+    assert options["jax_enable_x64"] == str(bool(jax.config.read("jax_enable_x64")))
     for name in config.OPTIONS:
         assert options[name].startswith(repr(config.get_config(name)))
     backends = report["backends"]

@@ -13,7 +13,7 @@ import darray
 import darray.fft as dfft
 from darray._src.base import compat
 from darray._src.distarray.array import DistArray
-from darray._src.engine.common import masked_physical
+from darray._src.placement.physical import masked_physical
 
 # float64 data and tolerances throughout: not run with x64 off
 pytestmark = pytest.mark.x64

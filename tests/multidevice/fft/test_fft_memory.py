@@ -30,7 +30,7 @@ both jax lines (0.10.2, 0.12), identical there, plus a little margin:
 * dctn 3.06: its two-axis stage is one 2-D real FFT (r2r_local_2d), whose post-twiddle
   reads the spectrum's row mirror; XLA materialises that mirror (two real halves, 1.03 arrays)
   beside the spectrum. One axis at a time the program plans 3.00 (the DCT-II kernel's output,
-  a stack of its two halves, is fused into the send slices: r2r_local._halves) but ran 1.17x
+  a stack of its two halves, is fused into the send slices: r2r_local.join_halves) but ran 1.17x
   slower (dctn+idctn 1.68 against 1.43x rfftn+irfftn, 256^3, (2, 4) mesh).
 * idctn 3.03: the DCT-III kernel's complex input to its inverse real FFT (N/2 + 1 bins, 1.03
   arrays) is live beside the kernel's real result (r2r_local._dct3).

@@ -231,7 +231,7 @@ def test_errors():
         x.halo(1, boundary=3)
     with pytest.raises(darray.LayoutError, match=r"axes=2 is out of range"):
         x.halo(1, axes=(2,))
-    with pytest.raises(darray.LayoutError, match=r"names an axis twice"):
+    with pytest.raises(darray.LayoutError, match=r"repeats an axis"):
         x.halo(1, axes=(0, -2))
     with pytest.raises(TypeError, match=r"is a dict, which already names the axes"):
         x.halo({0: 1}, axes=(0,))
