@@ -227,8 +227,8 @@ def test_median_percentile_and_their_communication():
     assert "all-to-all" in text and "all-gather" not in text
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         darray.quantile(x, 1.5)
-    with pytest.raises(ValueError, match="method='weibull'"):
-        darray.quantile(x, 0.5, method="weibull")
+    with pytest.raises(ValueError, match="method='weibul'"):
+        darray.quantile(x, 0.5, method="weibul")
     with pytest.raises(ValueError, match=r"\[0, 100\]"):
         darray.percentile(x, 101)
 
