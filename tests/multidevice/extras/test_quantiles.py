@@ -4,12 +4,13 @@ method="nearest" once rounded a half-way position down, 12 of 200 random cases w
 """
 import warnings
 
+import jax
 import numpy as np
 import pytest
 
 import darray
 from darray._src.extras.quantiles import DISCRETE, METHODS
-from tests.helpers import assert_layout, canonical_dtype, host, mesh_of, tol
+from tests.helpers import assert_layout, canonical_dtype, collective_counts, host, mesh_of, tol
 
 MESH2 = mesh_of((2, 4))
 MESH1 = mesh_of((8,), ("d",))
@@ -160,3 +161,39 @@ def test_bad_arguments_are_named():
         darray.nanpercentile(x, 120)
     with pytest.raises(TypeError, match="nanmedian: out="):
         darray.nanmedian(x, out=x)
+
+
+# -- order statistics without gathering (issue 49: 12-16 blocks per device before) ------------
+def _temp_blocks(fn, x):
+    """XLA's temporaries per device over the larger of a device's input and output blocks."""
+    compiled = jax.jit(lambda a: fn(a).data).lower(x).compile()
+    out = jax.eval_shape(lambda a: fn(a).data, x)
+    ndev = x.layout.mesh.size
+    block = max(x.data.size * x.data.dtype.itemsize, np.prod(out.shape) * out.dtype.itemsize)
+    return compiled.memory_analysis().temp_size_in_bytes / (block / ndev), compiled.as_text()
+
+
+@pytest.mark.parametrize("shape, mesh, spec", [
+    ((101, 67, 45), MESH2, ("x", "y", None)),   # uneven, 2-D mesh
+    ((104, 68, 48), MESH2, ("x", "y", None)),   # even
+    ((37, 203, 19), MESH1, (None, "d", None)),  # uneven, 1-D mesh
+])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_order_statistics_hold_three_blocks_and_gather_nothing(shape, mesh, spec, axis):
+    a = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    x = darray.asarray(a, mesh=mesh, spec=spec)
+    calls = {"median": lambda v: darray.median(v, axis=axis),
+             "quantile": lambda v: darray.quantile(v, [0.1, 0.5, 0.9], axis=axis,
+                                                   method="nearest"),
+             "nanpercentile": lambda v: darray.nanpercentile(v, 30, axis=axis)}
+    for name, fn in calls.items():
+        blocks, text = _temp_blocks(fn, x)
+        assert blocks <= 3.0, (name, axis, blocks)
+        counts = collective_counts(text)
+        assert counts["all-gather"] == 0 and counts["all-to-all"] == 0, (name, counts)
+    got = darray.quantile(x, [0.1, 0.5, 0.9], axis=axis, method="nearest")
+    assert_layout(got)
+    assert got.layout.split[1:] == tuple(s for i, s in enumerate(x.layout.split)
+                                         if axis is not None and i != axis), got.layout
+    np.testing.assert_array_equal(np.asarray(got), np.quantile(a, [0.1, 0.5, 0.9], axis=axis,
+                                                               method="nearest"))
