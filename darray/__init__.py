@@ -205,6 +205,9 @@ from darray._src.extras.numpy_reductions import nanstd as nanstd
 from darray._src.extras.numpy_reductions import nansum as nansum
 from darray._src.extras.numpy_reductions import nanvar as nanvar
 from darray._src.extras.quantiles import median as median
+from darray._src.extras.quantiles import nanmedian as nanmedian
+from darray._src.extras.quantiles import nanpercentile as nanpercentile
+from darray._src.extras.quantiles import nanquantile as nanquantile
 from darray._src.extras.quantiles import percentile as percentile
 from darray._src.extras.quantiles import quantile as quantile
 from darray._src.extras.stencils import gradient as gradient

@@ -213,9 +213,16 @@ def _numpy_cumulative_params(draw, shape):
             "_scale": max(int(np.prod(shape)), 1)}
 
 
+# numpy's every method (darray.quantile's METHODS): "nearest" once rounded half-way down
+QUANTILE_METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+                    "interpolated_inverted_cdf", "hazen", "weibull", "linear", "median_unbiased",
+                    "normal_unbiased", "lower", "higher", "midpoint", "nearest")
+
+
 def _quantile_params(draw, shape):
     p = _reduce_params()(draw, shape)
     p["q"] = draw(st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]))
+    p["method"] = draw(st.sampled_from(QUANTILE_METHODS))
     return p
 
 
@@ -254,4 +261,10 @@ register(
          darray.quantile, np.quantile, 16.0),
     Case("percentile", one_array(F, "real", allow_zero=False, params=_percentile_params),
          darray.percentile, np.percentile, 16.0),
+    Case("nanmedian", one_array(F, "real", allow_zero=False, params=_reduce_params()),
+         darray.nanmedian, np.nanmedian, 16.0),
+    Case("nanquantile", one_array(F, "real", allow_zero=False, params=_quantile_params),
+         darray.nanquantile, np.nanquantile, 16.0),
+    Case("nanpercentile", one_array(F, "real", allow_zero=False, params=_percentile_params),
+         darray.nanpercentile, np.nanpercentile, 16.0),
 )

@@ -64,6 +64,10 @@ def _arg(x, axis, keepdims, kind, skip_nan=False):
     x = ensure_array(("nan" if skip_nan else "") + "arg" + kind, x)
     if axis is not None and not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{fname}: axis={axis!r} must be an int or None")
+    # the largest index: the flat one of the last element for axis=None
+    n = x.size if axis is None else x.shape[int(axis) % x.ndim] if x.ndim else 1
+    _dt.check_fits_default_int(fname, n - 1, "the index" if axis is not None else
+                               "the flat (C-order) index")
     # numpy's rule: only an empty searched axis has no answer ((0, 3) along axis 1 gives (0,))
     return reduce(x, _arg_kernel, axis, keepdims, kind, bool(skip_nan), fname=fname,
                   category="real numeric", nonempty=True)
@@ -126,6 +130,8 @@ def nonzero(x, /) -> tuple[DistArray, ...]:
     x = ensure_array("nonzero", x)
     if x.ndim == 0:
         raise ValueError("nonzero needs an array of rank >= 1, got a 0-d array")
+    # the count of nonzeros and each one's rank among them are default integers
+    _dt.check_fits_default_int("nonzero", x.size, "the count of nonzero elements")
     return compaction.compact(x, with_indices=True)
 
 
@@ -176,6 +182,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
         raise ValueError(f"searchsorted: x1 must be 1-D, got shape {x1.shape}")
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side={side!r}; use 'left' or 'right'")
+    _dt.check_fits_default_int("searchsorted", x1.shape[0], "the insertion index")
     sorters = [] if sorter is None else [ensure_array("searchsorted", sorter, "sorter")]
     args = [x1, x2] + sorters
     args = list(check_operand_meshes("searchsorted", *zip(args, ("x1", "x2", "sorter"))))

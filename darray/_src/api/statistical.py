@@ -182,6 +182,20 @@ _LAYOUT = """
 """
 
 
+def reduced_count(shape, axis) -> int:
+    """How many elements one result cell reduces (the product of the reduced axes' lengths)."""
+    axes = range(len(shape)) if axis is None else normalize_axes(axis, len(shape))
+    return math.prod(shape[a] for a in axes)
+
+
+def _check_widened_count(x, axis, requested, fname):
+    """A bool or small integer sum in the default integer: its count of terms (decided from the
+    shape) must fit int32 with x64 off. A requested dtype is the caller's choice, as numpy's."""
+    if requested is None and x.dtype.kind in "biu" and x.dtype.itemsize < 4:
+        _dt.check_fits_default_int(fname, reduced_count(x.shape, axis),
+                                   f"a sum of {x.dtype} values (of bool: the count of True)")
+
+
 def sum(x, /, *, axis=None, dtype=None, keepdims=False, spec=None) -> DistArray:  # noqa: A001
     """Sum over `axis` (an int, a tuple of ints, or None for all axes).
 
@@ -198,6 +212,7 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False, spec=None) -> DistArray:
         all-reduce plus a slice; see engine/reduce_scatter.py.
     """
     x = ensure_array("sum", x)
+    _check_widened_count(x, axis, dtype, "sum")
     # bool is summed as the default integer (numpy does too; the standard leaves it open)
     dtype = sum_dtype(x.dtype, dtype, "sum")
     if spec is None:
@@ -324,6 +339,8 @@ def _cumulative(x, axis, dtype, include_initial, op):
                              "is allowed for 1-D arrays only)")
         axis = 0
     axis = normalize_axis(axis, x.ndim)
+    if op == "sum":
+        _check_widened_count(x, axis, dtype, fname)
     dtype = sum_dtype(x.dtype, dtype, fname)
     x = plain(x)
     if include_initial:
@@ -370,4 +387,7 @@ def count_nonzero(x, /, *, axis=None, keepdims=False) -> DistArray:
     Layout:
       As for darray.sum: one all-reduce over the mesh axes splitting the reduced axes.
     """
+    x = ensure_array("count_nonzero", x)
+    _dt.check_fits_default_int("count_nonzero", reduced_count(x.shape, axis),
+                               "the count of nonzero elements")
     return reduce(x, _count_kernel, axis, keepdims, fname="count_nonzero")

@@ -69,6 +69,25 @@ def default_int() -> np.dtype:
     return int64 if jax.config.read("jax_enable_x64") else int32
 
 
+# The largest count, size or index the default integer holds with x64 off (int32). A module
+# constant, read at each call, so that a test can lower it (to 1000, say) and reach the check
+# with small arrays instead of 2^31 elements.
+INT32_LIMIT = 2**31 - 1
+
+
+def check_fits_default_int(fname: str, largest: int, what: str) -> None:
+    """OverflowError when `largest`, a count or index decided from shapes alone, may not fit
+    the default integer: with x64 off that is int32, which would wrap it silently (a 1291^3
+    bool array of True counted -2143282125). With x64 on (int64) every count fits; small
+    arrays pay a comparison of Python ints, nothing on the device."""
+    if largest <= INT32_LIMIT or jax.config.read("jax_enable_x64"):
+        return
+    raise OverflowError(
+        f"{fname}: {what} can reach {largest}, past {INT32_LIMIT}, the largest int32 (the "
+        f"default integer while jax_enable_x64 is off); int32 would wrap it. Turn on 64-bit "
+        f"integers with jax.config.update('jax_enable_x64', True) (or JAX_ENABLE_X64=1)")
+
+
 def default_complex() -> np.dtype:
     return complex128 if jax.config.read("jax_enable_x64") else complex64
 

@@ -48,7 +48,7 @@ _SPLIT_KINDS = ("c2c", "r2c", "c2r")  # the kinds the split-axis route transform
 
 # -- argument checks, in numpy's terms ----------------------------------------------------------
 def as_dist(x, fname: str, spec=None) -> DistArray:
-    """`x` as a DistArray by the argument policy (common.ensure_array), ghost cells dropped:
+    """`x` as a DistArray by the argument policy (arguments.ensure_array), ghost cells dropped:
     they are not part of the array, so a transform reads its interior."""
     x = ensure_array(fname, x, spec=spec)
     if x.layout.has_halo:
