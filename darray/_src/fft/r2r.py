@@ -17,6 +17,7 @@ import numpy as np
 from darray._src.distarray.array import DistArray
 from darray._src.fft import r2r_split
 from darray._src.fft.api import as_dist, r2r_planned
+from darray._src.fft.freq import record_spectrum_kinds
 from darray._src.kernels.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
 from darray._src.layout.axes import normalize_axis
 
@@ -137,7 +138,11 @@ def _one_axis(x, family, inverse, type, n, axis, norm, orthogonalize, workers, f
 def _n_axes(x, family, inverse, type, s, axes, norm, orthogonalize, workers, fname):
     x = _check_input(x, fname)
     axes, lengths = _axes_and_lengths(x, s, axes, fname)
-    return _r2r(x, family, inverse, type, lengths, axes, norm, orthogonalize, workers, fname)
+    out = _r2r(x, family, inverse, type, lengths, axes, norm, orthogonalize, workers, fname)
+    if inverse:
+        return out
+    # wavenumbers(out) then gives the cosine/sine wavenumbers without kinds= (issue 53)
+    return record_spectrum_kinds(out, (f"{family}{type}",) * len(axes), axes)
 
 
 _LAYOUT_1D = """
