@@ -95,7 +95,7 @@ def check_operand_meshes(fname: str, *named, anchor: int | None = None) -> tuple
         mesh = dists[0][0].mesh  # 0-d small arrays come to it (below)
     else:
         committed = [(a, name) for a, name in dists if is_committed(a)]
-        if _anchor_binds(named, anchor, committed, local):
+        if anchor is not None and _anchor_binds(named, anchor, committed, local):
             target = named[anchor]
         else:
             # a committed array decides; else a distributed one (small arrays, on one device,

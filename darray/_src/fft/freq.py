@@ -94,7 +94,10 @@ def record_spectrum_kinds(out: DistArray, kinds, axes) -> DistArray:
     for kind, axis in zip(kinds, axes):
         per_axis[operator.index(axis) % out.ndim] = kind
     key = id(out)
-    ref = weakref.ref(out, lambda _, key=key: _SPECTRUM_KINDS.pop(key, None))
+
+    def forget(_ref, key=key) -> None:  # the array is gone: its id may be reused
+        _SPECTRUM_KINDS.pop(key, None)
+    ref = weakref.ref(out, forget)
     _SPECTRUM_KINDS[key] = (ref, out._version, tuple(per_axis))
     return out
 
