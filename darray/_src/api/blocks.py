@@ -6,6 +6,7 @@ ghosts are in place: ``darray.map_blocks(laplacian, x.halo(1))``.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -146,30 +147,81 @@ def _nan_outside_jvp(primals, tangents):
 
 
 @program_cache(MEDIUM)
-def _mapped(f, kinds, out_layouts, block_info: bool, ref: Layout, nan_padding: bool = True):
+def _mapped(f, kinds, out_layouts, block_info: bool, ref: Layout, nan_padding: bool = True,
+            poisoned: bool = False):
     layouts = [k for k in kinds if isinstance(k, Layout)]
     mesh = layouts[0].mesh
     in_specs = tuple(k.spec if isinstance(k, Layout) else PartitionSpec() for k in kinds)
     out_specs = jax.tree.map(lambda lay: lay.spec, out_layouts,
                              is_leaf=lambda v: isinstance(v, Layout))
 
+    # Padding-born NaN is reported where it is born: f sees NaN padding only when asked
+    # (padding="nan") and an input is floating with padding; then each device flags owned
+    # output cells that are NaN while its inputs' owned cells are not, and the program prints
+    # why (the user otherwise meets only NaN, e.g. in the last P(k) bin of an uneven grid).
+    flag_spec = PartitionSpec(tuple(mesh.axis_names))
+
     def body(*blocks):
+        given = blocks
         blocks = tuple(_poison_padding(b, k) if nan_padding and isinstance(k, Layout) else b
                        for b, k in zip(blocks, kinds))
         if block_info:
-            return f(*blocks, block_info=block_info_of(ref))
-        return f(*blocks)
+            outs = f(*blocks, block_info=block_info_of(ref))
+        else:
+            outs = f(*blocks)
+        if not poisoned:
+            return outs
+        return outs, _nan_born(given, kinds, outs, out_layouts)
 
-    mapped = compat.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+    mapped = compat.shard_map(body, mesh=mesh, in_specs=in_specs,
+                              out_specs=(out_specs, flag_spec) if poisoned else out_specs,
                               check_vma=False)
 
     def run(*leaves):
         leaves = [physical.constrain(x, k) if isinstance(k, Layout) else x
                   for x, k in zip(leaves, kinds)]
         outs = mapped(*leaves)
+        if poisoned:
+            outs, born = outs
+            jax.debug.callback(_warn_nan_born, jnp.any(born))
         return jax.tree.map(lambda o, lay: physical.constrain(o, lay), outs, out_layouts,
                             is_leaf=lambda v: isinstance(v, Layout))
     return jax.jit(run)
+
+
+NAN_BORN_MESSAGE = (
+    "map_blocks: f returned NaN in owned cells although its inputs hold none there: the padding "
+    "cells of an uneven split reach f as NaN (padding=\"nan\", the default), and f read them "
+    "(unmasked, or masked by multiplying: 0 * NaN = NaN). Mask with jnp.where(block_info."
+    "owned_mask(...), w, 0), or pass padding=\"keep\" to get the padding as it is")
+
+
+def _warn_nan_born(born) -> None:
+    # printed by the running program, eager or under jit (no host sync is added; an exception
+    # raised inside a host callback leaves XLA:CPU's runtime unusable)
+    if bool(born):
+        print(f"MapBlocksWarning: {NAN_BORN_MESSAGE}", file=sys.stderr, flush=True)
+
+
+def _nan_born(given, kinds, outs, out_layouts):
+    """This device's flag, shape (1,): NaN in an owned cell of a floating output while no owned
+    cell of a floating input holds NaN."""
+    def owned_nan(block, layout):
+        if not isinstance(layout, Layout) or not jnp.issubdtype(block.dtype, jnp.inexact):
+            return jnp.bool_(False)
+        if block.shape != tuple(lo + layout.chunk(a) + hi
+                                for a, (lo, hi) in enumerate(layout.halo)):
+            return jnp.bool_(False)
+        return jnp.any(jnp.isnan(block) & block_info_of(layout).owned_mask())
+    flat_out = jax.tree.leaves(outs)
+    flat_lay = jax.tree.leaves(out_layouts, is_leaf=lambda v: isinstance(v, Layout))
+    out_nan = jnp.bool_(False)
+    for o, lay in zip(flat_out, flat_lay):
+        out_nan = out_nan | owned_nan(o, lay)
+    in_nan = jnp.bool_(False)
+    for b, k in zip(given, kinds):
+        in_nan = in_nan | owned_nan(b, k)
+    return (out_nan & ~in_nan).reshape(1)
 
 
 def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False,
@@ -209,7 +261,9 @@ def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False,
     padding cells of floating arguments reach `f` as NaN (integer ones as they are): a
     function that takes them for data (a deposit that forgot ``block_info.owned_mask``) gives
     NaN, not a wrong number. Mask them with ``jnp.where(block_info.owned_mask(...), b, 0)``,
-    not by multiplying with the mask (or pass ``padding="keep"``). Under differentiation `f`
+    not by multiplying with the mask (or pass ``padding="keep"``). When NaN appears in owned
+    output cells while the inputs' owned cells hold none, the program prints a
+    ``MapBlocksWarning`` saying so (eager or under jit). Under differentiation `f`
     sees the padding unchanged, so a NaN there cannot reach the derivatives of a correct
     function.
     """
@@ -245,10 +299,14 @@ def map_blocks(f: Callable, *arrays, out_layout=None, block_info: bool = False,
         if not isinstance(lay, Layout):
             raise TypeError(f"out_layout entries must be Layouts (e.g. x.layout), got {lay!r}")
     hashable = jax.tree.unflatten(treedef, flat_layouts)
+    # f sees NaN padding: a floating argument of an uneven split (see _mapped)
+    poisoned = nan_padding and any(
+        isinstance(a, DistArray) and _has_padding(a.layout)
+        and jnp.issubdtype(a.dtype, jnp.inexact) for a in arrays)
     try:
-        fn = _mapped(f, kinds, hashable, block_info, ref, nan_padding)
+        fn = _mapped(f, kinds, hashable, block_info, ref, nan_padding, poisoned)
     except TypeError:  # an unhashable pytree of layouts: build without the cache
-        fn = _mapped.__wrapped__(f, kinds, hashable, block_info, ref, nan_padding)
+        fn = _mapped.__wrapped__(f, kinds, hashable, block_info, ref, nan_padding, poisoned)
     outs = fn(*leaves)
     return jax.tree.map(lambda o, lay: DistArray._new(o, lay), outs, hashable,
                         is_leaf=lambda v: isinstance(v, Layout))

@@ -23,7 +23,6 @@ from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes, placed
 from darray._src.layout.axes import normalize_axis
 from darray._src.layout.layout import Layout, default_layout, make_out_layout
-from darray._src.placement.placement import local_mesh
 
 _INT = "int"
 _NEW = "new"
@@ -188,23 +187,20 @@ def _index_tuple(plan, values):
 
 
 def _key_on_mesh(x: DistArray, key: tuple, fname: str, value=None) -> tuple:
-    """The mesh rule for index arrays (and a written value), with x as the target: they are
-    brought to x's mesh (operands.py), or LayoutError. Returns (x, key)."""
+    """The mesh rule for index arrays (and a written value), with x as the anchor: they are
+    brought to x's mesh (operands.py), or LayoutError. An uncommitted x (made without
+    mesh=/device=) goes to committed operands on other devices, and a small x to distributed
+    ones, as an uncommitted jax.Array does (block-wise, never a gather). Returns (x, key)."""
     named = [(x, "x")] + [(k, f"key[{i}]") for i, k in enumerate(key)]
     if value is not None:
         named.append((value, "value"))
-    check_operand_meshes(fname, *named, anchor=0)  # x stays; placed() moves the others
+    x = check_operand_meshes(fname, *named, anchor=0)[0]  # placed() moves the others
     return x, tuple(placed(k, x.mesh) for k in key)
 
 
 def _read_key_on_mesh(x: DistArray, key: tuple) -> tuple:
-    """`_key_on_mesh` for a read: a small x (one device, uncommitted) indexed by distributed
-    index arrays goes to them, as an uncommitted jax.Array does; any other x stays."""
-    if x._layout.mesh is not local_mesh():
-        return _key_on_mesh(x, key, "x[key]")
-    named = [(x, "x")] + [(k, f"key[{i}]") for i, k in enumerate(key)]
-    x = check_operand_meshes("x[key]", *named)[0]
-    return x, tuple(placed(k, x.mesh) for k in key)
+    """`_key_on_mesh` for a read."""
+    return _key_on_mesh(x, key, "x[key]")
 
 
 def getitem(x: DistArray, key) -> DistArray:
@@ -428,7 +424,7 @@ def setitem(x: DistArray, key, value) -> DistArray:
     key = _as_tuple(key)
     for pos, k in enumerate(key):
         check_item(k, pos)
-    _, key = _key_on_mesh(x, key, "x[key] = value", value)
+    x, key = _key_on_mesh(x, key, "x[key] = value", value)
     val = placed(value_operand(value, x.dtype), x.mesh)
     if any(is_array_like(k) or isinstance(k, (bool, np.bool_)) for k in key):
         mask = _leading_mask(x, key)

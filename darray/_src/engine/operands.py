@@ -10,8 +10,9 @@ JAX's placement rule, committed versus uncommitted, read for meshes:
 * An array on any other mesh is *committed* to it.
 * When the DistArrays of rank >= 1 given to one call live on different meshes, the call runs on
   the mesh of the first committed one, else of the first one that is not a small array (the
-  *target*; in indexing, the indexed array's, unless it is small and its index arrays are
-  distributed).
+  *target*; in indexing, the indexed or written array's if it is committed, or if nothing is
+  committed and it is not small: an uncommitted array indexed or written with committed
+  arrays moves to them, block-wise, as an uncommitted jax.Array would).
   Uncommitted arrays move there. Committed arrays on the same set of devices are resharded
   onto it, as `jit` reshards operands with other shardings. Committed arrays on another set of
   devices raise LayoutError (a ValueError) naming the function, both arguments, both meshes
@@ -94,7 +95,7 @@ def check_operand_meshes(fname: str, *named, anchor: int | None = None) -> tuple
         mesh = dists[0][0].mesh  # 0-d small arrays come to it (below)
     else:
         committed = [(a, name) for a, name in dists if is_committed(a)]
-        if anchor is not None and _is_placed_anywhere(named[anchor][0]):
+        if anchor is not None and _anchor_binds(named, anchor, committed, local):
             target = named[anchor]
         else:
             # a committed array decides; else a distributed one (small arrays, on one device,
@@ -119,6 +120,18 @@ def check_same_mesh(fname: str, arrays, argname: str = "arrays") -> list:
     else:
         named = [(a, f"{argname}[{i}]") for i, a in enumerate(arrays)]
     return list(check_operand_meshes(fname, *named))
+
+
+def _anchor_binds(named, anchor, committed, local) -> bool:
+    """Whether the anchor (the written or indexed array) decides the mesh. A committed anchor
+    always does. An uncommitted one (made without mesh=/device=, e.g. scipy's
+    ``out = xp.empty(shape)`` before ``out[k] = value``) follows a committed operand, as an
+    uncommitted jax.Array follows its first committed use; a small one on one device follows
+    distributed operands too. Otherwise the others come to the anchor."""
+    if anchor is None or not _is_placed_anywhere(named[anchor][0]):
+        return False
+    a = named[anchor][0]
+    return is_committed(a) or (not committed and a.mesh is not local)
 
 
 def _is_small_scalar(a, local) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -233,6 +234,7 @@ def _histogram_fn(layout: Layout, w_layout, nbins: int, uniform: bool, traced_ra
             # a NaN in the data: NaN edges (numpy raises; a traced value cannot), so the
             # answer is visibly not a histogram rather than one of the NaN-free blocks
             lo, hi = _nan_if_any_nan(v, mask, lo, hi)
+            bad_range = ~(jnp.isfinite(lo) & jnp.isfinite(hi))
             lo, hi = jnp.where(lo == hi, lo - 0.5, lo), jnp.where(lo == hi, hi + 0.5, hi)
             edges = jnp.linspace(lo, hi, nbins + 1, dtype=edges_or_range.dtype)
         else:
@@ -243,8 +245,40 @@ def _histogram_fn(layout: Layout, w_layout, nbins: int, uniform: bool, traced_ra
         counts = _count_blocks(idx, w[0] if w else None, layout, nbins, dtype)
         if density:
             counts = counts / (jnp.sum(counts) * jnp.diff(edges))
+        if traced_range:
+            # numpy raises here; a traced value cannot, so the counts are made visibly invalid
+            # (all zero looked like an empty histogram) and the running program says why
+            counts = jnp.where(bad_range, _invalid_count(counts.dtype), counts)
+            jax.debug.callback(_warn_bad_range, bad_range)
         return physical.constrain(counts, out), physical.constrain(edges, out_edges)
     return jax.jit(run)
+
+
+HISTOGRAM_RANGE_MESSAGE = (
+    "histogram: under jit with range=None, a holds NaN or an infinity, so the autodetected "
+    "range is not finite (numpy raises); the counts are invalid (-1, or NaN for float "
+    "counts) and the edges NaN. Pass range=(min, max) (NaN and values outside it are ignored) "
+    "or drop the non-finite values")
+
+
+def _invalid_count(dtype):
+    """What marks a count as not a count: NaN for floating counts (weights, density), -1 for
+    signed integers, the largest value for unsigned ones."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return np.array(np.nan, dtype)
+    if dtype.kind == "u":
+        return np.array(np.iinfo(dtype).max, dtype)
+    if dtype.kind == "b":
+        return np.array(False)
+    return np.array(-1, dtype)
+
+
+def _warn_bad_range(bad) -> None:
+    # printed by the running program (an exception raised inside a host callback leaves
+    # XLA:CPU's runtime unusable), as darray.particles reports an overflow
+    if bool(bad):
+        print(f"HistogramWarning: {HISTOGRAM_RANGE_MESSAGE}", file=sys.stderr, flush=True)
 
 
 def _edges_dtype(a_dtype):
@@ -325,7 +359,8 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
         eagerly; inside jit computed in the same program). Values outside are ignored, and
         so is NaN. With ``range=None`` and a NaN (or infinity) in `a`, numpy's error: eagerly a
         ValueError; under ``jax.jit`` (no exception can come from a traced value) the edges
-        come back all NaN (with a NaN: every count 0), never a range taken from part of `a`.
+        come back all NaN and every count invalid (-1; NaN for float counts), never a range
+        taken from part of `a`, and the running program prints a ``HistogramWarning``.
       weights: None, or a numeric DistArray of a's shape: each value adds its weight.
       density: divide by ``sum(counts) * diff(edges)`` (a probability density).
 

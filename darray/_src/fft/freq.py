@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import operator
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -80,6 +81,54 @@ def rfftfreq(n, /, d=1.0, *, dtype=None, device=None, mesh=None, spec=None) -> D
 # -- wavenumbers laid out like a spectrum ------------------------------------------------------
 _R2R = ("dct1", "dct2", "dct3", "dct4", "dst1", "dst2", "dst3", "dst4")
 _KINDS = ("fft", "rfft") + _R2R
+
+# The kinds a spectrum was made with, per axis (None: not transformed), by id: `transformn`,
+# `dctn` and `dstn` record them, so that `wavenumbers` of a cosine/sine spectrum cannot silently
+# answer Fourier values (issue 53). Held weakly, and valid only for the array's version at
+# recording: an in-place write (``k[...] = v``) may replace the spectrum.
+_SPECTRUM_KINDS: dict[int, tuple] = {}
+
+
+def record_spectrum_kinds(out: DistArray, kinds, axes) -> DistArray:
+    """Record that `out` is a spectrum of `kinds` along `axes` (forward transforms only)."""
+    per_axis: list[str | None] = [None] * out.ndim
+    for kind, axis in zip(kinds, axes):
+        per_axis[operator.index(axis) % out.ndim] = kind
+    key = id(out)
+
+    def forget(_ref, key=key) -> None:  # the array is gone: its id may be reused
+        _SPECTRUM_KINDS.pop(key, None)
+    ref = weakref.ref(out, forget)
+    _SPECTRUM_KINDS[key] = (ref, out._version, tuple(per_axis))
+    return out
+
+
+def _recorded_kinds(k: DistArray):
+    entry = _SPECTRUM_KINDS.get(id(k))
+    if entry is None or entry[0]() is not k or entry[1] != k._version:
+        return None
+    return entry[2]
+
+
+def _with_recorded_kinds(k: DistArray, kinds):
+    """`kinds` for `wavenumbers`: the recorded ones where the caller gave none; a given
+    `kinds` that contradicts the recorded ones raises (a wrong wavenumber gives a wrong
+    Laplacian with no error)."""
+    recorded = _recorded_kinds(k)
+    if recorded is None or all(r in (None, "fft") for r in recorded):
+        return kinds
+    if kinds is None:
+        return tuple(r or "fft" for r in recorded)
+    given = _trailing(kinds, "kinds", k)
+    first = k.ndim - len(given)
+    for j, kind in enumerate(given):
+        want = recorded[first + j]
+        if want is not None and kind != want:
+            raise ValueError(f"wavenumbers: kinds entry {j} is {kind!r}, but k was made with "
+                             f"{want!r} along axis {first + j} (k's kinds: {recorded}); "
+                             f"pass kinds={tuple(r or 'fft' for r in recorded)} or leave "
+                             f"kinds out")
+    return kinds
 
 
 def angular_wavenumbers(kind: str, n: int, d: float) -> np.ndarray:
@@ -228,7 +277,10 @@ def wavenumbers(k, s=None, *, d=1.0, kinds=None) -> tuple[DistArray, ...]:
       d: sample spacing, a number or one per axis (a box of length L and n points: L / n).
       kinds: the transform of each of the last ``len(kinds)`` axes, as given to `transformn`:
         "fft", "rfft" (needs `s` for that axis: its real length may be even or odd),
-        "dct1".."dct4", "dst1".."dst4"; earlier axes are "fft".
+        "dct1".."dct4", "dst1".."dst4"; earlier axes are "fft". A spectrum returned by
+        `transformn`, `dctn` or `dstn` (not yet written in place) carries its kinds: they are
+        used when `kinds` is left out, and a `kinds` that contradicts them raises. Arrays
+        computed from it (``k * g``) do not carry them: pass `kinds` for those.
 
       One of `s` and `kinds` is required: the spectrum's shape alone cannot tell an `fftn`
       spectrum from an `rfftn` one (nor an even real length from an odd one), and a guess
@@ -255,6 +307,7 @@ def wavenumbers(k, s=None, *, d=1.0, kinds=None) -> tuple[DistArray, ...]:
     k = ensure_array("wavenumbers", k, "k")  # the argument policy (engine/arguments.py)
     if k.ndim == 0:
         raise ValueError("wavenumbers: k is 0-d; a spectrum has at least one axis")
+    kinds = _with_recorded_kinds(k, kinds)
     layout = k.layout.without_halo()
     spacings = _spacings(d, k.ndim)
     dtype = np.dtype(jnp.zeros((), k.dtype).real.dtype)

@@ -23,6 +23,7 @@ import numpy as np
 
 from darray._src.distarray.array import DistArray
 from darray._src.fft import api, core
+from darray._src.fft.freq import record_spectrum_kinds
 from darray._src.fft.request import Request
 from darray._src.kernels.r2r_local import R2RKernel
 from darray._src.layout.axes import normalize_axis
@@ -178,8 +179,10 @@ def transformn(x, kinds, *, axes=None, norm="backward") -> DistArray:
     kinds_o, axes_o = _in_order(kinds, axes)
     sizes = tuple(x.shape[a] for a in axes_o)
     out = _run(x, kinds_o, axes_o, sizes, norm, False)
-    return out if out is not None else _one_axis_at_a_time(x, kinds_o, axes_o, sizes, norm,
-                                                           False)
+    if out is None:
+        out = _one_axis_at_a_time(x, kinds_o, axes_o, sizes, norm, False)
+    # wavenumbers(out) then knows its cosine/sine axes (issue 53)
+    return record_spectrum_kinds(out, kinds, axes)
 
 
 def transformn_plan(x, kinds, *, axes=None, norm="backward", backend=None):

@@ -19,6 +19,7 @@ from darray._src.distarray.array import DistArray
 from darray._src.fft import r2r_split
 from darray._src.fft.api import r2r_planned
 from darray._src.fft.core import as_dist
+from darray._src.fft.freq import record_spectrum_kinds
 from darray._src.kernels.r2r_local import NORMS, TYPES, R2RKernel, working_dtype
 from darray._src.layout.axes import normalize_axis
 
@@ -157,7 +158,11 @@ def _one_axis(x, n, axis, call: _R2RCall):
 def _n_axes(x, s, axes, call: _R2RCall):
     x = _check_input(x, call.fname)
     axes, lengths = _axes_and_lengths(x, s, axes, call.fname)
-    return _r2r(x, lengths, axes, call)
+    out = _r2r(x, lengths, axes, call)
+    if call.inverse:
+        return out
+    # wavenumbers(out) then gives the cosine/sine wavenumbers without kinds= (issue 53)
+    return record_spectrum_kinds(out, (f"{call.family}{call.type}",) * len(axes), axes)
 
 
 _LAYOUT_1D = """

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.lax import FftType
+from jax.sharding import NamedSharding, PartitionSpec
 
 from darray._src.api.manipulation import permute_dims
 from darray._src.backends.jax.fft_exec import run_stages
@@ -320,9 +323,42 @@ def _freqs(k_array, d, fname, real):
     k0 = jnp.fft.fftfreq(shape[0], d=d, dtype=real_dt) * two_pi
     k1 = (jnp.fft.rfftfreq if real else jnp.fft.fftfreq)(shape[1], d=d, dtype=real_dt) * two_pi
     k2 = jnp.fft.fftfreq(shape[2], d=d, dtype=real_dt) * two_pi
+    k0, k1, k2 = (_split_like(v, axis, k_array, real, fname)
+                  for axis, v in enumerate((k0, k1, k2)))
     # jaxDecomp's order: the frequencies of axis 2, then axis 0, then axis 1 of the spectrum,
     # which for pfft3d's (Y, Z, X) output is the input's (X, Y, Z) order.
-    return k2.reshape(1, 1, -1), k0.reshape(-1, 1, 1), k1.reshape(1, -1, 1)
+    return k2, k0, k1
+
+
+def _split_like(values, axis, k_array, real, fname):
+    """The frequencies of spectrum axis `axis`, shaped to broadcast against the spectrum and,
+    under a trace on Auto mesh axes, split as that axis is: built in place on every device, so
+    ``k * (kx**2 + ky**2 + kz**2)`` multiplies block by block. Left unconstrained, XLA built the
+    sum replicated and all-gathered it into the spectrum's layout (an [N/2, N] all-gather,
+    issue 53)."""
+    shape = [1, 1, 1]
+    shape[axis] = values.shape[0]
+    values = values.reshape(shape)
+    if not compat.is_tracer(k_array):
+        return values  # eager: jax places the (uncommitted) vectors where the spectrum is
+    fft_type = FftType.RFFT if real else FftType.FFT
+
+    def spectrum_spec(mesh):
+        return _out_spec(fft_type, mesh, placement.padded(specs.natural_spec(mesh), 3), 0,
+                         "jax")
+    try:  # the spectrum's spec: in its type (Explicit axes), else jaxDecomp's output spec
+        mesh, spec = placement.locate(k_array, fname, spectrum_spec, "cudecomp")
+    except ValueError:
+        return values  # no mesh in context: nothing to align with
+    if mesh is None or compat.is_explicit(mesh):
+        return values  # one device; or Explicit axes, whose types carry the sharding already
+    entry = spec[axis]
+    names = placement.effective_entries(mesh, (entry,))[0]
+    if not names or values.shape[axis] % math.prod(mesh.shape[n] for n in names):
+        return values
+    want = [None, None, None]
+    want[axis] = entry
+    return jax.lax.with_sharding_constraint(values, NamedSharding(mesh, PartitionSpec(*want)))
 
 
 def fftfreq3d(k_array, d=1.0):

@@ -99,8 +99,6 @@ def test_uncommitted_moves_to_the_committed_operand(name):
     # committed array, even on another set of devices
     want = CALLS[name](np, V, V % 3)
     for a, b in ((on(HI, V), darray.asarray(V % 3)), (darray.asarray(V), on(HI, V % 3))):
-        if name in ("getitem", "getitem_mask", "setitem") and a.mesh != HI:
-            continue  # indexing runs where the indexed array is (below)
         got = CALLS[name](darray, a, b)
         for g, w in zip(_leaves(got), _leaves(want), strict=True):
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12)
@@ -109,14 +107,46 @@ def test_uncommitted_moves_to_the_committed_operand(name):
 
 
 @pytest.mark.distributed_placement
-def test_indexing_runs_where_the_indexed_array_is():
+def test_indexing_runs_where_the_committed_indexed_array_is():
     x = darray.asarray(V)                       # uncommitted, default mesh
     idx = on(B, np.array([7, 0, 3]))             # committed, same devices
     y = x[idx]
     np.testing.assert_array_equal(np.asarray(y), V[[7, 0, 3]])
-    assert y.mesh == x.mesh
+    assert y.mesh == B  # x joins its committed index, as an uncommitted jax.Array does
+    y = on(A, V)[idx]
+    np.testing.assert_array_equal(np.asarray(y), V[[7, 0, 3]])
+    assert y.mesh == A  # a committed x stays; its index is resharded onto it
+    # an uncommitted x goes to index arrays committed to another set of devices, as an
+    # uncommitted jax.Array does
+    y = x[on(HI, np.array([7, 0, 3, 1]))]
+    np.testing.assert_array_equal(np.asarray(y), V[[7, 0, 3, 1]])
+    assert y.mesh == HI
     with pytest.raises(LayoutError, match="devices 4..7"):
-        x[on(HI, np.array([7, 0, 3, 1]))]      # x cannot move: another set of devices
+        on(LO, V)[on(HI, np.array([7, 0, 3, 1]))]  # a committed x stays: another set of devices
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_uncommitted_array_written_with_committed_values_moves_to_them(small):
+    # scipy's cumulative_simpson / derivative: out = xp.empty(shape) (no device=), then
+    # out[k] = value with value (or an index array) on a (2, 4) mesh. Small, the output lives
+    # on one device under the shipped placement; either way it is uncommitted and moves.
+    host = np.arange(130.0).reshape(13, 10) / 8  # exact in float32 (x64 off)
+    x = on(B, host, ("x", "y"))
+    with darray.config_context(small_array_cells=1 << 16 if small else 0):
+        out = darray.zeros((13, 10), dtype=x.dtype)
+        idx = darray.zeros(13, dtype=darray.int64)
+    assert (out.mesh.size == 1) is small
+    out[1:] = x[:-1]
+    want = np.zeros((13, 10))
+    want[1:] = host[:-1]
+    np.testing.assert_array_equal(np.asarray(out), want)
+    assert out.mesh == B and out.layout.split == (("x",), ("y",))
+    idx[on(B, np.array([2, 5]), ("x",))] = 1  # written by committed index arrays
+    assert idx.mesh == B
+    np.testing.assert_array_equal(np.asarray(idx), np.isin(np.arange(13), [2, 5]))
+    # a committed array written with values committed elsewhere still raises
+    with pytest.raises(LayoutError, match="devices 4..7"):
+        on(LO, V)[:] = on(HI, V)
 
 
 def test_creation_without_placement_is_uncommitted_sklearn_pattern():

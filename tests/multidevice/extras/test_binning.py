@@ -239,7 +239,7 @@ def test_radial_power_spectrum_example():
 
 # -- NaN in the data (issue 38: the range came from the NaN-free blocks, mesh-dependent) ------
 @pytest.mark.parametrize("shape,mesh_shape,spec", LAYOUTS)
-def test_histogram_nan_data_matches_numpy(shape, mesh_shape, spec):
+def test_histogram_nan_data_matches_numpy(shape, mesh_shape, spec, capfd):
     host = np.random.default_rng(7).standard_normal(shape)
     host.flat[3] = np.nan
     a = put(host, mesh_shape, spec)
@@ -247,11 +247,26 @@ def test_histogram_nan_data_matches_numpy(shape, mesh_shape, spec):
         np.histogram(host, bins=5)
     with pytest.raises(ValueError, match=r"autodetected range of \[nan, nan\].*range="):
         darray.histogram(a, bins=5)
-    # under jit: NaN edges, never a range from part of the data
+    # under jit: NaN edges, never a range from part of the data; the counts are visibly
+    # invalid (they were all 0, an empty histogram), and the program says why (issue 53)
+    capfd.readouterr()
     counts, edges = jax.jit(lambda x: darray.histogram(x, bins=5))(a)
     assert_replicated(edges, mesh_shape, 6)
+    assert_replicated(counts, mesh_shape, 5)
     assert np.isnan(np.asarray(edges)).all()
-    np.testing.assert_array_equal(np.asarray(counts), 0)
+    np.testing.assert_array_equal(np.asarray(counts), -1)
+    err = capfd.readouterr().err
+    assert "HistogramWarning" in err and "range=(min, max)" in err, err
+    dens, _ = jax.jit(lambda x: darray.histogram(x, bins=5, density=True))(a)
+    assert np.isnan(np.asarray(dens)).all()
+    assert "HistogramWarning" in capfd.readouterr().err
+    # finite data under jit: numpy's counts and no message
+    finite = put(np.nan_to_num(host), mesh_shape, spec)
+    counts, edges = jax.jit(lambda x: darray.histogram(x, bins=5))(finite)
+    ref_c, ref_e = np.histogram(np.nan_to_num(host), bins=5)
+    np.testing.assert_array_equal(np.asarray(counts), ref_c)
+    np.testing.assert_allclose(np.asarray(edges), ref_e, rtol=1e-6)
+    assert "HistogramWarning" not in capfd.readouterr().err
     # explicit range and an edges array: NaN is ignored, as numpy does
     for kwargs in ({"bins": 5, "range": (-1.0, 1.5)}, {"bins": [-3.0, -0.5, 0.0, 0.1, 3.0]}):
         c, e = darray.histogram(a, **kwargs)

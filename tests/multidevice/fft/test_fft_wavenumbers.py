@@ -181,7 +181,52 @@ def test_r2r_wavenumbers_match_scipys_kernels(kind):
         w = matrix[:, j] @ t / (t @ t)
         np.testing.assert_allclose(matrix[:, j], w * t, atol=1e-12)
         assert w in (1.0, 2.0) or np.isclose(w, 1.0) or np.isclose(w, 2.0)
-    # a real spectrum (only cosine/sine axes) without kinds= refuses
+    # a real spectrum (only cosine/sine axes) computed from a transform's output, so
+    # carrying no kinds, without kinds= refuses
     real = dfft.transformn(x, (kind, "dct2", "dst2"))
     with pytest.raises(TypeError, match=r"k is real .*pass kinds="):
-        dfft.wavenumbers(real, s=x.shape)
+        dfft.wavenumbers(real * 2.0, s=x.shape)
+
+
+def _r2r_k(kind, n, d=1.0):
+    return np.pi * (np.arange(n) + {"dct1": 0, "dct2": 0, "dst1": 1, "dst2": 1}.get(kind, 0.5)) / (
+        {"dct1": n - 1, "dst1": n + 1}.get(kind, n) * d)
+
+
+@pytest.mark.parametrize("make, kinds", [
+    (lambda x: dfft.transformn(x, ("fft", "fft", "dst2")), ("fft", "fft", "dst2")),
+    (lambda x: dfft.transformn(x, ("dct1", "rfft"), axes=(0, 2)), ("dct1", "fft", "rfft")),
+    (lambda x: dfft.dstn(x, type=3, axes=(1, 2)), ("fft", "dst3", "dst3")),
+    (lambda x: dfft.dctn(x), ("dct2", "dct2", "dct2")),
+], ids=["transformn-dst2", "transformn-axes", "dstn", "dctn"])
+def test_a_cosine_sine_spectrum_knows_its_kinds(make, kinds):
+    """Issue 53 item 1: wavenumbers(transformn(x, kinds=(..., "dst2")), s=x.shape) gave the
+    Fourier values on the sine axis, silently. The spectrum now carries its kinds; a kinds=
+    that contradicts them raises, naming the right one."""
+    shape, d = (8, 6, 10), (0.5, 1.0, 2.0)
+    x = darray.asarray(np.random.default_rng(4).standard_normal(shape),
+                       mesh=mesh_of((2, 4), ("x", "y")), spec=("x", "y"))
+    k = make(x)
+    got = dfft.wavenumbers(k, s=x.shape, d=d)
+    for axis, (kind, n) in enumerate(zip(kinds, shape)):
+        if kind == "fft":
+            want = 2 * np.pi * np.fft.fftfreq(n, d[axis])
+        elif kind == "rfft":
+            want = 2 * np.pi * np.fft.rfftfreq(n, d[axis])
+        else:
+            want = _r2r_k(kind, n, d[axis])
+        np.testing.assert_allclose(np.asarray(got[axis]).ravel(), want, rtol=1e-6)
+        assert got[axis].layout.split[axis] == k.layout.split[axis]
+        assert got[axis].mesh == k.mesh
+    # the same values with the matching kinds=, and a refusal for contradicting ones
+    same = dfft.wavenumbers(k, s=x.shape, d=d, kinds=kinds)
+    for a, b in zip(same, got, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    wrong = tuple("fft" if kd != "fft" and kd != "rfft" else kd for kd in kinds)
+    with pytest.raises(ValueError, match=r"but k was made with 'd[cs]t\d'.*pass kinds="):
+        dfft.wavenumbers(k, s=x.shape, kinds=wrong)
+    # written in place, the array may no longer be that spectrum: its kinds are dropped
+    k[...] = k * 1
+    if np.dtype(k.dtype).kind == "c":
+        fourier = dfft.wavenumbers(k, s=x.shape, d=d, kinds=wrong)
+        assert fourier[0].shape == got[0].shape

@@ -102,3 +102,45 @@ def test_owned_mask_shapes_and_values():
         expect = np.full(5, -1.0)
         expect[1:1 + extent] = np.arange(2 * b, 2 * b + extent)
         np.testing.assert_array_equal(blocks[b], expect)
+
+
+# -- issue 53 item 3: padding-born NaN is named where it is born -----------------------------
+def _block_totals(mask_by):
+    """Each block's masked total written into every cell of the block (a per-device bin)."""
+    def f(b, block_info):
+        owned = block_info.owned_mask()
+        if mask_by == "none":  # a bin that forgot the padding: NaN in the short block
+            return jnp.zeros_like(b) + jnp.sum(b * b)
+        return jnp.zeros_like(b) + jnp.sum(jnp.where(owned, b * b, 0))
+    return f
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_padding_born_nan_prints_why(capfd, jit):
+    import jax
+    host = np.arange(1.0, 31.0)  # 30 cells over 8 devices: the last block holds 2 padding cells
+    x = darray.asarray(host, spec=("d",))
+    assert x.layout.physical_shape == (32,)
+
+    def run(fn, a):
+        call = lambda a: darray.map_blocks(fn, a, block_info=True)  # noqa: E731
+        return jax.jit(call)(a) if jit else call(a)
+
+    bad = run(_block_totals("none"), x)
+    np.asarray(bad)
+    err = capfd.readouterr().err
+    assert "MapBlocksWarning" in err and 'padding="keep"' in err and "jnp.where" in err, err
+    assert np.isnan(np.asarray(bad)[-2:]).all()  # the short block's owned cells
+    good = run(_block_totals("where"), x)
+    want = np.repeat([np.sum(host[i:i + 4] ** 2) for i in range(0, 30, 4)], 4)[:30]
+    np.testing.assert_allclose(np.asarray(good), want)
+    assert good.layout.split == x.layout.split and good.mesh == x.mesh
+    assert "MapBlocksWarning" not in capfd.readouterr().err
+    # the user's own NaN is not blamed on the padding
+    user = darray.asarray(np.where(np.arange(30) == 3, np.nan, host), spec=("d",))
+    np.asarray(run(_block_totals("where"), user))
+    assert "MapBlocksWarning" not in capfd.readouterr().err
+    # padding="keep": f gets the padding as it is, and nothing is printed
+    kept = darray.map_blocks(_block_totals("where"), x, block_info=True, padding="keep")
+    np.testing.assert_allclose(np.asarray(kept), want)
+    assert "MapBlocksWarning" not in capfd.readouterr().err

@@ -291,6 +291,33 @@ def test_under_jit_with_a_mesh_context(mesh_shape, spec, all_to_alls):
     assert hlo.count("all-to-all(") == all_to_alls, hlo.count("all-to-all(")
 
 
+@pytest.mark.parametrize("mesh_shape, spec", [((2, 4), P("x", "y")), ((8, 1), P("x", None))])
+def test_poisson_program_with_fftfreq3d_has_no_all_gather(mesh_shape, spec):
+    """Issue 53 item 2: k = pfft3d(x); kx, ky, kz = fftfreq3d(k); pifft3d(k * |K|^2), jitted in
+    a mesh context, compiled two all-gathers (f64[16,1,1] and f64[16,32] at 32^3 on (2, 4)):
+    the wavenumbers were built replicated. They need no communication at all."""
+    mesh = mesh_of(mesh_shape)
+    x = field((32, 32, 32), seed=7).astype(np.float32 if not jax.config.jax_enable_x64
+                                           else np.float64)
+    xs = jax.device_put(x, NamedSharding(mesh, spec))
+
+    def program(v):
+        k = jd.pfft3d(v)
+        kx, ky, kz = jd.fftfreq3d(k)
+        return jd.pifft3d(k * (kx**2 + ky**2 + kz**2)).real
+
+    with jax.set_mesh(mesh):
+        f = jax.jit(program)
+        out = f(xs)
+        hlo = f.lower(xs).compile().as_text()
+    assert "all-gather" not in hlo, [line for line in hlo.splitlines() if "all-gather(" in line]
+    assert trimmed(out.sharding.spec) == trimmed(spec)
+    k = 2 * np.pi * np.fft.fftfreq(32)
+    k2 = k[:, None, None] ** 2 + k[None, :, None] ** 2 + k[None, None, :] ** 2
+    want = np.fft.ifftn(np.fft.fftn(x.astype(np.float64)) * k2).real
+    np.testing.assert_allclose(np.asarray(out), want, atol=1e-9 * 1e5 ** (x.dtype == np.float32))
+
+
 def test_output_specs_both_signatures_and_config():
     mesh = mesh_of((8, 1))
     assert jd.get_output_specs(FftType.FFT, jd.SLAB_XY, P("x", None)) == (None, "x", None)
