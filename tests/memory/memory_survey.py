@@ -82,10 +82,9 @@ def fixed_strategies(layout: FixedLayout):
         ndim = max(min_ndim, min(max_ndim, 3))
         return st.just(layout.shapes[ndim]) if ndim in layout.shapes else st.just((1,) * ndim)
 
-    @st.composite
-    def specs(draw, mesh, ndim):
+    def specs(mesh, ndim):
         spec = layout.specs.get(ndim)
-        return tuple(spec) if spec is not None else (None,) * ndim
+        return st.just(tuple(spec) if spec is not None else (None,) * ndim)
 
     saved = {n: getattr(ds, n) for n in ("meshes", "shapes", "specs", "extents")}
     ds.meshes = st.just(layout.mesh)

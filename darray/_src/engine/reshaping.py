@@ -45,7 +45,7 @@ def supported(src: Layout, dst: Layout) -> bool:
     size = math.prod(src.shape)
     if not src.shape or not dst.shape or size == 0:
         return False
-    return size <= _INT32_MAX or bool(jax.config.jax_enable_x64)
+    return size <= _INT32_MAX or bool(jax.config.read("jax_enable_x64"))
 
 
 def _ravel(index: Sequence[int], shape: Sequence[int]) -> int:
@@ -87,7 +87,7 @@ def plan(src: Layout, dst: Layout) -> tuple[tuple[int, tuple[tuple[int, int], ..
     old, new = src.shape, dst.shape
     row = math.prod(old[1:])                      # input cells per row of axis 0
     rows_in_block = src.block_shape[0]
-    pairs: dict[int, dict[int, tuple[int, int]]] = {}   # k -> receiver -> (sender, lo, hi)
+    pairs: dict[int, dict[int, tuple[int, int, int]]] = {}  # k -> receiver -> (sender, lo, hi)
     for d, cd in enumerate(coords):
         lo_box = [dst.block_start(b, dst.block_index(b, cd)) for b in range(dst.ndim)]
         ext = [dst.block_extent(b, dst.block_index(b, cd)) for b in range(dst.ndim)]
