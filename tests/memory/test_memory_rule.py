@@ -39,10 +39,6 @@ OVER: dict[tuple[str, str], tuple[float, str]] = {
     ("fft.idctn", "8 uneven"): (3.50, _FFT),
     ("fft.dstn", "2x4 uneven"): (3.51, _FFT),
     ("fft.idstn", "8 uneven"): (4.00, _FFT),
-    ("roll", "2x4 uneven"): (12.00, "g: roll over the flattened array (axis=None) goes "
-                                    "through XLA's partitioner"),
-    ("roll", "2x4 even"): (4.00, "g: roll over the flattened array (axis=None)"),
-    ("roll", "8 uneven"): (8.00, "g: roll over the flattened array (axis=None)"),
     ("tile", "2x4 uneven"): (8.00, "g: XLA gathers the tiled split axis"),
     ("tile", "8 uneven"): (8.00, "g: XLA gathers the tiled split axis"),
     ("repeat", "2x4 uneven"): (46.83, "g: repeat over the flattened array gathers it and "

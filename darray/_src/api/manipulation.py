@@ -326,13 +326,25 @@ def roll(x: DistArray, /, shift, *, axis=None) -> DistArray:
       neighbour exchange: each device sends the slabs that wrap into other blocks with
       `lax.ppermute` (one or two collective-permutes per even axis; twice that for an uneven
       axis, whose wrap-around point is not a block boundary). No all-gather.
-      With axis=None (roll of the flattened array) the logical path is used.
+      With axis=None (roll of the flattened array) x is flattened block by block
+      (engine/reshaping.py), rolled along its one split axis and put back the same way.
     """
     x = ensure_array("roll", x)
     if axis is None:
         if not isinstance(shift, (int, np.integer)):
             raise TypeError(f"shift={shift!r} must be an int when axis is None")
         size = max(x.size, 1)
+        if x.ndim == 1:
+            return roll(x, shift, axis=0)
+        flat_layout = make_out_layout(x.mesh, (x.size,), [x.layout.used_mesh_axes])
+        if x.ndim > 1 and reshaping.supported(x.layout, flat_layout):
+            # flattened block by block, rolled by a neighbour exchange and put back in x's
+            # layout block by block: XLA's partitioner all-gathers the flattened roll
+            flat = DistArray._new(reshaping.reshape_fn(x.layout, flat_layout)(x.data),
+                                  flat_layout)
+            rolled = roll(flat, shift, axis=0)
+            back = x.layout.without_halo()
+            return DistArray._new(reshaping.reshape_fn(rolled.layout, back)(rolled.data), back)
         return common.apply_logical(_roll_flat, [x], x.layout.without_halo(),
                                     static=(int(shift) % size, x.shape))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)

@@ -1,4 +1,4 @@
-"""Covers: darray/_src/engine/reshaping.py, darray/_src/api/manipulation.py
+"""Covers: darray/_src/engine/reshaping.py, darray/_src/api/manipulation.py (reshape, roll)
 
 A reshape that merges or cuts split axes moves data block by block (issue 49, item 2): rounds
 of one collective-permute each, never an all-gather, within 3 blocks of temporaries per device
@@ -122,3 +122,24 @@ def test_plan_rounds_are_permutations():
         receivers = [d for _, d in perm]
         assert len(set(senders)) == len(senders) and len(set(receivers)) == len(receivers)
         assert len(offsets) == mesh.size
+
+
+@pytest.mark.parametrize("shape,mesh_shape,spec", [
+    ((101, 67, 45), (2, 4), ("x", "y")), ((104, 68, 48), (2, 4), ("x", "y")),
+    ((37, 203, 19), (8,), (None, "x")), ((7, 13, 3), (2, 4), ("y", None, "x"))])
+def test_roll_of_the_flattened_array_is_blockwise(shape, mesh_shape, spec):
+    # roll(axis=None): flattened block by block, rolled along the split axis, put back in
+    # x's layout; XLA's partitioner planned 12.0 blocks (2x4 uneven) and 8.0 (8 uneven)
+    mesh = mesh_of(mesh_shape)
+    host = _host(shape)
+    x = darray.asarray(host, mesh=mesh, spec=spec)
+    for shift in (0, 1, -12345, 999):
+        y = darray.roll(x, shift)
+        np.testing.assert_array_equal(np.asarray(y).astype(np.float64),
+                                      np.roll(host.astype(np.float64), shift))
+        assert y.layout == x.layout
+        assert y.data.sharding.is_equivalent_to(y.sharding, y.data.ndim)
+    blocks, hlo = _plan(lambda v: darray.roll(v, 7), x)
+    assert "all-gather" not in hlo
+    if np.prod(shape) >= 10_000:
+        assert blocks <= RULE, blocks
