@@ -20,6 +20,7 @@ block from the pieces the other devices send it, in rounds of one collective-per
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -46,6 +47,24 @@ def supported(src: Layout, dst: Layout) -> bool:
     if not src.shape or not dst.shape or size == 0:
         return False
     return size <= _INT32_MAX or bool(jax.config.read("jax_enable_x64"))
+
+
+@functools.lru_cache(maxsize=512)
+def xla_is_blockwise(src: Layout, dst: Layout) -> bool:
+    """Whether XLA's partitioner reshapes src into dst with no all-gather (an all-to-all, or
+    nothing at all when merging leading split axes of even shapes); it is then 10-30x faster
+    than the rounds here (CPU, 0.3-3 MB blocks). Decided once per pair of layouts from the
+    compiled HLO: on uneven shapes, and on some even ones, it gathers the operand."""
+    if src.is_padded or dst.is_padded:
+        return False
+
+    def move(data):
+        logical = physical.to_logical(data, src).reshape(dst.shape)
+        return physical.logical_to_physical(logical, dst)
+    arg = jax.ShapeDtypeStruct(src.physical_shape, np.float32,
+                               sharding=physical.sharding_of(src))
+    hlo = jax.jit(move, out_shardings=physical.sharding_of(dst)).lower(arg).compile().as_text()
+    return "all-gather" not in hlo
 
 
 def _ravel(index: Sequence[int], shape: Sequence[int]) -> int:
