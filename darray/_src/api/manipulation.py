@@ -118,8 +118,10 @@ def reshape(x: DistArray, /, shape, *, copy=None) -> DistArray:
     Layout:
       Split axes that the reshape leaves intact keep their split and the reshape is local (no
       communication). A split axis that is merged or cut moves its mesh axes to the leading
-      output axis of its group; XLA's partitioner then moves the data (an all-to-all or a
-      collective-permute; for even sizes merging leading split axes moves nothing).
+      output axis of its group. Where XLA's partitioner moves the data without an all-gather
+      (even sizes: an all-to-all, or nothing when merging leading split axes) it does;
+      otherwise (uneven sizes) the blocks move in rounds of collective-permutes, one window
+      of rows in flight (engine/reshaping.py): never an all-gather.
       Unless copy=True, the result is a view of x (engine/views.py): writing it writes x.
     """
     x = ensure_array("reshape", x)
