@@ -10,7 +10,7 @@ The functions are the differential registry's cases (tests/differential/diff_reg
 table test_coverage.py keeps complete, so a new public function is surveyed here as soon as
 it has its differential case; `test_every_function_is_surveyed` prints how many.
 
-Tiers: every (case, layout) pair compiles in about 10 minutes on two busy cores, so the whole
+Tiers: every (case, layout) pair compiles in about 12 minutes on two busy cores, so the whole
 survey is in the slow tier; `FAST` (one case per family of kernels, about a minute) runs in
 the default tier. The pairs over the rule today are listed in `OVER`, each with its measured
 blocks and why, marked xfail(strict=True): fixing one makes its test pass, which fails the run
