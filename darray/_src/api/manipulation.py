@@ -19,7 +19,7 @@ from darray._src.api.creation import asarray
 from darray._src.base import compat
 from darray._src.base.errors import AxisError
 from darray._src.distarray.array import DistArray, settle
-from darray._src.engine import compaction, joining, views
+from darray._src.engine import compaction, joining, reshaping, views
 from darray._src.engine.apply import apply_logical, run_physical
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes, check_same_mesh, placed
@@ -112,8 +112,10 @@ def reshape(x: DistArray, /, shape, *, copy=None) -> DistArray:
     Layout:
       Split axes that the reshape leaves intact keep their split and the reshape is local (no
       communication). A split axis that is merged or cut moves its mesh axes to the leading
-      output axis of its group; XLA's partitioner then moves the data (an all-to-all or a
-      collective-permute; for even sizes merging leading split axes moves nothing).
+      output axis of its group. Where XLA's partitioner moves the data without an all-gather
+      (even sizes: an all-to-all, or nothing when merging leading split axes) it does;
+      otherwise (uneven sizes) the blocks move in rounds of collective-permutes, one window
+      of rows in flight (engine/reshaping.py): never an all-gather.
       Unless copy=True, the result is a view of x (engine/views.py): writing it writes x.
     """
     x = ensure_array("reshape", x)
@@ -133,6 +135,9 @@ def _reshaped(x: DistArray, new, copy) -> DistArray:
                          "pass copy=None")
     if local:
         return run_physical(_physical_reshape, [x], out, static=(out.physical_shape,))
+    if reshaping.supported(x.layout, out) and not reshaping.xla_is_blockwise(x.layout, out):
+        # block by block: XLA's partitioner all-gathers an uneven operand here
+        return DistArray._new(reshaping.reshape_fn(x.layout, out)(x.data), out)
     return apply_logical(_physical_reshape, [x], out, static=(new,))
 
 
@@ -317,13 +322,25 @@ def roll(x: DistArray, /, shift, *, axis=None) -> DistArray:
       neighbour exchange: each device sends the slabs that wrap into other blocks with
       `lax.ppermute` (one or two collective-permutes per even axis; twice that for an uneven
       axis, whose wrap-around point is not a block boundary). No all-gather.
-      With axis=None (roll of the flattened array) the logical path is used.
+      With axis=None (roll of the flattened array) x is flattened block by block
+      (engine/reshaping.py), rolled along its one split axis and put back the same way.
     """
     x = ensure_array("roll", x)
     if axis is None:
         if not isinstance(shift, (int, np.integer)):
             raise TypeError(f"shift={shift!r} must be an int when axis is None")
         size = max(x.size, 1)
+        if x.ndim == 1:
+            return roll(x, shift, axis=0)
+        flat_layout = make_out_layout(x.mesh, (x.size,), [x.layout.used_mesh_axes])
+        if x.ndim > 1 and reshaping.supported(x.layout, flat_layout):
+            # flattened block by block, rolled by a neighbour exchange and put back in x's
+            # layout block by block: XLA's partitioner all-gathers the flattened roll
+            flat = DistArray._new(reshaping.reshape_fn(x.layout, flat_layout)(x.data),
+                                  flat_layout)
+            rolled = roll(flat, shift, axis=0)
+            back = x.layout.without_halo()
+            return DistArray._new(reshaping.reshape_fn(rolled.layout, back)(rolled.data), back)
         return apply_logical(_roll_flat, [x], x.layout.without_halo(),
                                     static=(int(shift) % size, x.shape))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
