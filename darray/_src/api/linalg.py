@@ -33,6 +33,8 @@ from darray._src.engine.common import (
 )
 from darray._src.layout.layout import Layout
 from darray._src.linalg import tall_skinny
+from darray._src.linalg.least_squares import LstsqResult as LstsqResult
+from darray._src.linalg.least_squares import lstsq as lstsq
 
 
 class EighResult(NamedTuple):
@@ -431,8 +433,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> DistArray:
 
 
 __all__ = [
-    "EighResult", "EigResult", "QRResult", "SlogdetResult", "SVDResult",
-    "cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+    "EighResult", "EigResult", "LstsqResult", "QRResult", "SlogdetResult", "SVDResult",
+    "cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
     "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
     "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
 ]
