@@ -4,6 +4,7 @@ This module only re-exports; the implementation lives in darray._src.api.linalg.
 """
 from darray._src.api.linalg import EighResult as EighResult
 from darray._src.api.linalg import EigResult as EigResult
+from darray._src.api.linalg import LstsqResult as LstsqResult
 from darray._src.api.linalg import QRResult as QRResult
 from darray._src.api.linalg import SlogdetResult as SlogdetResult
 from darray._src.api.linalg import SVDResult as SVDResult
@@ -16,6 +17,7 @@ from darray._src.api.linalg import eigh as eigh
 from darray._src.api.linalg import eigvals as eigvals
 from darray._src.api.linalg import eigvalsh as eigvalsh
 from darray._src.api.linalg import inv as inv
+from darray._src.api.linalg import lstsq as lstsq
 from darray._src.api.linalg import matmul as matmul
 from darray._src.api.linalg import matrix_norm as matrix_norm
 from darray._src.api.linalg import matrix_power as matrix_power

@@ -178,6 +178,27 @@ def _solve_example(draw):
     return Example(ex.mesh, [a, b], {}, scale=n * n)
 
 
+@st.composite
+def _lstsq_example(draw):
+    """A well-conditioned 2-D a (numpy's lstsq takes no stacks) and a 1-D or 2-D b."""
+    mesh = draw(ds.meshes)
+    dtype = draw(st.sampled_from(F + C))
+    m, n = draw(st.sampled_from(SMALL)), draw(st.sampled_from(SMALL))
+    a = draw(ds.operand(mesh, (m, n), dtype, "real"))
+    h = a.host.astype(np.complex128 if a.host.dtype.kind == "c" else np.float64)
+    a.host = (h + 3 * max(m, n) * np.eye(m, n)).astype(a.host.dtype)
+    bshape = draw(st.sampled_from([(m,), (m, draw(st.sampled_from(SMALL)))]))
+    b = draw(ds.operand(mesh, bshape, dtype, "real"))
+    return Example(mesh, [a, b], {}, scale=max(m, n) ** 2)
+
+
+def _lstsq_post(leaves):
+    """x, the residuals (numpy's: empty when rank < n or m <= n) and s; the rank compared as
+    a float (numpy gives a Python int)."""
+    x, resid, rank, s = (np.asarray(v) for v in leaves)
+    return [x, resid, np.asarray(float(rank)), s]
+
+
 def _trace_params(draw, shape):
     return {"offset": draw(st.integers(-max(shape[-2] - 1, 0), max(shape[-1] - 1, 0)))}
 
@@ -205,6 +226,8 @@ register(
     Case("linalg.slogdet", _square(), L.slogdet, np.linalg.slogdet, 256.0),
     Case("linalg.inv", _square(), L.inv, np.linalg.inv, 256.0),
     Case("linalg.solve", _solve_example(), L.solve, np.linalg.solve, 256.0),
+    Case("linalg.lstsq", _lstsq_example(), L.lstsq, np.linalg.lstsq, 256.0, post=_lstsq_post,
+         check_dtype=False),
     Case("linalg.cholesky", _square(spd=True), L.cholesky, np.linalg.cholesky, 256.0),
     Case("linalg.matrix_power", _mpow_example(), _mpow, _np_mpow, 256.0),
     Case("linalg.matrix_rank", _square(rect=True), L.matrix_rank, _np_rank, None),

@@ -29,7 +29,7 @@ FLOORS = (
     ("communication", ("backends",)),
     ("the type", ("distarray",)),
     ("engine", ("engine",)),
-    ("namespace", ("api",)),
+    ("namespace", ("api", "linalg")),
     ("extensions", ("extras", "fft", "halo", "jaxdecomp_compat", "particles", "cosmo")),
     ("methods", ("methods",)),
 )

@@ -7,7 +7,10 @@ along the batch is processed with no communication), matrix axes are unsplit in 
 factorizations. Where a matrix axis is split on input, XLA's partitioner decides the
 communication (for matmul a contraction over a split axis is a partial product plus an
 all-reduce / reduce-scatter; for factorizations it gathers the matrix axes of each batch
-element). That is the accepted first version; distributed factorizations are future work.
+element). Exception: a tall-skinny or short-wide matrix (one matrix axis split, the other
+small: darray/_src/linalg/tall_skinny.py states the rule) goes to the TSQR path for qr, svd
+(full_matrices=False), svdvals, pinv, matrix_rank and matrix_norm (2, -2, 'nuc'), which never
+gathers the matrix and returns the long factor split like the input's long axis.
 """
 from __future__ import annotations
 
@@ -26,6 +29,9 @@ from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_same_mesh
 from darray._src.layout.axes import normalize_axes, normalize_axis
 from darray._src.layout.layout import Layout, make_out_layout
+from darray._src.linalg import tall_skinny
+from darray._src.linalg.least_squares import LstsqResult as LstsqResult
+from darray._src.linalg.least_squares import lstsq as lstsq
 
 
 class EighResult(NamedTuple):
@@ -301,7 +307,11 @@ def inv(x, /) -> DistArray:
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro") -> DistArray:
     """Matrix norms ('fro', 'nuc', 1, 2, inf, -1, -2, -inf). Layout: batch axes keep their split."""
-    return _batched("matrix_norm", [_matrix("matrix_norm", x)], 2,
+    x = _matrix("matrix_norm", x)
+    fast = tall_skinny.matrix_norm(x, ord, bool(keepdims))
+    if fast is not None:
+        return fast
+    return _batched("matrix_norm", [x], 2,
                     kwargs=(("keepdims", bool(keepdims)), ("ord", ord)))
 
 
@@ -313,9 +323,13 @@ def matrix_power(x, n, /) -> DistArray:
 
 def matrix_rank(x, /, *, rtol=None) -> DistArray:
     """Numerical rank (singular values above rtol * largest). Layout: batch axes keep split."""
+    x = _matrix("matrix_rank", x)
+    fast = tall_skinny.matrix_rank(x, rtol)
+    if fast is not None:
+        return fast
     kwargs, array_kwargs = _rtol_operand(rtol)
     extra = [rtol] if array_kwargs else []
-    return _batched("matrix_rank", [_matrix("matrix_rank", x), *extra], 2, kwargs=kwargs,
+    return _batched("matrix_rank", [x, *extra], 2, kwargs=kwargs,
                     array_kwargs=array_kwargs)
 
 
@@ -333,9 +347,13 @@ def outer(x1, x2, /) -> DistArray:
 
 def pinv(x, /, *, rtol=None) -> DistArray:
     """Moore-Penrose pseudo-inverse. Layout: batch axes keep their split."""
+    x = _matrix("pinv", x)
+    fast = tall_skinny.pinv(x, rtol)
+    if fast is not None:
+        return fast
     kwargs, array_kwargs = _rtol_operand(rtol)
     extra = [rtol] if array_kwargs else []
-    return _batched("pinv", [_matrix("pinv", x), *extra], 2, kwargs=kwargs,
+    return _batched("pinv", [x, *extra], 2, kwargs=kwargs,
                     array_kwargs=array_kwargs)
 
 
@@ -343,7 +361,11 @@ def qr(x, /, *, mode="reduced") -> QRResult:
     """QR factorization ('reduced' or 'complete'). Layout: batch axes keep their split."""
     if mode not in ("reduced", "complete"):
         raise ValueError(f"mode={mode!r} is not accepted; use 'reduced' or 'complete'")
-    return QRResult(*_batched("qr", [_matrix("qr", x)], 2, kwargs=(("mode", mode),)))
+    x = _matrix("qr", x)
+    fast = tall_skinny.qr(x, mode)
+    if fast is not None:
+        return QRResult(*fast)
+    return QRResult(*_batched("qr", [x], 2, kwargs=(("mode", mode),)))
 
 
 def slogdet(x, /) -> SlogdetResult:
@@ -360,13 +382,21 @@ def solve(x1, x2, /) -> DistArray:
 
 def svd(x, /, *, full_matrices=True) -> SVDResult:
     """Singular value decomposition x = U @ diag(S) @ Vh. Layout: batch axes keep their split."""
-    return SVDResult(*_batched("svd", [_matrix("svd", x)], 2,
+    x = _matrix("svd", x)
+    fast = tall_skinny.svd(x, bool(full_matrices))
+    if fast is not None:
+        return SVDResult(*fast)
+    return SVDResult(*_batched("svd", [x], 2,
                                kwargs=(("full_matrices", bool(full_matrices)),)))
 
 
 def svdvals(x, /) -> DistArray:
     """Singular values (descending). Layout: batch axes keep their split."""
-    return _batched("svdvals", [_matrix("svdvals", x)], 2)
+    x = _matrix("svdvals", x)
+    fast = tall_skinny.svdvals(x)
+    if fast is not None:
+        return fast
+    return _batched("svdvals", [x], 2)
 
 
 def trace(x, /, *, offset=0, dtype=None) -> DistArray:
@@ -400,8 +430,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> DistArray:
 
 
 __all__ = [
-    "EighResult", "EigResult", "QRResult", "SlogdetResult", "SVDResult",
-    "cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+    "EighResult", "EigResult", "LstsqResult", "QRResult", "SlogdetResult", "SVDResult",
+    "cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
     "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
     "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
 ]

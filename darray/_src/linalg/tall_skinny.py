@@ -1,0 +1,295 @@
+"""Tall-skinny and short-wide factorizations that never gather the matrix (issue 50, item 1).
+
+When the rule applies
+  A matrix (or the matrix axes of a stack) whose long axis is split over the mesh and whose
+  other axis is small: exactly one of the two matrix axes split, no halo, the small extent
+  k <= MAX_SMALL (4096), and every block of the long axis at least k long
+  (``ceil(long / parts) >= k``, i.e. long >= k * parts roughly). The row axis split is a
+  tall-skinny matrix; the column axis split a short-wide one, handled as its conjugate
+  transpose block by block (no data moves to transpose it). Batch axes may be split too; they
+  stay local. Anything else returns None and the caller keeps the gathering path.
+
+The algorithm (TSQR)
+  Every device factors its own block, A_p = Q1_p R_p (LAPACK, k x k R_p). The R_p are
+  all-gathered (P * k * k numbers, never the matrix) and every device factors the stacked
+  (P k x k) matrix the same way, [R_0; ...; R_{P-1}] = Q2 R. Then A = Q R with
+  Q_p = Q1_p @ Q2[p k:(p+1) k]: orthogonal to working precision like Householder QR for any
+  condition number (unlike CholeskyQR, which loses orthogonality beyond 1/sqrt(eps)).
+  svd is QR then the k x k SVD of R (U = Q @ U_R, applied as Q1_p @ (Q2_p @ U_R) so that no
+  extra block is formed); svdvals, matrix_rank, matrix_norm and pinv follow from it.
+
+Padding
+  An uneven long axis is padded at its end. The padding is zeroed before the local QR, and
+  Householder reflectors leave zero rows zero, so padding never reaches R. Zero rows stay zero
+  in Q too as long as block 0 holds at least k real rows (the "every block >= k" rule): the
+  zero rows of a short last block sit below row k of the stacked matrix.
+
+Gradients
+  Every step is jnp.linalg on local blocks plus an all-gather inside shard_map, so JAX's own
+  rules differentiate it (the gathered R's transpose is a slice, then a psum of k x k pieces).
+
+Layout of results
+  The long factor (Q, U of a tall matrix, Vh of a wide one, pinv's transpose) is split as the
+  input's long axis; the small factors (R, S, Vh of a tall matrix, U of a wide one) are
+  replicated over the long axis' mesh axes; batch axes keep their split.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from darray._src.base import compat
+from darray._src.base.program_cache import MEDIUM, program_cache
+from darray._src.distarray.array import DistArray
+from darray._src.layout.layout import Layout, make_out_layout
+from darray._src.placement import physical
+from darray._src.placement.physical import masked_physical
+
+MAX_SMALL = 4096  # the small extent above which k x k pieces per device stop being "small"
+HIGHEST = lax.Precision.HIGHEST  # no TF32 / bf16 passes in the small products on GPUs
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How a fitting layout is factored: `wide` (the column axis is the split one), the mesh
+    axes splitting the long axis (major to minor), and the matrix extents."""
+
+    wide: bool
+    names: tuple[str, ...]
+    rows: int
+    cols: int
+
+    @property
+    def small(self) -> int:
+        return self.rows if self.wide else self.cols
+
+
+def plan_for(x: DistArray) -> Plan | None:
+    """The Plan for `x`, or None when the tall-skinny rule (module doc) does not apply."""
+    lay = x.layout
+    if lay.ndim < 2 or lay.has_halo or 0 in lay.shape:
+        return None
+    row_split, col_split = lay.split[-2], lay.split[-1]
+    if bool(row_split) == bool(col_split):
+        return None
+    wide = bool(col_split)
+    axis = lay.ndim - 1 if wide else lay.ndim - 2
+    small = lay.shape[-2] if wide else lay.shape[-1]
+    if lay.parts(axis) < 2 or small > MAX_SMALL or lay.chunk(axis) < small:
+        return None
+    if not (jnp.issubdtype(x.dtype, jnp.inexact) or jnp.issubdtype(x.dtype, jnp.integer)
+            or x.dtype == np.bool_):
+        return None
+    return Plan(wide, tuple(col_split if wide else row_split), lay.shape[-2], lay.shape[-1])
+
+
+def inexact(dtype) -> np.dtype:
+    """The dtype jnp.linalg computes in for `dtype` (integers and bools: the default float)."""
+    return np.dtype(jnp.result_type(dtype, 1.0))
+
+
+# -- output layouts ------------------------------------------------------------------------------
+def small_layout(x: DistArray, shape) -> Layout:
+    """Batch axes as x's, the rest unsplit (the replicated small results)."""
+    nb = x.ndim - 2
+    return make_out_layout(x.mesh, tuple(x.shape[:nb]) + tuple(shape),
+                           tuple(x.layout.split[:nb]) + ((),) * len(shape))
+
+
+def long_layout(x: DistArray, plan: Plan, shape, long_at: int) -> Layout:
+    """Batch axes as x's, matrix axes `shape` with the long axis (`long_at`: -2 or -1) split
+    as x's long axis."""
+    nb = x.ndim - 2
+    split: list[tuple[str, ...]] = [(), ()]
+    split[long_at] = plan.names
+    return make_out_layout(x.mesh, tuple(x.shape[:nb]) + tuple(shape),
+                           tuple(x.layout.split[:nb]) + tuple(split))
+
+
+# -- running a block kernel ------------------------------------------------------------------------
+@program_cache(MEDIUM)
+def _program(kernel, in_layouts, out_layouts, static):
+    body = functools.partial(kernel, **dict(static))
+    mesh = in_layouts[0].mesh
+
+    def run(*datas):
+        # padding content is unspecified: zero it so it cannot reach R or a psum
+        datas = [masked_physical(physical.constrain(d, lay), lay, 0)
+                 for d, lay in zip(datas, in_layouts)]
+        outs = compat.shard_map(body, mesh=mesh, in_specs=tuple(lay.spec for lay in in_layouts),
+                                out_specs=tuple(lay.spec for lay in out_layouts))(*datas)
+        return tuple(physical.constrain(o, lay) for o, lay in zip(outs, out_layouts))
+    return jax.jit(run)
+
+
+def run(kernel, arrays, out_layouts, **static) -> tuple[DistArray, ...]:
+    """kernel(*blocks, **static) on every device inside shard_map; outputs in `out_layouts`.
+
+    Compiled once per (kernel, layouts, static); the kernel sees each array's physical block
+    with its padding zeroed."""
+    compiled = _program(kernel, tuple(a.layout for a in arrays), tuple(out_layouts),
+                        tuple(sorted(static.items())))
+    outs = compiled(*[a.data for a in arrays])
+    return tuple(DistArray._new(o, lay) for o, lay in zip(outs, out_layouts))
+
+
+# -- block kernels (inside shard_map) -----------------------------------------------------------
+def ct(a):
+    """Conjugate transpose of the matrix axes."""
+    return jnp.conj(jnp.swapaxes(a, -1, -2))
+
+
+def mm(a, b):
+    return jnp.matmul(a, b, precision=HIGHEST)
+
+
+def tall_block(block, plan: Plan):
+    """This device's block as a piece of a tall matrix (a wide matrix's conjugate transpose)."""
+    a = block.astype(inexact(block.dtype))
+    return ct(a) if plan.wide else a
+
+
+def tsqr(a, names):
+    """TSQR of the tall matrix whose row blocks the devices hold: (Q1_p, Q2_p, R) with the
+    local Q block Q1_p @ Q2_p (left as two factors: callers fold a k x k matrix into Q2_p
+    first, so that only one block-sized product is formed) and R (k x k) on every device."""
+    k = a.shape[-1]
+    q1, r1 = jnp.linalg.qr(a)
+    # `invarying`: every device gets the same stacked matrix, hence the same (replicated) R
+    stacked = lax.all_gather(r1, names, axis=a.ndim - 2, tiled=True, to="invarying")
+    q2, r = jnp.linalg.qr(stacked)
+    piece = lax.dynamic_slice_in_dim(q2, lax.axis_index(names) * k, k, axis=q2.ndim - 2)
+    return q1, piece, r
+
+
+def _qr_tall(block, *, plan):
+    q1, piece, r = tsqr(tall_block(block, plan), plan.names)
+    return mm(q1, piece), r
+
+
+def _qr_wide(block, *, plan):
+    """QR of a short-wide m x n matrix as LAPACK computes it: Q from the leading m x m block
+    (which block 0 holds whole), R = Q^H A block by block, exactly triangular in front."""
+    a = block.astype(inexact(block.dtype))
+    m = plan.rows
+    first = lax.axis_index(plan.names) == 0
+    lead = lax.psum(jnp.where(first, a[..., :m], 0), plan.names)  # m x m, from block 0
+    q, r_lead = jnp.linalg.qr(lead)
+    r = mm(ct(q), a)
+    r = jnp.where(first, r.at[..., :m].set(r_lead), r)
+    return q, r
+
+
+def _svd(block, *, plan):
+    q1, piece, r = tsqr(tall_block(block, plan), plan.names)
+    u_r, s, vh_r = jnp.linalg.svd(r, full_matrices=False)
+    long = mm(q1, mm(piece, u_r))           # this block of Q @ U_R
+    if plan.wide:                            # A^H = (Q U_R) S Vh_R: A = Vh_R^H S (Q U_R)^H
+        return ct(vh_r), s, ct(long)
+    return long, s, vh_r
+
+
+def _svdvals(block, *, plan):
+    _, _, r = tsqr(tall_block(block, plan), plan.names)
+    return (jnp.linalg.svdvals(r),)
+
+
+def _pinv(block, *, plan, rtol):
+    # pinv(Q R) = pinv(R) Q^H; for a wide A = (Q R)^H, pinv(A) = Q pinv(R)^H
+    q1, piece, r = tsqr(tall_block(block, plan), plan.names)
+    p_r = jnp.linalg.pinv(r, rtol=rtol)
+    if plan.wide:
+        return (mm(q1, mm(piece, ct(p_r))),)
+    return (mm(mm(p_r, ct(piece)), ct(q1)),)
+
+
+def _matrix_rank(block, *, plan, rtol):
+    _, _, r = tsqr(tall_block(block, plan), plan.names)
+    s = jnp.linalg.svdvals(r)
+    return (jnp.sum(s > rtol * s[..., :1], axis=-1),)
+
+
+def _matrix_norm(block, *, plan, ord, keepdims):
+    _, _, r = tsqr(tall_block(block, plan), plan.names)
+    s = jnp.linalg.svdvals(r)
+    out = {2: s[..., 0], -2: s[..., -1], "nuc": jnp.sum(s, axis=-1)}[ord]
+    return (out[..., None, None] if keepdims else out,)
+
+
+# -- the namespace's entry points (None: the layout does not fit; keep the gathering path) ---------
+def _default_rtol(plan: Plan, dtype, factor: float) -> float:
+    return factor * max(plan.rows, plan.cols) * float(np.finfo(inexact(dtype)).eps)
+
+
+def _static_rtol(rtol):
+    """A Python float rtol, or None when rtol is an array (left to the gathering path)."""
+    if isinstance(rtol, (bool, np.bool_)) or not isinstance(rtol, (int, float, np.floating,
+                                                                     np.integer)):
+        return None
+    return float(rtol)
+
+
+def qr(x: DistArray, mode: str):
+    plan = plan_for(x)
+    if plan is None:
+        return None
+    m, n = plan.rows, plan.cols
+    if plan.wide:  # m < n: 'reduced' and 'complete' agree (Q is m x m)
+        return run(_qr_wide, [x], (small_layout(x, (m, m)), x.layout), plan=plan)
+    if mode != "reduced":  # a complete Q is m x m: numpy's answer needs the gathering path
+        return None
+    return run(_qr_tall, [x], (x.layout, small_layout(x, (n, n))), plan=plan)
+
+
+def svd(x: DistArray, full_matrices: bool):
+    plan = plan_for(x)
+    if plan is None or full_matrices:  # a full U (or Vh) is long x long: gathering path
+        return None
+    k = plan.small
+    small = small_layout(x, (k, k))
+    outs = (small, small_layout(x, (k,)), x.layout) if plan.wide else \
+        (x.layout, small_layout(x, (k,)), small)
+    return run(_svd, [x], outs, plan=plan)
+
+
+def svdvals(x: DistArray):
+    plan = plan_for(x)
+    if plan is None:
+        return None
+    return run(_svdvals, [x], (small_layout(x, (plan.small,)),), plan=plan)[0]
+
+
+def pinv(x: DistArray, rtol):
+    plan = plan_for(x)
+    value = _default_rtol(plan, x.dtype, 10.0) if plan is not None and rtol is None \
+        else _static_rtol(rtol)  # jnp's default cutoff, from the whole matrix's shape
+    if plan is None or value is None:
+        return None
+    out = long_layout(x, plan, (plan.cols, plan.rows), -2 if plan.wide else -1)
+    return run(_pinv, [x], (out,), plan=plan, rtol=value)[0]
+
+
+def matrix_rank(x: DistArray, rtol):
+    plan = plan_for(x)
+    value = _default_rtol(plan, x.dtype, 1.0) if plan is not None and rtol is None \
+        else _static_rtol(rtol)
+    if plan is None or value is None:
+        return None
+    return run(_matrix_rank, [x], (small_layout(x, ()),), plan=plan, rtol=value)[0]
+
+
+def matrix_norm(x: DistArray, ord, keepdims: bool):
+    """ord 2, -2 and 'nuc' (the singular-value norms); the others are plain reductions that
+    XLA partitions without a gather, so they stay on the general path (None)."""
+    if isinstance(ord, str) and ord != "nuc" or not isinstance(ord, str) and ord not in (2, -2):
+        return None
+    plan = plan_for(x)
+    if plan is None:
+        return None
+    out = small_layout(x, (1, 1) if keepdims else ())
+    return run(_matrix_norm, [x], (out,), plan=plan, ord=ord, keepdims=bool(keepdims))[0]
