@@ -1,4 +1,6 @@
-"""One argument policy (issue 36, part 2): every public function takes a numpy array or a
+"""Covers: darray/_src/engine/arguments.py, darray/_src/engine/placing.py
+
+One argument policy (issue 36, part 2): every public function takes a numpy array or a
 jax.Array wherever it takes a DistArray, as jax.numpy does, and places it as darray.asarray
 places it.
 

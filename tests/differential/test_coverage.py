@@ -1,4 +1,6 @@
-"""The registry covers darray's public functions: the namespace, darray.linalg and darray.fft."""
+"""Covers: none (which public names the differential registry covers)
+
+The registry covers darray's public functions: the namespace, darray.linalg and darray.fft."""
 import inspect
 
 import diff_cases  # noqa: F401  (fills the registry)

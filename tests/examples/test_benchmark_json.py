@@ -1,4 +1,6 @@
-"""Benchmarks leave their table as JSON that benchmarks/plot.py reads, with a PNG beside it.
+"""Covers: darray/_src/fft/r2r.py
+
+Benchmarks leave their table as JSON that benchmarks/plot.py reads, with a PNG beside it.
 
 (bench_halo's JSON is checked by its smoke run, tests/multidevice/halo/test_bench_halo_smoke.py.)
 """

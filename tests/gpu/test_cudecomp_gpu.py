@@ -1,4 +1,7 @@
-"""GPU tier: the cuDecomp backend against numpy and against the JAX backend on the same GPU(s).
+"""Covers: darray/_src/backends/cudecomp.py, darray/_src/backends/registry.py
+Covers: darray/_src/fft/api.py, darray/_src/halo/api.py
+
+GPU tier: the cuDecomp backend against numpy and against the JAX backend on the same GPU(s).
 
 Run with ``python3 -m pytest -m gpu tests/gpu`` on a machine with an NVIDIA GPU and a darray
 built with cuDecomp (docs/native.md; tools/gpu_rig/run_gpu_tier.sh does all of it). Elsewhere

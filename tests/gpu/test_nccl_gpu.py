@@ -1,4 +1,7 @@
-"""GPU tier: the "nccl" backend (darray's handlers on XLA's NCCL communicator) against numpy and
+"""Covers: darray/_src/backends/nccl.py, darray/_src/backends/registry.py, darray/_src/fft/api.py
+Covers: darray/_src/halo/api.py
+
+GPU tier: the "nccl" backend (darray's handlers on XLA's NCCL communicator) against numpy and
 the "jax" backend, and the >2^31 inverse-FFT guard.
 
 Run with ``python3 -m pytest -m gpu tests/gpu`` on a machine with an NVIDIA GPU, jaxlib >= 0.11.2

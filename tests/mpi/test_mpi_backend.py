@@ -1,4 +1,7 @@
-"""The "mpi" FFT and halo backend (darray/_src/backends/mpi_exec.py).
+"""Covers: darray/_src/backends/mpi_exec.py, darray/_src/backends/registry.py
+Covers: darray/_src/fft/api.py, darray/_src/halo/api.py
+
+The "mpi" FFT and halo backend (darray/_src/backends/mpi_exec.py).
 
 Slow tier: under `mpiexec -n 2` and `-n 4` (one CPU device per process, the installed build,
 whose MPI handlers resolve MPI at run time: the `mpi_native` fixture), mpi_backend_worker.py

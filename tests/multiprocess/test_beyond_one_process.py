@@ -1,4 +1,7 @@
-"""Creation, random fields, checkpoints and failure bounds across 2 processes x 4 CPU devices.
+"""Covers: darray/_src/placement/distributed.py, darray/_src/extras/io.py
+Covers: darray/_src/extras/random.py
+
+Creation, random fields, checkpoints and failure bounds across 2 processes x 4 CPU devices.
 
 Every rank runs worker_beyond.py; the test kills every rank if any runs past its timeout.
 """

@@ -1,4 +1,6 @@
-"""darray under a real launcher: `mpiexec -n 2` (2 CPU devices per process), `-n 3` and `-n 4`
+"""Covers: darray/_src/placement/distributed.py, darray/_src/extras/random.py
+
+darray under a real launcher: `mpiexec -n 2` (2 CPU devices per process), `-n 3` and `-n 4`
 (1 CPU device per process), the PyPI mpich (Hydra) and mpi4py wheels.
 
 Each process count runs worker_launchers.py once with every check batched into that run (a jax

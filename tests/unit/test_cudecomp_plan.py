@@ -1,4 +1,6 @@
-"""Which darray plans the cuDecomp backend runs, and why it declines the others (CPU, CI).
+"""Covers: darray/_src/backends/cudecomp.py
+
+Which darray plans the cuDecomp backend runs, and why it declines the others (CPU, CI).
 
 The mapping is pure data (plans, layouts, meshes), so it is tested here without a GPU; the GPU
 tier (tests/gpu) runs the same plans through cuDecomp against numpy and the JAX backend.

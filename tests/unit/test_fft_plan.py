@@ -1,4 +1,6 @@
-"""The FFT plan is pure data: checked on AbstractMesh meshes, no devices involved."""
+"""Covers: darray/_src/plans/fft_plan.py, darray/_src/plans/fft_planner.py
+
+The FFT plan is pure data: checked on AbstractMesh meshes, no devices involved."""
 
 import pytest
 from hypothesis import given, settings

@@ -1,4 +1,6 @@
-"""The greedy FFT plan's rules one by one (darray/_src/plans/fft_plan.py, GreedyPlanner), and
+"""Covers: darray/_src/plans/fft_plan.py
+
+The greedy FFT plan's rules one by one (darray/_src/plans/fft_plan.py, GreedyPlanner), and
 the whole rule on grids of 37725 cases against the plans of the closure-based function it
 replaced (greedy_plan_cases.py: digests per (mesh, shape) group)."""
 from __future__ import annotations

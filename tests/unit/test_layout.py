@@ -1,4 +1,6 @@
-"""Layout arithmetic: no devices needed (AbstractMesh carries only names and sizes)."""
+"""Covers: darray/_src/layout/layout.py
+
+Layout arithmetic: no devices needed (AbstractMesh carries only names and sizes)."""
 import dataclasses
 import math
 

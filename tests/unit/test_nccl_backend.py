@@ -1,4 +1,6 @@
-"""The "nccl" backend without a GPU: the build is there or cleanly absent, the fallbacks and
+"""Covers: darray/_src/backends/nccl.py, darray/_src/backends/registry.py
+
+The "nccl" backend without a GPU: the build is there or cleanly absent, the fallbacks and
 their reasons, the device groups XLA is asked for, and the copy descriptors (pure data).
 
 The descriptors are run end to end through whole FFT plans on 8 CPU devices in

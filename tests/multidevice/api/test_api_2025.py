@@ -1,4 +1,8 @@
-"""Array API 2025.12 (and the older revisions still on offer), iteration and to_device."""
+"""Covers: darray/_src/api/versions.py, darray/_src/api/info.py, darray/_src/api/manipulation.py
+Covers: darray/_src/api/set_functions.py, darray/_src/api/linalg.py
+Covers: darray/_src/extras/creation_extra.py, darray/_src/distarray/array.py
+
+Array API 2025.12 (and the older revisions still on offer), iteration and to_device."""
 import array_api_compat
 import helpers
 import jax

@@ -1,4 +1,6 @@
-"""Complex elementwise functions follow the Array API's special cases for inf/NaN operands, the
+"""Covers: darray/_src/kernels/complex_special.py, darray/_src/api/elementwise.py
+
+Complex elementwise functions follow the Array API's special cases for inf/NaN operands, the
 symmetries it states (f(conj z) = conj f(z); odd/even functions), and numpy on finite operands
 (branch cuts with signed zeros included); results keep the operand's layout."""
 import math

@@ -1,4 +1,7 @@
-"""DistArray foundation on 8 virtual CPU devices: placement, round trips, jit, creation, errors."""
+"""Covers: darray/_src/api/creation.py, darray/_src/engine/placing.py
+Covers: darray/_src/placement/placement.py, darray/_src/distarray/array.py
+
+DistArray foundation on 8 virtual CPU devices: placement, round trips, jit, creation, errors."""
 import jax
 import jax.numpy as jnp
 import numpy as np

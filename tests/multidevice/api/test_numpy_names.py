@@ -1,4 +1,7 @@
-"""numpy's names and rules that other projects' code relies on (issue 28 point 8, issue 32
+"""Covers: darray/_src/extras/quantiles.py, darray/_src/extras/numpy_reductions.py
+Covers: darray/_src/extras/creation_extra.py, darray/_src/api/manipulation.py
+
+numpy's names and rules that other projects' code relies on (issue 28 point 8, issue 32
 point 3), each against numpy (float64) with the result's layout asserted.
 """
 import warnings

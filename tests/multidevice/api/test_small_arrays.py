@@ -1,4 +1,6 @@
-"""Small arrays live where they are cheap (config small_array_cells; docs/performance.md, "Small
+"""Covers: darray/_src/placement/placement.py, darray/_src/api/statistical.py
+
+Small arrays live where they are cheap (config small_array_cells; docs/performance.md, "Small
 arrays"): arrays under the threshold created with no placement, and eager 0-d results, sit on
 JAX's default device, uncommitted; combined with a distributed array they move to its mesh and
 the result keeps the distributed layout. The rest of the suite runs with the option at 0

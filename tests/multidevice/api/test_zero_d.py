@@ -1,4 +1,6 @@
-"""0-d results are 0-d DistArrays: array-API code mixes them with arrays, Python and numpy
+"""Covers: darray/_src/api/statistical.py, darray/_src/distarray/array.py
+
+0-d results are 0-d DistArrays: array-API code mixes them with arrays, Python and numpy
 convert them, jit/vmap return them, and darray.grad / value_and_grad take them as losses."""
 import array_api_compat
 import helpers

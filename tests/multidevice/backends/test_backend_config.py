@@ -1,4 +1,7 @@
-"""Transpose-backend configuration: options declared once, clear errors for native backends that
+"""Covers: darray/_src/backends/registry.py, darray/_src/backends/errors.py
+Covers: darray/_src/base/config.py, darray/_src/fft/api.py, darray/_src/halo/api.py
+
+Transpose-backend configuration: options declared once, clear errors for native backends that
 are not built, per-call / config / context selection, and visible fallback to "jax"."""
 from __future__ import annotations
 

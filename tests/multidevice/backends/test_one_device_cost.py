@@ -1,4 +1,6 @@
-"""Mesh axes that split nothing cost nothing: one device, size-1 mesh axes, unsplit axes.
+"""Covers: darray/_src/fft/api.py, darray/_src/plans/fft_plan.py, darray/_src/fft/r2r.py
+
+Mesh axes that split nothing cost nothing: one device, size-1 mesh axes, unsplit axes.
 
 On one device darray should run what jnp runs. The FFT planner ("auto") treats mesh axes of
 size 1 as not splitting, so a 3-D FFT on a (1, 1) mesh is ONE local FFT (no exchange stage,

@@ -1,4 +1,6 @@
-"""Compiled programs are cached under one bounded budget (darray/_src/base/program_cache.py): a
+"""Covers: darray/_src/base/program_cache.py
+
+Compiled programs are cached under one bounded budget (darray/_src/base/program_cache.py): a
 process meeting many shapes keeps its memory mappings bounded instead of growing until XLA
 crashes at vm.max_map_count (issue 19 item 3: scipy's fftconvolve test over 604 lengths)."""
 import ast

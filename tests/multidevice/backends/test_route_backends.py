@@ -1,4 +1,7 @@
-"""Every route records the backend it runs on (`darray.record_backends`), and a backend that
+"""Covers: darray/_src/backends/registry.py, darray/_src/fft/api.py, darray/_src/fft/mixed.py
+Covers: darray/_src/fft/r2r.py, darray/_src/extras/stencils.py
+
+Every route records the backend it runs on (`darray.record_backends`), and a backend that
 cannot run a route falls back visibly: the split-axis FFT, padded and mixed transforms, pad,
 gradient and halo fills (docs/native.md, "Which backend ran"). The MPI runs of the same routes
 are tests/mpi/test_mpi_backend.py::test_routes_beyond_whole_plans_run_on_mpi."""

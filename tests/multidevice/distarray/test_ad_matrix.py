@@ -1,4 +1,6 @@
-"""Issue 5's matrix: no sharding is ever lost under AD, with no annotation in user code.
+"""Covers: darray/_src/distarray/array.py, darray/_src/fft/api.py, darray/_src/api/blocks.py
+
+Issue 5's matrix: no sharding is ever lost under AD, with no annotation in user code.
 
 For fftn, ifftn, rfftn, irfftn, the halo fill (through a stencil) and the halo reduce, each of
 grad (real sum), grad (squared norm), value_and_grad, jvp, vjp, jacfwd and jacrev, eager and

@@ -1,4 +1,6 @@
-"""lax.scan, while_loop, fori_loop and cond with DistArray carries (issue #28, point 5).
+"""Covers: darray/_src/distarray/array.py
+
+lax.scan, while_loop, fori_loop and cond with DistArray carries (issue #28, point 5).
 
 A body that returns its carry in another layout than it received cannot be fixed behind the
 user's back (JAX traces the loop before darray sees the mismatch), so JAX's pytree-metadata

@@ -1,4 +1,6 @@
-"""Warm eager calls do not recompile: creation functions compile once per signature (shape,
+"""Covers: darray/_src/api/creation.py, darray/_src/extras/creation_extra.py
+
+Warm eager calls do not recompile: creation functions compile once per signature (shape,
 layout, dtype, value types), not once per value, and common ops reuse their compilation.
 
 Compilations are counted with darray._src.base.compat.count_compilations (jax's compile events)."""

@@ -1,4 +1,6 @@
-"""darray.errors (#36.6): every exception darray raises on purpose, public in one module, the
+"""Covers: darray/_src/base/errors.py, darray/_src/backends/errors.py, darray/_src/layout/axes.py
+
+darray.errors (#36.6): every exception darray raises on purpose, public in one module, the
 same classes as at their older import paths; PlanError only from the entry points that must
 return a plan, with a message that says what darray does instead."""
 import jax

@@ -1,4 +1,6 @@
-"""Host exports never look writeable, and pickling round-trips (issue 28, point 8).
+"""Covers: darray/_src/distarray/array.py, darray/_src/layout/host.py
+
+Host exports never look writeable, and pickling round-trips (issue 28, point 8).
 
 A host array of a DistArray is a snapshot: a write into it could never reach the DistArray.
 `np.asarray(x)` is therefore read-only (as jax.Array's is), `np.array(x)` (copy=True) is a

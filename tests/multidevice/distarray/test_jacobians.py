@@ -1,4 +1,6 @@
-"""Jacobians and other transformed outputs are ordinary DistArrays (issue #28, point 1).
+"""Covers: darray/_src/api/transforms.py, darray/_src/placement/rebuilt.py
+
+Jacobians and other transformed outputs are ordinary DistArrays (issue #28, point 1).
 
 JAX builds a Jacobian of a DistArray function of a DistArray as a nest of pytrees,
 ``DistArray(DistArray(leaf, input layout), output layout)``, and a Hessian three deep. Each is

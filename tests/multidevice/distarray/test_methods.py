@@ -1,4 +1,6 @@
-"""DistArray methods (darray/_src/methods/table.py) against numpy's methods, with their layouts.
+"""Covers: darray/_src/methods/table.py, darray/_src/extras/at.py, darray/_src/extras/reinterpret.py
+
+DistArray methods (darray/_src/methods/table.py) against numpy's methods, with their layouts.
 
 Each method is the namespace function, so each case also checks that the method's layout is
 the namespace function's layout.

@@ -1,4 +1,6 @@
-"""The JAX pytree behaviours darray/_src/placement/rebuilt.py relies on, one test each (its module
+"""Covers: darray/_src/placement/rebuilt.py, darray/_src/distarray/array.py
+
+The JAX pytree behaviours darray/_src/placement/rebuilt.py relies on, one test each (its module
 doc lists them by these names). Each asserts what JAX does, so a JAX upgrade that changes one fails
 here, by name, rather than somewhere downstream as a wrong Layout."""
 from __future__ import annotations

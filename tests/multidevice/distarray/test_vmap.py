@@ -1,4 +1,6 @@
-"""Nested parallelism: a batch axis split over its own mesh axis 'c' while the FFT / stencil axes
+"""Covers: darray/_src/api/transforms.py, darray/_src/fft/api.py
+
+Nested parallelism: a batch axis split over its own mesh axis 'c' while the FFT / stencil axes
 are split over 'x', 'y'. Collectives must stay within each 'c' group; nothing is gathered."""
 import re
 

@@ -1,4 +1,6 @@
-"""darray.asarray of a sharded jax.Array keeps its sharding (#28.3): with no mesh/spec/device,
+"""Covers: darray/_src/engine/placing.py
+
+darray.asarray of a sharded jax.Array keeps its sharding (#28.3): with no mesh/spec/device,
 the array's NamedSharding (same mesh, axis names and split) and no data movement; with a
 placement given, the array is resharded there, with a clear error where the spec cannot be."""
 import jax

@@ -1,4 +1,7 @@
-"""Compaction and the other data-dependent-shape functions on every layout family, against
+"""Covers: darray/_src/engine/compaction.py, darray/_src/api/searching.py
+Covers: darray/_src/api/indexing.py, darray/_src/api/set_functions.py
+
+Compaction and the other data-dependent-shape functions on every layout family, against
 numpy, with the output layout asserted.
 
 The family that broke (issue 9): XLA's partitioner miscompiled jnp.nonzero(size=...) on partly

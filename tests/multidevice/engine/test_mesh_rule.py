@@ -1,4 +1,6 @@
-"""The one rule for operands on different meshes (engine/operands.py, docs/architecture.md), JAX's
+"""Covers: darray/_src/engine/operands.py
+
+The one rule for operands on different meshes (engine/operands.py, docs/architecture.md), JAX's
 committed/uncommitted placement: arrays on darray's default mesh (made without mesh=/device=)
 move to where the committed operands are; committed arrays on the same devices are resharded
 onto the first one's mesh; committed arrays on different sets of devices raise LayoutError

@@ -1,4 +1,6 @@
-"""Moving an array to another device assignment is block-wise (#36.3): one function
+"""Covers: darray/_src/engine/placing.py, darray/_src/layout/layout.py
+
+Moving an array to another device assignment is block-wise (#36.3): one function
 (`darray._src.engine.placing.redistribute`) behind asarray(mesh=...), x.to_device and every
 internal move, and no device ever holds much more than its own blocks.
 

@@ -1,4 +1,6 @@
-"""The array is a value (issue 36, part 1): reading an attribute never runs a program.
+"""Covers: darray/_src/distarray/array.py
+
+The array is a value (issue 36, part 1): reading an attribute never runs a program.
 
 ``shape``, ``dtype``, ``ndim``, ``size``, ``layout`` and ``repr`` come from the Layout: on a
 view whose base was written since (the view re-reads its base only where its data is read), on

@@ -1,4 +1,6 @@
-"""darray.sum(..., spec=...): a sum over a split axis whose result is split again over the
+"""Covers: darray/_src/engine/reduce_scatter.py, darray/_src/api/statistical.py
+
+darray.sum(..., spec=...): a sum over a split axis whose result is split again over the
 freed mesh axes compiles to a reduce-scatter (lax.psum_scatter), with no all-reduce; other
 specs are honoured by a resharding. Values against numpy in float64, layouts asserted."""
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Basic indexing (ints, slices incl. negative steps, Ellipsis, None) never gathers its input.
+"""Covers: darray/_src/engine/slicing.py, darray/_src/api/indexing.py
+
+Basic indexing (ints, slices incl. negative steps, Ellipsis, None) never gathers its input.
 
 docs/design.md, principle 2: left to XLA, ``x[2:5, 1]`` on a (13, 7) array split over a (2, 4) mesh
 all-gathers the whole physical array, and basic writes gather the written axes. Each case

@@ -1,4 +1,6 @@
-"""Traced indices under jit (#28.4): ``x[i]``, ``x[i, :]``, ``x[i, j]`` with a traced integer on
+"""Covers: darray/_src/api/indexing.py
+
+Traced indices under jit (#28.4): ``x[i]``, ``x[i, :]``, ``x[i, j]`` with a traced integer on
 split axes give jax.numpy's answers (negative from the end, out-of-range clamped, as JAX reads
 them), keep the layout of the surviving axes and never gather x; ``x[i:i + k]`` raises JAX's
 static-bounds error naming `darray.dynamic_slice`, which takes the window as

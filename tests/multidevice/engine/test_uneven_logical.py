@@ -1,4 +1,6 @@
-"""Logical views of uneven splits. jax >= 0.11 refuses a sharding constraint that splits n cells
+"""Covers: darray/_src/base/compat.py, darray/_src/placement/physical.py
+
+Logical views of uneven splits. jax >= 0.11 refuses a sharding constraint that splits n cells
 over p devices when gcd(n, p) > 1 and p does not divide n (294 over 8); darray must not pass
 that refusal on to the user (compat.constrain leaves such an axis to the partitioner)."""
 import numpy as np

@@ -1,4 +1,7 @@
-"""numpy's mutation semantics on DistArrays (issue #19, items 1 and 2): writes from many threads
+"""Covers: darray/_src/engine/views.py, darray/_src/engine/slicing.py
+Covers: darray/_src/placement/physical.py
+
+numpy's mutation semantics on DistArrays (issue #19, items 1 and 2): writes from many threads
 are never lost, and basic-index / permute_dims / reshape results are views that write through
 to their base and show its later writes. Each check runs the same steps on numpy (float64) and
 compares; layouts and shardings of the results are asserted."""

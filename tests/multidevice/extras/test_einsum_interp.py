@@ -1,4 +1,6 @@
-"""einsum and interp against numpy in float64 on even and uneven layouts: layouts asserted,
+"""Covers: darray/_src/extras/numerical.py
+
+einsum and interp against numpy in float64 on even and uneven layouts: layouts asserted,
 HLO: a split contraction is one all-reduce with no gather of the operands; interp has no
 collective."""
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""from_callback and fromfunction: blocks made where they live, no global host array."""
+"""Covers: darray/_src/extras/blockwise.py
+
+from_callback and fromfunction: blocks made where they live, no global host array."""
 import jax
 import numpy as np
 import pytest

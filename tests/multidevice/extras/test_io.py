@@ -1,4 +1,6 @@
-"""darray.save / darray.load: zarr v3 checkpoints, one chunk per block, atomic commit."""
+"""Covers: darray/_src/extras/io.py
+
+darray.save / darray.load: zarr v3 checkpoints, one chunk per block, atomic commit."""
 import json
 import os
 

@@ -1,4 +1,6 @@
-"""numpy habits generic code relies on (issue 19 item 6): integer linspace, transforms of an
+"""Covers: darray/_src/api/creation.py
+
+numpy habits generic code relies on (issue 19 item 6): integer linspace, transforms of an
 empty axis padded to n, frequency grids placed with device=."""
 import jax
 import numpy as np

@@ -1,4 +1,6 @@
-"""print(x) / str(x) show the values as numpy prints them; repr(x) shows the layout."""
+"""Covers: darray/_src/extras/printing.py
+
+print(x) / str(x) show the values as numpy prints them; repr(x) shows the layout."""
 import re
 
 import jax

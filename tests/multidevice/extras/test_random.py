@@ -1,4 +1,6 @@
-"""darray.random: the same field on every mesh, made in place, with the right statistics."""
+"""Covers: darray/_src/extras/random.py
+
+darray.random: the same field on every mesh, made in place, with the right statistics."""
 import math
 
 import jax

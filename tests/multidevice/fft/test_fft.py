@@ -1,4 +1,7 @@
-"""darray.fft against numpy.fft (float64 reference) on 8 virtual devices; layouts and HLO."""
+"""Covers: darray/_src/fft/api.py, darray/_src/fft/freq.py, darray/_src/plans/fft_plan.py
+Covers: darray/_src/backends/jax/fft_exec.py, darray/_src/backends/jax/transpose.py
+
+darray.fft against numpy.fft (float64 reference) on 8 virtual devices; layouts and HLO."""
 import re
 
 import jax

@@ -1,4 +1,6 @@
-"""Autodiff through darray.fft: values against analytic/numpy references, results stay sharded.
+"""Covers: darray/_src/fft/api.py, darray/_src/backends/jax/fft_exec.py
+
+Autodiff through darray.fft: values against analytic/numpy references, results stay sharded.
 
 Meshes: an Auto mesh and a `jax.make_mesh` mesh (Explicit axis types, which darray converts to
 its Auto twin). Every transform is run eagerly and under jit.

@@ -1,4 +1,6 @@
-"""darray.fft on every layout numpy accepts: every axis split (fold), any 1-D length
+"""Covers: darray/_src/fft/api.py, darray/_src/plans/fft_planner.py
+
+darray.fft on every layout numpy accepts: every axis split (fold), any 1-D length
 (four-step or Bluestein), merged pencils; accuracy in ulps, HLO without all-gather, memory."""
 
 import jax

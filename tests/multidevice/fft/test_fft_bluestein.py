@@ -1,4 +1,6 @@
-"""Bluestein 1-D transforms of a split axis (fft/split_axis.py): host tables, in-program tables."""
+"""Covers: darray/_src/fft/bluestein.py, darray/_src/fft/split_axis.py
+
+Bluestein 1-D transforms of a split axis (fft/split_axis.py): host tables, in-program tables."""
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -1,4 +1,6 @@
-"""XLA's memory plan of the distributed FFT programs (issue #21), read from
+"""Covers: darray/_src/fft/api.py, darray/_src/fft/r2r.py, darray/_src/kernels/r2r_local.py
+
+XLA's memory plan of the distributed FFT programs (issue #21), read from
 ``jax.jit(f).lower(x).compile().memory_analysis()``.
 
 What is counted: (temp_size_in_bytes + output_size_in_bytes) / argument_size_in_bytes, i.e. how

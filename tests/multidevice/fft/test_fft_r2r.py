@@ -1,4 +1,6 @@
-"""darray.fft real-to-real transforms (dct/dst, types 1-4) against scipy.fft on 8 devices:
+"""Covers: darray/_src/fft/r2r.py, darray/_src/kernels/r2r_local.py
+
+darray.fft real-to-real transforms (dct/dst, types 1-4) against scipy.fft on 8 devices:
 values in float64, output layouts, round trips back to the input layout, no all-gather in the
 compiled HLO, and gradients against the analytic adjoint computed with scipy."""
 import jax

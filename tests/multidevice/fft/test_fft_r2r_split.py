@@ -1,4 +1,6 @@
-"""darray.fft real-to-real transforms of split 1-D signals (every array axis split, so the
+"""Covers: darray/_src/fft/r2r_split.py, darray/_src/fft/r2r.py
+
+darray.fft real-to-real transforms of split 1-D signals (every array axis split, so the
 planner has no local axis; r2r_split runs them through the distributed complex FFT) against
 scipy.fft in float64: values, layouts (the split is kept), round trips, no all-gather in the
 compiled HLO, and the gradient against scipy's adjoint."""

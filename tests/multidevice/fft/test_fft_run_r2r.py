@@ -1,4 +1,6 @@
-"""run_r2r: real-to-real kernels moved along split axes by the FFT plan's transposes.
+"""Covers: darray/_src/fft/api.py
+
+run_r2r: real-to-real kernels moved along split axes by the FFT plan's transposes.
 
 The kernels here are stand-ins (scaling, resizing) so the distribution machinery is checked
 independently of the DCT/DST kernels (tested in test_fft_r2r.py)."""

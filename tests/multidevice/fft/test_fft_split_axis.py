@@ -1,4 +1,6 @@
-"""Four-step FFT along axes that stay split (every array axis split): fft/split_axis.py."""
+"""Covers: darray/_src/fft/split_axis.py, darray/_src/fft/api.py
+
+Four-step FFT along axes that stay split (every array axis split): fft/split_axis.py."""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,6 @@
-"""The nccl backend's pack/unpack descriptors through whole FFT plans, on 8 CPU devices.
+"""Covers: darray/_src/backends/nccl.py, darray/_src/backends/jax/fft_exec.py
+
+The nccl backend's pack/unpack descriptors through whole FFT plans, on 8 CPU devices.
 
 `nccl.emulated_move` runs exactly the descriptors the GPU handler receives (a jnp gather, XLA's
 all-to-all, a jnp scatter) in place of each Transpose/Merge stage; registered here as a test

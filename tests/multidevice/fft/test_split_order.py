@@ -1,4 +1,6 @@
-"""Splits whose mesh axes are not in the mesh's order (('y', 'x') on an (x, y) mesh): ppermute
+"""Covers: darray/_src/base/compat.py, darray/_src/fft/r2r.py
+
+Splits whose mesh axes are not in the mesh's order (('y', 'x') on an (x, y) mesh): ppermute
 numbers devices in the mesh's order, darray's blocks in the split's (compat.ppermute_blocks).
 Found by a seeded differential run: slicing, roll and the split r2r path gave wrong numbers."""
 import numpy as np

@@ -1,4 +1,6 @@
-"""split_permute.permute: a static reorder of a split axis by point-to-point sends (the Makhoul
+"""Covers: darray/_src/fft/split_permute.py, darray/_src/fft/r2r_split.py
+
+split_permute.permute: a static reorder of a split axis by point-to-point sends (the Makhoul
 reorders of r2r_split), against numpy indexing; the split is kept and nothing is gathered."""
 import jax
 import numpy as np

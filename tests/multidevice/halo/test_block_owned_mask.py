@@ -1,4 +1,6 @@
-"""BlockInfo.owned_mask: block code can ignore the padding of an uneven split (#28.7).
+"""Covers: darray/_src/api/blocks.py
+
+BlockInfo.owned_mask: block code can ignore the padding of an uneven split (#28.7).
 
 The documented deposit pattern (docs/halo.md): particles stored as displacement arrays split like
 the grid, deposited into ``grid.halo(W)``'s blocks by `map_blocks`, then ``halo_reduce``. With 30

@@ -1,4 +1,7 @@
-"""halo / halo_reduce / unhalo on 8 virtual devices, against np.pad on the global array."""
+"""Covers: darray/_src/halo/api.py, darray/_src/plans/halo_plan.py, darray/_src/plans/halo_spec.py
+Covers: darray/_src/backends/jax/halo_exchange.py
+
+halo / halo_reduce / unhalo on 8 virtual devices, against np.pad on the global array."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,7 @@
-"""AD through halo / halo_reduce / map_blocks: the VJP of the fill is the reduce and vice versa.
+"""Covers: darray/_src/halo/api.py, darray/_src/api/blocks.py
+Covers: darray/_src/backends/jax/halo_exchange.py
+
+AD through halo / halo_reduce / map_blocks: the VJP of the fill is the reduce and vice versa.
 
 jaxDecomp's halo gradient applies the fill to the cotangent; these tests would catch that (the
 non-symmetric forward-difference stencil has a gradient that differs from its fill).

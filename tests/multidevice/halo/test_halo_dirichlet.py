@@ -1,4 +1,6 @@
-"""The Dirichlet ghost rules of halo: "antisymmetric" = -np.pad(mode="symmetric") and
+"""Covers: darray/_src/halo/api.py, darray/_src/plans/halo_plan.py
+
+The Dirichlet ghost rules of halo: "antisymmetric" = -np.pad(mode="symmetric") and
 "antireflect" = -np.pad(mode="reflect") in the ghosts, their adjoint (halo_reduce), gradients,
 and the refusal of widths with nothing to mirror."""
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""pad and gradient against numpy in float64 on even and uneven layouts: layouts asserted, HLO
+"""Covers: darray/_src/extras/stencils.py
+
+pad and gradient against numpy in float64 on even and uneven layouts: layouts asserted, HLO
 with neighbour exchanges only (no all-gather), gradients through both."""
 from __future__ import annotations
 

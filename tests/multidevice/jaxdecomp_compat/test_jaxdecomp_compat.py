@@ -1,4 +1,8 @@
-"""darray.jaxdecomp against numpy, with the shapes and shardings jaxDecomp 0.3.1 gives.
+"""Covers: darray/_src/jaxdecomp_compat/fft.py, darray/_src/jaxdecomp_compat/config.py
+Covers: darray/_src/jaxdecomp_compat/halo.py, darray/_src/jaxdecomp_compat/specs.py
+Covers: darray/_src/jaxdecomp_compat/placement.py
+
+darray.jaxdecomp against numpy, with the shapes and shardings jaxDecomp 0.3.1 gives.
 
 The expected specs below were recorded by running jaxDecomp 0.3.1 (pip, CPU, jax 0.10.2) on
 the same meshes; tests/clients/test_jaxdecomp_parity.py compares with jaxDecomp itself where

@@ -1,4 +1,7 @@
-"""darray.jaxdecomp under jit/grad/vmap with no mesh in context: planned at partition time.
+"""Covers: darray/_src/jaxdecomp_compat/fft.py, darray/_src/jaxdecomp_compat/halo.py
+Covers: darray/_src/jaxdecomp_compat/transpose.py, darray/_src/jaxdecomp_compat/deferred.py
+
+darray.jaxdecomp under jit/grad/vmap with no mesh in context: planned at partition time.
 
 jaxDecomp's users never write ``jax.set_mesh``: an array on Auto mesh axes is traced without a
 sharding, and jaxDecomp plans when XLA partitions the program. darray.jaxdecomp does the same

@@ -1,4 +1,6 @@
-"""darray.cosmo.gaussian_field / zeldovich / lpt2 against single-device numpy float64
+"""Covers: darray/_src/cosmo/ics.py
+
+darray.cosmo.gaussian_field / zeldovich / lpt2 against single-device numpy float64
 references built from the same white noise, and the compiled programs hold no all-gather."""
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""darray.cosmo.power_spectrum / energy_spectrum / interlace against numpy float64 references.
+"""Covers: darray/_src/cosmo/spectrum.py
+
+darray.cosmo.power_spectrum / energy_spectrum / interlace against numpy float64 references.
 
 The reference bins the FULL numpy fftn grid (every mode once, weight 1), so it checks the
 Hermitian weights of the rfftn half grid independently: the mode counts must be equal

@@ -1,4 +1,6 @@
-"""darray.particles.paint_catalogue / readout_catalogue: an (M, d) catalogue on a grid of any
+"""Covers: darray/_src/particles/catalogue.py, darray/_src/particles/catalogue_blocks.py
+
+darray.particles.paint_catalogue / readout_catalogue: an (M, d) catalogue on a grid of any
 shape (issue 38), against float64 numpy (np.add.at painting, written here from the schemes'
 definitions) and single-device jax.numpy (gradients), on several meshes, uneven M and grids."""
 from __future__ import annotations

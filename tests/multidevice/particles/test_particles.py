@@ -1,4 +1,7 @@
-"""darray.particles against float64 numpy (np.add.at painting) and single-device jax.numpy
+"""Covers: darray/_src/particles/api.py, darray/_src/particles/deposit.py
+Covers: darray/_src/particles/schemes.py
+
+darray.particles against float64 numpy (np.add.at painting) and single-device jax.numpy
 (gradients), on uneven grids, with displacements far beyond the ghost cells (#29)."""
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Five short scientific workflows end to end, against single-device jax.numpy in float64
+"""Covers: darray/_src/fft/api.py, darray/_src/fft/r2r.py, darray/_src/api/blocks.py
+Covers: darray/_src/particles/api.py, darray/_src/api/transforms.py
+
+Five short scientific workflows end to end, against single-device jax.numpy in float64
 (issue #28): particle-mesh painting on an uneven grid, a Dirichlet Poisson solve by DST, a
 pseudo-spectral Navier-Stokes run under jit + lax.scan, a halo-stencil heat equation with its
 gradient, and nested darray.vmap with jacfwd. Each asserts values and layouts.
