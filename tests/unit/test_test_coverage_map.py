@@ -12,7 +12,8 @@ project's metadata) says so in one line: ``Covers: none (what it covers instead)
 
 Every darray/_src module is named by some test; a package face (an ``__init__.py`` of only a
 docstring and imports) defines nothing to test and is exempt. Every path named exists. No test
-folder holds more than MAX_TESTS_PER_FOLDER test files.
+folder holds more than MAX_TESTS_PER_FOLDER test files, and no test imports another test
+module (what tests share lives in tests/helpers.py).
 """
 from __future__ import annotations
 
@@ -121,6 +122,20 @@ def test_no_test_folder_holds_more_than_30_test_files():
     crowded = {d: n for d, n in per_folder.items() if n > MAX_TESTS_PER_FOLDER}
     assert not crowded, (f"test folders with more than {MAX_TESTS_PER_FOLDER} test files (split "
                          f"them as darray/_src is split): {crowded}")
+
+
+def test_no_test_imports_another_test_module():
+    """What tests share lives in tests/helpers.py (or a reference module beside it), so that
+    running one test file never collects, or depends on, another."""
+    found = []
+    for path in all_test_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(ROOT)}: imports {n}" for n in names
+                      if n.split(".")[-1].startswith("test_")]
+    assert not found, ("test files import other test modules; move what they share into "
+                       "tests/helpers.py:\n  " + "\n  ".join(found))
 
 
 # -- the reader itself -------------------------------------------------------------------------

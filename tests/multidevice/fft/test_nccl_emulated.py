@@ -8,8 +8,9 @@ backend, darray.fft on it must equal numpy and keep the layouts of the "jax" bac
 """
 import numpy as np
 import pytest
-from helpers import assert_layout, mesh_of, rand
-from test_fft import MESHES, close, spec_of
+from helpers import FFT_MESHES as MESHES
+from helpers import assert_layout, close, mesh_of, rand
+from helpers import fft_spec as spec_of
 
 import darray
 import darray.fft as dfft
