@@ -19,11 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from diff_registry import REGISTRY, allowed_refusal
+from diff_registry import EXCLUDED, REGISTRY, allowed_refusal, public_functions
 from diff_support import Operand
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_coverage import EXCLUDED, public_functions
 
 import darray
 from darray._src.distarray.array import DistArray
