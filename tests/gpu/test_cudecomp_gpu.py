@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import Mesh
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -54,7 +54,7 @@ def _grid_mesh():
     rows = int(np.sqrt(n))
     while n % rows:
         rows -= 1
-    return Mesh(np.array(jax.devices()).reshape(rows, n // rows), ("r", "c"))
+    return mesh_of((rows, n // rows), ("r", "c"))
 
 
 MESH = _grid_mesh()

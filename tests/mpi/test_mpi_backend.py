@@ -19,6 +19,7 @@ import sys
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from mpi_launch import mpiexec, run_bounded
 
 import darray
@@ -75,7 +76,7 @@ def test_handlers_without_mpi_initialised_raise(mpi_native, tmp_path):
 
 
 def _mesh():
-    return jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    return mesh_of((2, 4), ("x", "y"))
 
 
 def test_selecting_mpi_without_mpi4py_says_how_to_get_it(monkeypatch):

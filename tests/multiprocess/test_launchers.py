@@ -27,6 +27,7 @@ import time
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 
@@ -178,8 +179,8 @@ def _checks_pass(nproc, devices_per_process, outdir, expect):
 
 def _single_process_draws():
     key = jax.random.key(7)
-    one = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
-    eight = jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    one = mesh_of((1,), ("x",))
+    eight = mesh_of((2, 4), ("x", "y"))
     draws = {}
     for name, mesh, spec in (("1 device", one, ("x",)), ("8 devices", eight, ("y", "x"))):
         draws[name] = {

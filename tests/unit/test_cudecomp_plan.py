@@ -7,10 +7,9 @@ tier (tests/gpu) runs the same plans through cuDecomp against numpy and the JAX 
 """
 import types
 
-import jax
 import numpy as np
 import pytest
-from jax.sharding import Mesh
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -21,8 +20,7 @@ from darray._src.fft.api import fft_plan
 
 
 def _mesh(shape, names=("r", "c")):
-    n = int(np.prod(shape))
-    return Mesh(np.array(jax.devices()[:n]).reshape(shape), names[:len(shape)])
+    return mesh_of(shape, names[:len(shape)])
 
 
 def _ops(result):

@@ -6,10 +6,9 @@ their reasons, the device groups XLA is asked for, and the copy descriptors (pur
 The descriptors are run end to end through whole FFT plans on 8 CPU devices in
 tests/multidevice/fft/test_nccl_emulated.py; the handlers themselves run in tests/gpu.
 """
-import jax
 import numpy as np
 import pytest
-from jax.sharding import Mesh
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -47,7 +46,7 @@ def test_environment_ok(jaxlib):
 
 
 def _mesh(shape, names):
-    return Mesh(np.array(jax.devices()[:int(np.prod(shape))]).reshape(shape), names)
+    return mesh_of(shape, names)
 
 
 def test_selection_falls_back_to_jax_with_the_reason_here():

@@ -59,7 +59,7 @@ def test_asarray_round_trip(mesh_shape, explicit, shape):
 
 
 def test_issue_example_13_10_7_on_2x4():
-    mesh = jax.make_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)
     host = np.arange(13 * 10 * 7, dtype=np.float32).reshape(13, 10, 7)
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     assert x.shape == (13, 10, 7)

@@ -10,15 +10,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 
 # float64 data and tolerances throughout: not run with x64 off
 pytestmark = pytest.mark.x64
 
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
-MESH8 = compat.make_auto_mesh((8,), ("d8",))
+MESH = mesh_of((2, 4), ("x", "y"))
+MESH8 = mesh_of((8,), ("d8",))
 RNG = np.random.default_rng(28)
 SX, SY = ("x",), ("y",)
 

@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 from darray._src.distarray.array import DistArray
 from darray._src.placement.placement import default_mesh, local_mesh
 
@@ -20,7 +20,7 @@ from darray._src.placement.placement import default_mesh, local_mesh
 pytestmark = pytest.mark.x64
 
 RNG = np.random.default_rng(11)
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 CELLS = 4096
 DEVICE0 = jax.devices()[0]
 

@@ -8,14 +8,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from scalar_check import assert_replicated_scalar
 
 import darray
-from darray._src.base import compat
 from darray._src.distarray.array import DistArray
 
 RNG = np.random.default_rng(3)
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 A = helpers.host(RNG.standard_normal((13, 7)))
 TOL = helpers.tol(A.dtype)  # float64 data is float32 with x64 off
 X = darray.asarray(A, mesh=MESH, spec=("x", "y"))

@@ -23,7 +23,6 @@ from helpers import mesh_of, rand
 from jax.sharding import PartitionSpec as P
 
 import darray
-from darray._src.base import compat
 from darray._src.fft.api import fft_plan
 from darray._src.plans.fft_plan import LocalFFT, Merge, Transpose
 
@@ -34,7 +33,7 @@ RULES = ("periodic", "constant", "edge", "reflect", "symmetric")
 
 
 def one_device_mesh():
-    return compat.make_auto_mesh((1, 1), ("r", "c"), devices=jax.devices()[:1])
+    return mesh_of((1, 1), ("r", "c"), devices=jax.devices()[:1])
 
 
 def assert_placed(y, x_layout_split=None):

@@ -8,14 +8,14 @@ import gc
 import os
 import pathlib
 
-import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.base import program_cache
 
-MESH = jax.make_mesh((8,), ("x",))
+MESH = mesh_of((8,), ("x",), explicit=True)
 SRC = pathlib.Path(darray.__file__).parent / "_src"
 
 

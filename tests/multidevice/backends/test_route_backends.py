@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import threading
 
-import jax
 import numpy as np
 import pytest
 import scipy.fft
-from helpers import tol
+from helpers import mesh_of, tol
 
 import darray
 from darray.errors import BackendUnavailableError
 
-MESH = jax.make_mesh((8,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+MESH = mesh_of((8,), ("x",))
 rng = np.random.default_rng(3)
 LINE = rng.standard_normal(40) + 1j * rng.standard_normal(40)
 CUBE = rng.standard_normal((16, 10, 8))

@@ -10,17 +10,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 
 FIX = r"darray\.asarray\(new, device=c\.device, spec=c\.layout\.spec\)"
 
 
 @pytest.fixture(scope="module")
 def mesh():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ import pickle
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 from darray._src.distarray import array as array_module
 
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 A = np.arange(13 * 7, dtype=np.float64).reshape(13, 7)
 
 

@@ -7,17 +7,17 @@ import re
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 
 SHAPE = (2, 8, 6, 4)
 
 
 @pytest.fixture(scope="module")
 def mesh():
-    return compat.make_auto_mesh((2, 2, 2), ("c", "x", "y"))
+    return mesh_of((2, 2, 2), ("c", "x", "y"))
 
 
 @pytest.fixture(scope="module")

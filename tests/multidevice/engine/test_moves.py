@@ -16,17 +16,17 @@ import gc
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.api.creation import redistribute
-from darray._src.base import compat
 from darray._src.layout.layout import Layout
 
 DEVICES = jax.devices()
 
 
 def _mesh(shape, names, order):
-    return compat.make_auto_mesh(shape, names, devices=[DEVICES[i] for i in order])
+    return mesh_of(shape, names, devices=[DEVICES[i] for i in order])
 
 
 class _Peak:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray import fft as dfft
@@ -43,7 +44,7 @@ def assert_reads_are_pure(x):
 
 @pytest.fixture
 def mesh():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 @pytest.mark.x64

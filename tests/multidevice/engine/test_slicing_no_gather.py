@@ -13,6 +13,7 @@ import re
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import NamedSharding
 
 import darray
@@ -34,7 +35,7 @@ def _gathered_sizes(hlo: str) -> list[int]:
 
 
 def _mesh(shape):
-    return jax.make_mesh(shape, ("x", "y", "z")[:len(shape)])
+    return mesh_of(shape, ("x", "y", "z")[:len(shape)], explicit=True)
 
 
 def _expected_split(x_split, key, ndim):

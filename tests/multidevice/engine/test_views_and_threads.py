@@ -12,6 +12,7 @@ import threading
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.placement.physical import sharding_of
@@ -21,7 +22,7 @@ MESHES = {"slab": ((8,), ("d",)), "pencil": ((2, 4), ("x", "y"))}
 
 def _mesh(name):
     shape, names = MESHES[name]
-    return jax.make_mesh(shape, names)
+    return mesh_of(shape, names, explicit=True)
 
 
 def _split_first(host, mesh):

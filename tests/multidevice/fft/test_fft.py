@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 
 PENCIL_KSPACE = {"slab8": ((), ("d",), ()), "pencil2x4": ((), ("x",), ("y",)),
                  "pencil4x2": ((), ("x",), ("y",)), "pencil1x8": ((), ("x",), ("y",))}
@@ -109,7 +108,7 @@ def test_n_and_s_arguments(n):
 
 
 def test_batch_axis_on_3d_mesh():
-    m = compat.make_auto_mesh((2, 2, 2), ("c", "x", "y"))
+    m = mesh_of((2, 2, 2), ("c", "x", "y"))
     a = rand((4, 8, 6, 10), np.float64, seed=5)
     x = darray.asarray(a, mesh=m, spec=("c", "x", "y"))
     y = dfft.fftn(x, axes=(1, 2, 3))

@@ -162,7 +162,7 @@ def test_halo_input_transforms_its_interior():
     ((8, 6), (4, 2), False),      # every axis split: fold
 ])
 def test_jit_jvp_and_vjp_on_new_paths(shape, mesh_shape, explicit):
-    m = (jax.make_mesh(mesh_shape, ("x", "y")) if explicit
+    m = (mesh_of(mesh_shape, ("x", "y"), explicit=True) if explicit
          else mesh_of(mesh_shape, ("x", "y")))
     a = rand(shape, np.float64, seed=8)
     t = rand(shape, np.float64, seed=9)

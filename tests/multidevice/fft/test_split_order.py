@@ -6,11 +6,11 @@ Found by a seeded differential run: slicing, roll and the split r2r path gave wr
 import numpy as np
 import pytest
 import scipy.fft as sf
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 
 
 @pytest.mark.x64

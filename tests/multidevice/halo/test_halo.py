@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import darray
-from darray._src.base import compat
 from darray._src.plans import halo_plan
 
 RULES = ("periodic", "constant", "edge", "reflect")
@@ -134,7 +133,7 @@ def test_jit_and_traced_fill_value():
 
 
 def test_explicit_mesh_input():
-    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(compat.AxisType.Explicit,) * 2)
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)
     host = np.random.default_rng(3).standard_normal((8, 12)).astype(canonical_dtype(np.float64))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     y = jax.jit(lambda a: a.halo(1))(x)

@@ -304,7 +304,7 @@ def test_explicit_mesh_axes_eager_jit_and_grad():
     """jaxDecomp 0.3.1 cannot take Explicit axes (jax.make_mesh's default); darray.jaxdecomp
     reads the spec from the traced type and returns results, gradients included, on the
     caller's Explicit mesh."""
-    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Explicit,) * 2)
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)
     x, g = field((8, 24, 4), seed=7), field((8, 24, 4), seed=8)
     xs = jax.device_put(x, NamedSharding(mesh, P("x", "y")))
     np.testing.assert_allclose(np.asarray(jd.pifft3d(jd.pfft3d(xs))), x, atol=1e-12)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import helpers
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,7 +24,7 @@ CASES = [((12, 10, 9), "2x4", ("x", "y"), (30.0, 25.0, 20.0)),
 
 def mesh_of(name):
     shape, names = MESHES[name]
-    return jax.make_mesh(shape, names, axis_types=(jax.sharding.AxisType.Auto,) * len(shape))
+    return helpers.mesh_of(shape, names)
 
 
 def power(k):

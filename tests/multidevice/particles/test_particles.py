@@ -11,10 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from particles_reference import paint_numpy, readout_numpy
 
 import darray
-from darray._src.base import compat
 from darray.particles import ParticleError
 
 # float64 data and tolerances throughout: not run with x64 off
@@ -24,7 +24,7 @@ SCHEMES = ("ngp", "cic", "tsc")
 
 
 def mesh24():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 def place(host, mesh=None, spec=("x", "y")):
@@ -97,7 +97,7 @@ def test_readout_matches_numpy_with_components(scheme):
     pytest.param((4, 2), ("x", "y"), ("x", "y"), marks=pytest.mark.slow),
     pytest.param((2, 4), ("x", "y"), (None, "y"), marks=pytest.mark.slow)])
 def test_other_meshes_and_2d(mesh_shape, names, spec):
-    mesh = compat.make_auto_mesh(mesh_shape, names)
+    mesh = mesh_of(mesh_shape, names)
     shape = (17, 11)
     host = np.random.default_rng(6).uniform(-6, 6, shape + (2,))
     disp = darray.asarray(host, mesh=mesh, spec=spec)

@@ -10,16 +10,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_layout
+from helpers import assert_layout, mesh_of
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 
 
 @pytest.fixture(scope="module")
 def mesh():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 # -- (a) particle-mesh painting on an uneven grid -----------------------------------------------
@@ -221,7 +220,7 @@ def test_nested_vmap_and_jacfwd():
     nested parallelism of jaxDecomp's notebook): an FFT per member, and per member the Jacobian
     of a map with an FFT and a reduction over y. The batch splits are kept, nothing is
     gathered."""
-    mesh = compat.make_auto_mesh((2, 2, 2), ("c", "x", "y"))
+    mesh = mesh_of((2, 2, 2), ("c", "x", "y"))
     host = np.random.default_rng(13).standard_normal((2, 2, 4, 6))
     xs = darray.asarray(host, device=mesh, spec=("c", "x", "y"))
 
