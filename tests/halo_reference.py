@@ -1,4 +1,5 @@
-"""numpy references for halo tests: np.pad on the global array, cut at each block's window."""
+"""numpy references for halo tests: np.pad on the global array, cut at each block's window, and
+jaxDecomp's exchange on the physical (ghost-carrying) array (`halo_reference`)."""
 from __future__ import annotations
 
 import itertools
@@ -80,3 +81,40 @@ def reduce_reference(y, rules):
         lo, hi = layout.halo[axis]
         acc = _fold(acc, axis, layout.shape[axis], lo, hi, rules[axis])
     return acc
+
+
+def halo_reference(phys, mesh_shape, extents, periods):
+    """jaxDecomp's exchange in numpy: every device block is [h ghosts | own | h ghosts] on the
+    exchanged axes; ghosts take the neighbouring blocks' own cells (np.pad's wrap), or zeros
+    beyond a non-periodic end."""
+    p0, p1 = mesh_shape
+    axes = [a for a, p in ((0, p0), (1, p1)) if p > 1]
+    blocks = [phys.shape[0] // p0, phys.shape[1] // p1]
+    own = phys
+    for a in axes:  # drop the ghosts: the array the blocks own
+        h, n = extents[a], blocks[a]
+        keep = np.concatenate([np.arange(b * n + h, (b + 1) * n - h)
+                               for b in range(phys.shape[a] // n)])
+        own = np.take(own, keep, axis=a)
+    pad = [(0, 0)] * 3
+    out = phys.copy()
+    padded = own
+    for a in axes:
+        width = [(0, 0)] * 3
+        width[a] = (extents[a], extents[a])
+        padded = np.pad(padded, width, mode="wrap" if periods[a] else "constant")
+    for i in range(p0):
+        for j in range(p1):
+            src = [slice(None)] * 3
+            dst = [slice(i * blocks[0], (i + 1) * blocks[0]), slice(j * blocks[1],
+                                                                    (j + 1) * blocks[1]),
+                   slice(None)]
+            for a, b in ((0, i), (1, j)):
+                if a in axes:
+                    c = blocks[a] - 2 * extents[a]
+                    src[a] = slice(b * c, b * c + blocks[a])
+                else:
+                    src[a] = dst[a]
+            out[tuple(dst)] = padded[tuple(src)]
+    del pad
+    return out

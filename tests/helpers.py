@@ -13,7 +13,7 @@ import re
 
 import jax
 import numpy as np
-from jax.sharding import AxisType
+from jax.sharding import AbstractMesh, AxisType
 
 import darray
 
@@ -21,22 +21,48 @@ AXIS_NAMES = ("x", "y", "z", "w")
 
 
 @functools.cache
-def _mesh(shape: tuple[int, ...], names: tuple[str, ...], explicit: bool):
+def _mesh(shape: tuple[int, ...], names: tuple[str, ...], explicit: bool, devices: tuple | None):
     kind = AxisType.Explicit if explicit else AxisType.Auto
-    return jax.make_mesh(shape, names, axis_types=(kind,) * len(shape),
-                         devices=jax.devices()[:math.prod(shape)])
+    if devices is None:
+        devices = tuple(jax.devices()[:math.prod(shape)])
+    return jax.make_mesh(shape, names, axis_types=(kind,) * len(shape), devices=devices)
 
 
-def mesh_of(shape, names=None, *, explicit=False):
+def mesh_of(shape, names=None, *, explicit=False, devices=None):
     """A mesh of the first prod(shape) devices; axes named x, y, z unless `names` is given.
 
     Auto axes unless `explicit` (darray keeps its arrays on Auto meshes; jax.make_mesh defaults
-    to Explicit). Built once per (shape, names, kind): a new Mesh object would defeat the jit
-    caches.
+    to Explicit, so `explicit=True` is the mesh a user's plain ``jax.make_mesh`` gives).
+    `devices`: the devices to lay out in order instead (a sub-mesh such as
+    ``jax.devices()[4:]``, or a permutation). Built once per (shape, names, kind, devices): a
+    new Mesh object would defeat the jit caches.
     """
     shape = tuple(int(n) for n in shape)
     names = AXIS_NAMES[:len(shape)] if names is None else tuple(names)
-    return _mesh(shape, names, bool(explicit))
+    devices = None if devices is None else tuple(devices)
+    return _mesh(shape, names, bool(explicit), devices)
+
+
+def abstract_mesh(shape, names=None):
+    """A device-free AbstractMesh (Auto axes) of `shape`, axes named as `mesh_of` names them:
+    what the pure-data tests (layouts, plans) run on."""
+    shape = tuple(int(n) for n in shape)
+    names = AXIS_NAMES[:len(shape)] if names is None else tuple(names)
+    return AbstractMesh(shape, names)
+
+
+FFT_MESHES = {
+    "slab8": ((8,), ("d",)),
+    "pencil2x4": ((2, 4), ("x", "y")),
+    "pencil4x2": ((4, 2), ("x", "y")),
+    "pencil1x8": ((1, 8), ("x", "y")),
+}
+"""The FFT tests' meshes by name: ``mesh_of(*FFT_MESHES[key])``, split as ``fft_spec(key)``."""
+
+
+def fft_spec(key):
+    """The split of an FFT_MESHES mesh: the slab's one axis, or both pencil axes."""
+    return ("d",) if key == "slab8" else ("x", "y")
 
 
 def rand(shape, dtype=np.float64, *, seed=0):
@@ -133,3 +159,14 @@ def tol(dtype, f64: float = 1e-12, f32: float = 1e-5) -> float:
     (x64 off makes numpy's float64 data float32)."""
     dtype = np.dtype(dtype)
     return f32 if dtype.kind in "fc" and dtype.itemsize <= (8 if dtype.kind == "c" else 4) else f64
+
+
+def close(got, ref, dtype):
+    """`got` equals the float64 reference `ref` to the precision it was computed in: that of
+    `dtype`, or of the dtype darray holds it in (float32 / complex64 with x64 off)."""
+    got = np.asarray(got)
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    single = (np.float32, np.complex64)
+    tol = 2e-5 if canonical_dtype(dtype) in single or got.dtype in single else 1e-12
+    err = np.abs(got - ref).max() / max(np.abs(ref).max(), 1.0)
+    assert err < tol, f"relative error {err} >= {tol}"

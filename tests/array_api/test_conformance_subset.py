@@ -1,4 +1,7 @@
-"""A fast conformance subset for the manipulation, indexing, sorting, set and linalg families,
+"""Covers: darray/_src/api/manipulation.py, darray/_src/api/indexing.py, darray/_src/api/sorting.py
+Covers: darray/_src/api/set_functions.py, darray/_src/api/linalg.py
+
+A fast conformance subset for the manipulation, indexing, sorting, set and linalg families,
 run in the default test run (the full data-apis/array-api-tests suite is run separately, with
 the command and the xfails in tests/array_api/xfails.txt).
 

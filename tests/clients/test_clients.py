@@ -1,4 +1,8 @@
-"""Real array-API clients on DistArrays: every case of the registry on both placements.
+"""Covers: darray/_src/api/elementwise.py, darray/_src/api/statistical.py
+Covers: darray/_src/api/manipulation.py, darray/_src/api/linalg.py, darray/_src/api/indexing.py
+Covers: darray/_src/methods/table.py
+
+Real array-API clients on DistArrays: every case of the registry on both placements.
 
 Each case runs on numpy and on DistArrays and the results are compared (see clients_harness.py); the
 terminal summary prints the counts per library (conftest.py). Run the tier with

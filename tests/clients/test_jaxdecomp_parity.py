@@ -1,4 +1,7 @@
-"""darray.jaxdecomp against jaxDecomp 0.3.1 itself, and JaxPM 0.1.6 running on it.
+"""Covers: darray/_src/jaxdecomp_compat/fft.py, darray/_src/jaxdecomp_compat/halo.py
+Covers: darray/_src/jaxdecomp_compat/specs.py
+
+darray.jaxdecomp against jaxDecomp 0.3.1 itself, and JaxPM 0.1.6 running on it.
 
 Needs jaxDecomp 0.3.1 and JaxPM 0.1.6 (``pip install -e '.[jaxdecomp]'``; the clients tier's
 other libraries are not needed); skipped with the reason when they are not installed. On a

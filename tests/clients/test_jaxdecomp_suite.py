@@ -1,4 +1,7 @@
-"""jaxDecomp's own test suite, unchanged, on darray.jaxdecomp (issue 35).
+"""Covers: darray/_src/jaxdecomp_compat/fft.py, darray/_src/jaxdecomp_compat/transpose.py
+Covers: darray/_src/jaxdecomp_compat/halo.py, darray/_src/jaxdecomp_compat/config.py
+
+jaxDecomp's own test suite, unchanged, on darray.jaxdecomp (issue 35).
 
 The suite is jaxDecomp 0.3.1's ``tests/`` (test_fft.py, test_transpose.py, test_halo.py), taken
 from its source distribution on PyPI (pinned by hash; nothing of it is stored here) or from a

@@ -1,4 +1,6 @@
-"""Other people's mutation idioms on DistArrays (issue #19, items 1 and 2), through the real
+"""Covers: darray/_src/distarray/array.py, darray/_src/engine/views.py
+
+Other people's mutation idioms on DistArrays (issue #19, items 1 and 2), through the real
 libraries: scikit-learn's threaded `pairwise_distances(n_jobs=2)` writes blocks of one output
 from worker threads; scipy.signal's `oaconvolve` adds overlaps through views
 (`ret_overpart += overpart`). Both against the numpy result (float64), outputs distributed."""

@@ -1,4 +1,7 @@
-"""Other projects' own array-API tests (shipped in their installed wheels: scipy, scikit-learn,
+"""Covers: darray/_src/api/elementwise.py, darray/_src/api/statistical.py
+Covers: darray/_src/api/manipulation.py, darray/_src/api/linalg.py
+
+Other projects' own array-API tests (shipped in their installed wheels: scipy, scikit-learn,
 array-api-extra) with darray as one more backend, side by side with jax.numpy (issues 19, 28).
 
 Each suite runs in a subprocess: pytest on the installed package's test files with

@@ -8,11 +8,14 @@ complex128 / int64 for the values) and compares every leaf of the result.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import diff_support as ds
 from hypothesis import strategies as st
+
+import darray
 
 
 @dataclasses.dataclass
@@ -114,3 +117,40 @@ def reduced_length(shape, axis) -> int:
     for a in axes:
         n *= shape[a]
     return max(n, 1)
+
+
+# Public functions with no numpy counterpart to compare with, each tested elsewhere.
+EXCLUDED = {
+    "build_info": "reports the native build, no array",
+    "config_context": "configuration, no array (tests/unit)",
+    "record_backends": "a log of backend selections, no array (test_route_backends.py)",
+    "get_config": "configuration, no array",
+    "set_config": "configuration, no array",
+    "default_mesh": "returns a mesh, no array",
+    "vmap": "a transform, not an array function (tests/multidevice/distarray/test_vmap.py)",
+    "map_blocks": "runs user code per block; no numpy counterpart (test_map_blocks.py)",
+    "halo": "ghost cells have no numpy counterpart (test_halo.py)",
+    "halo_reduce": "ghost cells have no numpy counterpart (test_halo.py)",
+    "unhalo": "ghost cells have no numpy counterpart (test_halo.py)",
+    "autotune": "times candidate layouts/backends; returns a choice, not an array",
+    "fft.wavenumbers": "takes a spectrum, returns broadcastable vectors: against 2*pi*fftfreq in "
+                       "test_fft_wavenumbers.py",
+    "cross": "numpy's name for linalg.cross (its differential case), checked in "
+             "test_numpy_names.py",
+    "diag": "numpy's diag (1-D to 2-D and back), against numpy in test_numpy_names.py",
+    "logspace": "creation from scalars, against numpy in test_numpy_names.py",
+    "dynamic_slice": "jax.lax's, not numpy's: compared with it in test_traced_indices.py",
+}
+EXTRA = ("DistArray.__getitem__", "DistArray.__setitem__")
+
+
+def public_functions() -> set[str]:
+    names = set()
+    for prefix, module in (("", darray), ("linalg.", darray.linalg), ("fft.", darray.fft)):
+        for name in dir(module):
+            obj = getattr(module, name)
+            if name.startswith("_") or inspect.isclass(obj) or inspect.ismodule(obj):
+                continue
+            if callable(obj):
+                names.add(prefix + name)
+    return names

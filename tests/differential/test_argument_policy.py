@@ -1,4 +1,6 @@
-"""One argument policy (issue 36, part 2): every public function takes a numpy array or a
+"""Covers: darray/_src/engine/arguments.py, darray/_src/engine/placing.py
+
+One argument policy (issue 36, part 2): every public function takes a numpy array or a
 jax.Array wherever it takes a DistArray, as jax.numpy does, and places it as darray.asarray
 places it.
 
@@ -17,11 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from diff_registry import REGISTRY, allowed_refusal
+from diff_registry import EXCLUDED, REGISTRY, allowed_refusal, public_functions
 from diff_support import Operand
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_coverage import EXCLUDED, public_functions
 
 import darray
 from darray._src.distarray.array import DistArray

@@ -1,4 +1,11 @@
-"""darray against numpy on drawn meshes, shapes, splits, dtypes and values: one test per Case.
+"""Covers: darray/_src/api/creation.py, darray/_src/extras/creation_extra.py
+Covers: darray/_src/api/elementwise.py, darray/_src/api/manipulation.py
+Covers: darray/_src/api/statistical.py, darray/_src/api/searching.py, darray/_src/api/sorting.py
+Covers: darray/_src/api/set_functions.py, darray/_src/api/utility.py, darray/_src/api/linalg.py
+Covers: darray/_src/fft/api.py, darray/_src/extras/binning.py, darray/_src/extras/stencils.py
+Covers: darray/_src/extras/numerical.py
+
+darray against numpy on drawn meshes, shapes, splits, dtypes and values: one test per Case.
 
 The fast profile runs in the default test run; test_matches_numpy_large (10x the examples)
 is the slow tier. DARRAY_DIFF_PROFILE=large makes the default test use the large profile too.

@@ -1,4 +1,6 @@
-"""Every code block of README.md and docs/ runs, as a reader would run it.
+"""Covers: none (the code blocks of README.md and docs/)
+
+Every code block of README.md and docs/ runs, as a reader would run it.
 
 The Python blocks of one page run in order in one fresh interpreter with 8 virtual CPU devices
 and one namespace (later blocks use what earlier ones defined, as a reader does): nothing is

@@ -1,4 +1,6 @@
-"""bench_local_fft end to end on tiny blocks: two processes at once per job, XLA beside
+"""Covers: none (benchmarks/bench_local_fft.py)
+
+bench_local_fft end to end on tiny blocks: two processes at once per job, XLA beside
 pocketfft (scipy comes with jax), the check against numpy, the table and its JSON."""
 from __future__ import annotations
 

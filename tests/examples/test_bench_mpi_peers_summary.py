@@ -1,4 +1,6 @@
-"""bench_mpi_peers' summary: what it counts as a contender's memory and which contenders enter
+"""Covers: none (benchmarks/bench_mpi_peers.py's summary)
+
+bench_mpi_peers' summary: what it counts as a contender's memory and which contenders enter
 the ratios (no MPI needed: the summary reads finished jobs' results)."""
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Benchmarks leave their table as JSON that benchmarks/plot.py reads, with a PNG beside it.
+"""Covers: darray/_src/fft/r2r.py
+
+Benchmarks leave their table as JSON that benchmarks/plot.py reads, with a PNG beside it.
 
 (bench_halo's JSON is checked by its smoke run, tests/multidevice/halo/test_bench_halo_smoke.py.)
 """
@@ -12,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -81,7 +84,6 @@ def test_default_path_is_the_ignored_results_folder():
 
 @pytest.mark.x64
 def test_bench_r2r_floor_tiny_run_restores_the_kernels(tmp_path):
-    import jax
     import scipy.fft
 
     import darray
@@ -99,7 +101,7 @@ def test_bench_r2r_floor_tiny_run_restores_the_kernels(tmp_path):
         assert r["time_ms"] > 0 and math.isfinite(r["ratio"])
     # the stand-ins compute something else while they are in place, and are gone afterwards:
     # darray's dctn traced after the run matches scipy again
-    mesh = jax.make_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)
     host = np.random.default_rng(3).standard_normal((16, 16, 16))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     want = scipy.fft.dctn(host, type=2)

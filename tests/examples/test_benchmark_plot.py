@@ -1,4 +1,6 @@
-"""benchmarks/plot.py draws a JSON table to a PNG and rejects malformed tables clearly."""
+"""Covers: none (benchmarks/plot.py)
+
+benchmarks/plot.py draws a JSON table to a PNG and rejects malformed tables clearly."""
 from __future__ import annotations
 
 import json

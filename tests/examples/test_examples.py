@@ -1,4 +1,6 @@
-"""Every script in examples/ runs to completion on 8 virtual CPU devices and passes its own
+"""Covers: none (the scripts in examples/)
+
+Every script in examples/ runs to completion on 8 virtual CPU devices and passes its own
 self-check (a float64 numpy reference or a conserved quantity, see each script's docstring).
 
 Each runs as a subprocess, as a user would run it, so the device count and float64 setting in

@@ -1,4 +1,7 @@
-"""GPU tier: the cuDecomp backend against numpy and against the JAX backend on the same GPU(s).
+"""Covers: darray/_src/backends/cudecomp.py, darray/_src/backends/registry.py
+Covers: darray/_src/fft/api.py, darray/_src/halo/api.py
+
+GPU tier: the cuDecomp backend against numpy and against the JAX backend on the same GPU(s).
 
 Run with ``python3 -m pytest -m gpu tests/gpu`` on a machine with an NVIDIA GPU and a darray
 built with cuDecomp (docs/native.md; tools/gpu_rig/run_gpu_tier.sh does all of it). Elsewhere
@@ -12,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import Mesh
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -51,7 +54,7 @@ def _grid_mesh():
     rows = int(np.sqrt(n))
     while n % rows:
         rows -= 1
-    return Mesh(np.array(jax.devices()).reshape(rows, n // rows), ("r", "c"))
+    return mesh_of((rows, n // rows), ("r", "c"))
 
 
 MESH = _grid_mesh()

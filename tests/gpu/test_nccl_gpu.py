@@ -1,4 +1,7 @@
-"""GPU tier: the "nccl" backend (darray's handlers on XLA's NCCL communicator) against numpy and
+"""Covers: darray/_src/backends/nccl.py, darray/_src/backends/registry.py, darray/_src/fft/api.py
+Covers: darray/_src/halo/api.py
+
+GPU tier: the "nccl" backend (darray's handlers on XLA's NCCL communicator) against numpy and
 the "jax" backend, and the >2^31 inverse-FFT guard.
 
 Run with ``python3 -m pytest -m gpu tests/gpu`` on a machine with an NVIDIA GPU, jaxlib >= 0.11.2
@@ -10,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import Mesh
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -39,7 +42,7 @@ def _mesh():
     rows = int(np.sqrt(n))
     while n % rows:
         rows -= 1
-    return Mesh(np.array(jax.devices()).reshape(rows, n // rows), ("r", "c"))
+    return mesh_of((rows, n // rows), ("r", "c"))
 
 
 MESH = _mesh()
@@ -153,7 +156,7 @@ def test_inverse_fft_beyond_2_31_elements():
     free = (jax.devices()[0].memory_stats() or {}).get("bytes_limit", 0)
     if free < need:
         pytest.skip(f"needs {need / 2**30:.0f} GiB of GPU memory; {free / 2**30:.0f} GiB here")
-    mesh = Mesh(np.array(jax.devices()[:1]).reshape(1), ("s",))
+    mesh = mesh_of((1,), ("s",))
     x = darray.ones((n, n, n), dtype="complex64", mesh=mesh, spec=P("s"))
     y = darray.fft.ifftn(x)
     origin = complex(np.asarray(y.to_jax()[0, 0, 0]))

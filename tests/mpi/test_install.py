@@ -1,4 +1,6 @@
-"""`pip install darray` then `pip install 'darray[mpi]'`, as a new user does (slow tier).
+"""Covers: none (pip install of the package and its mpi extra)
+
+`pip install darray` then `pip install 'darray[mpi]'`, as a new user does (slow tier).
 
 In a fresh `python -m venv` (never activated: its bin/ is not on PATH, pip is called as
 venv/bin/pip) darray is installed from a copy of this checkout. Plain: the module links no MPI

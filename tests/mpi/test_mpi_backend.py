@@ -1,4 +1,7 @@
-"""The "mpi" FFT and halo backend (darray/_src/backends/mpi_exec.py).
+"""Covers: darray/_src/backends/mpi_exec.py, darray/_src/backends/registry.py
+Covers: darray/_src/fft/api.py, darray/_src/halo/api.py
+
+The "mpi" FFT and halo backend (darray/_src/backends/mpi_exec.py).
 
 Slow tier: under `mpiexec -n 2` and `-n 4` (one CPU device per process, the installed build,
 whose MPI handlers resolve MPI at run time: the `mpi_native` fixture), mpi_backend_worker.py
@@ -16,6 +19,7 @@ import sys
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from mpi_launch import mpiexec, run_bounded
 
 import darray
@@ -72,7 +76,7 @@ def test_handlers_without_mpi_initialised_raise(mpi_native, tmp_path):
 
 
 def _mesh():
-    return jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    return mesh_of((2, 4), ("x", "y"))
 
 
 def test_selecting_mpi_without_mpi4py_says_how_to_get_it(monkeypatch):

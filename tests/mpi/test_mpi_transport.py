@@ -1,4 +1,6 @@
-"""The MPI transport (csrc/mpi_all_to_all.cc) under `mpiexec -n 2` and `-n 4` (slow tier).
+"""Covers: darray/_src/backends/mpi_transport.py, darray/_src/base/native.py
+
+The MPI transport (csrc/mpi_all_to_all.cc) under `mpiexec -n 2` and `-n 4` (slow tier).
 
 The default install builds without MPI, so this test compiles its own copy of darray._native
 with -DDARRAY_ENABLE_MPI=ON into a temporary directory (CMake, nanobind, an MPI with mpicc such

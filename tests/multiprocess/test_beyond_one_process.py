@@ -1,4 +1,7 @@
-"""Creation, random fields, checkpoints and failure bounds across 2 processes x 4 CPU devices.
+"""Covers: darray/_src/placement/distributed.py, darray/_src/extras/io.py
+Covers: darray/_src/extras/random.py
+
+Creation, random fields, checkpoints and failure bounds across 2 processes x 4 CPU devices.
 
 Every rank runs worker_beyond.py; the test kills every rank if any runs past its timeout.
 """
@@ -12,6 +15,7 @@ import time
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 
@@ -106,7 +110,7 @@ def test_under_mpiexec_without_mpi4py_on_one_node(tmp_path):
 
 
 def _features_like_one_process(tmp_path, nproc, mpiexec, extra_env=None):
-    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    mesh = mesh_of((2, 4), ("x", "y"))
     parent_host = np.random.default_rng(3).standard_normal((11, 9, 5))
     darray.save(tmp_path / "saved_by_parent",
                 darray.asarray(parent_host, mesh=mesh, spec=("x", "y")))

@@ -1,4 +1,6 @@
-"""A save killed half-way leaves the old checkpoint readable, never a mix of old and new chunks
+"""Covers: darray/_src/extras/io.py
+
+A save killed half-way leaves the old checkpoint readable, never a mix of old and new chunks
 (darray/_src/extras/io.py's commit protocol), with both engines. The writer
 (worker_save_kill.py) is a separate process killed with SIGKILL at a chosen point; every
 writer is bounded by a timeout and killed at the end whatever happens."""

@@ -1,4 +1,6 @@
-"""darray.distributed.detect_launch: which launcher started this process (no processes run)."""
+"""Covers: darray/_src/placement/distributed.py
+
+darray.distributed.detect_launch: which launcher started this process (no processes run)."""
 import os
 
 import pytest

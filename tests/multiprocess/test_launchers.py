@@ -1,4 +1,6 @@
-"""darray under a real launcher: `mpiexec -n 2` (2 CPU devices per process), `-n 3` and `-n 4`
+"""Covers: darray/_src/placement/distributed.py, darray/_src/extras/random.py
+
+darray under a real launcher: `mpiexec -n 2` (2 CPU devices per process), `-n 3` and `-n 4`
 (1 CPU device per process), the PyPI mpich (Hydra) and mpi4py wheels.
 
 Each process count runs worker_launchers.py once with every check batched into that run (a jax
@@ -25,6 +27,7 @@ import time
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 
@@ -176,8 +179,8 @@ def _checks_pass(nproc, devices_per_process, outdir, expect):
 
 def _single_process_draws():
     key = jax.random.key(7)
-    one = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
-    eight = jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    one = mesh_of((1,), ("x",))
+    eight = mesh_of((2, 4), ("x", "y"))
     draws = {}
     for name, mesh, spec in (("1 device", one, ("x",)), ("8 devices", eight, ("y", "x"))):
         draws[name] = {

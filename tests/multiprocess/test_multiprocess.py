@@ -1,4 +1,6 @@
-"""darray across processes: 2 processes x 4 CPU devices, jax.distributed on 127.0.0.1 (gloo).
+"""Covers: darray/_src/placement/distributed.py, darray/_src/fft/api.py, darray/_src/api/blocks.py
+
+darray across processes: 2 processes x 4 CPU devices, jax.distributed on 127.0.0.1 (gloo).
 
 Every rank runs worker.py; the test fails (never hangs) if any rank fails or times out.
 """

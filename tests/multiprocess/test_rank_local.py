@@ -1,4 +1,6 @@
-"""Host reads made by one process alone on a multi-process array (worker_rank_local.py): they
+"""Covers: darray/_src/layout/host.py, darray/_src/placement/distributed.py
+
+Host reads made by one process alone on a multi-process array (worker_rank_local.py): they
 answer from that process's data or raise at once naming darray.distributed.gather; 2 processes
 with jax.distributed on 127.0.0.1, every process killed if the run exceeds the timeout."""
 import os

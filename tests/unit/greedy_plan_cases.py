@@ -16,7 +16,7 @@ import hashlib
 import itertools
 import sys
 
-from jax.sharding import AbstractMesh
+from helpers import abstract_mesh
 
 from darray._src.layout.layout import Layout
 from darray._src.plans import fft_plan
@@ -85,7 +85,7 @@ def cases(only=None):
 
 def _main_cases(only):
     for sizes, names in MESHES:
-        mesh = AbstractMesh(sizes, names)
+        mesh = abstract_mesh(sizes, names)
         for shape in SHAPES:
             group = f"{sizes} {shape}"
             if only is not None and group != only:
@@ -104,7 +104,7 @@ def _main_cases(only):
 
 def _pad_cases(only):
     for sizes, names in PAD_MESHES:
-        mesh = AbstractMesh(sizes, names)
+        mesh = abstract_mesh(sizes, names)
         for shape in PAD_SHAPES:
             group = f"pad {sizes} {shape}"
             if only is not None and group != only:

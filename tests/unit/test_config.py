@@ -1,4 +1,6 @@
-"""darray's options: the typed keywords of set_config/config_context follow OPTIONS, jaxDecomp's
+"""Covers: darray/_src/base/config.py
+
+darray's options: the typed keywords of set_config/config_context follow OPTIONS, jaxDecomp's
 and cuDecomp's spellings are accepted in any case, and the options read while tracing make up
 the program key (config.program_key) that darray's program cache and JAX's jit caches see."""
 from __future__ import annotations

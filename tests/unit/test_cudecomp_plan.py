@@ -1,14 +1,15 @@
-"""Which darray plans the cuDecomp backend runs, and why it declines the others (CPU, CI).
+"""Covers: darray/_src/backends/cudecomp.py
+
+Which darray plans the cuDecomp backend runs, and why it declines the others (CPU, CI).
 
 The mapping is pure data (plans, layouts, meshes), so it is tested here without a GPU; the GPU
 tier (tests/gpu) runs the same plans through cuDecomp against numpy and the JAX backend.
 """
 import types
 
-import jax
 import numpy as np
 import pytest
-from jax.sharding import Mesh
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -19,8 +20,7 @@ from darray._src.fft.api import fft_plan
 
 
 def _mesh(shape, names=("r", "c")):
-    n = int(np.prod(shape))
-    return Mesh(np.array(jax.devices()[:n]).reshape(shape), names[:len(shape)])
+    return mesh_of(shape, names[:len(shape)])
 
 
 def _ops(result):

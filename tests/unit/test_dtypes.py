@@ -1,4 +1,6 @@
-"""Dtypes, promotion and the config module: no devices needed."""
+"""Covers: darray/_src/base/dtypes.py, darray/_src/api/data_type_functions.py
+
+Dtypes, promotion and the config module: no devices needed."""
 import os
 import subprocess
 import sys

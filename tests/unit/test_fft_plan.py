@@ -1,17 +1,19 @@
-"""The FFT plan is pure data: checked on AbstractMesh meshes, no devices involved."""
+"""Covers: darray/_src/plans/fft_plan.py, darray/_src/plans/fft_planner.py
+
+The FFT plan is pure data: checked on AbstractMesh meshes, no devices involved."""
 
 import pytest
+from helpers import abstract_mesh
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jax.sharding import AbstractMesh
 
 from darray._src.layout.layout import Layout
 from darray._src.plans.fft_plan import LocalFFT, Merge, PlanError, Transpose, apply_stage
 from darray._src.plans.fft_planner import cost, find_plan, plan_fft
 
-SLAB = AbstractMesh((8,), ("d",))
-PENCIL = AbstractMesh((2, 4), ("x", "y"))
-BATCHED = AbstractMesh((2, 2, 2), ("c", "x", "y"))
+SLAB = abstract_mesh((8,), ("d",))
+PENCIL = abstract_mesh((2, 4), ("x", "y"))
+BATCHED = abstract_mesh((2, 2, 2), ("c", "x", "y"))
 
 
 def transposes(plan):
@@ -126,7 +128,7 @@ def test_pencil_stays_where_no_slab_fits():
 
 
 def test_fold_when_every_axis_is_split_keeps_the_layout():
-    lay = Layout.create((24, 18), AbstractMesh((4, 2), ("x", "y")), ("x", "y"))
+    lay = Layout.create((24, 18), abstract_mesh((4, 2), ("x", "y")), ("x", "y"))
     plan = plan_fft(lay, (0, 1), "c2c", False, (24, 18))
     assert plan.out_layout == lay and plan.n_transposes == 4
     assert plan.stages[0] == Transpose(("y",), 1, 0, 18, 24, 2, 1, 4)
@@ -136,7 +138,7 @@ def test_fold_when_every_axis_is_split_keeps_the_layout():
     assert plan_fft(real.out_layout, (0, 1), "c2r", True, (24, 18)).out_layout == lay
     # chunks that do not line up (9 over 4 then 2): no fold, the four-step runs instead
     with pytest.raises(PlanError):
-        plan_fft(Layout.create((9, 9), AbstractMesh((4, 2), ("x", "y")), ("x", "y")),
+        plan_fft(Layout.create((9, 9), abstract_mesh((4, 2), ("x", "y")), ("x", "y")),
                  (0, 1), "c2c", False, (9, 9))
 
 
@@ -157,7 +159,8 @@ def test_bad_kind_is_rejected():
         plan_fft(Layout.create((8,), SLAB, ()), (0,), "c2d", False, (8,))
 
 
-MESHES = [SLAB, PENCIL, AbstractMesh((4, 2), ("x", "y")), AbstractMesh((1, 8), ("x", "y")), BATCHED]
+MESHES = [SLAB, PENCIL, abstract_mesh((4, 2), ("x", "y")), abstract_mesh((1, 8), ("x", "y")),
+          BATCHED]
 
 
 @st.composite

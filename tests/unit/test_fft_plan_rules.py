@@ -1,10 +1,12 @@
-"""The greedy FFT plan's rules one by one (darray/_src/plans/fft_plan.py, GreedyPlanner), and
+"""Covers: darray/_src/plans/fft_plan.py
+
+The greedy FFT plan's rules one by one (darray/_src/plans/fft_plan.py, GreedyPlanner), and
 the whole rule on grids of 37725 cases against the plans of the closure-based function it
 replaced (greedy_plan_cases.py: digests per (mesh, shape) group)."""
 from __future__ import annotations
 
 from greedy_plan_cases import digests
-from jax.sharding import AbstractMesh
+from helpers import abstract_mesh
 
 from darray._src.layout.layout import Layout
 from darray._src.plans.fft_plan import GreedyPlanner, LocalFFT, Transpose, greedy_plan
@@ -53,8 +55,8 @@ GOLDEN = {
     'pad (2, 2, 2) (3, 5, 2, 7)': (12390, 'bbafbdf50393aa5a'),
 }
 
-SLAB = AbstractMesh((8,), ("x",))
-PENCIL = AbstractMesh((2, 4), ("x", "y"))
+SLAB = abstract_mesh((8,), ("x",))
+PENCIL = abstract_mesh((2, 4), ("x", "y"))
 
 
 def planner(shape, mesh, spec, axes=None, kind="c2c", inverse=False):

@@ -1,4 +1,6 @@
-"""The house rule of docs/architecture.md: each layer of darray/_src imports only the layers
+"""Covers: none (the import structure of darray/_src as a whole)
+
+The house rule of docs/architecture.md: each layer of darray/_src imports only the layers
 below it, and the import graph has no cycle.
 
 The test reads every module of darray/_src with `ast` (imports inside functions included, since

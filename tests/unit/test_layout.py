@@ -1,20 +1,22 @@
-"""Layout arithmetic: no devices needed (AbstractMesh carries only names and sizes)."""
+"""Covers: darray/_src/layout/layout.py
+
+Layout arithmetic: no devices needed (AbstractMesh carries only names and sizes)."""
 import dataclasses
 import math
 
+import helpers
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jax.sharding import AbstractMesh
 from jax.sharding import PartitionSpec as P
 
 from darray import Layout, LayoutError
 
-MESH_24 = AbstractMesh((2, 4), ("x", "y"))
+MESH_24 = helpers.abstract_mesh((2, 4), ("x", "y"))
 
 
 def abstract_mesh(sizes):
-    return AbstractMesh(tuple(sizes), tuple("abcd"[: len(sizes)]))
+    return helpers.abstract_mesh(tuple(sizes), tuple("abcd"[: len(sizes)]))
 
 
 @st.composite
@@ -66,7 +68,7 @@ def test_device_slices_partition_the_array(layout):
 
 
 def test_uneven_example_13_over_8():
-    layout = Layout.create((13,), AbstractMesh((8,), ("d",)), ("d",))
+    layout = Layout.create((13,), helpers.abstract_mesh((8,), ("d",)), ("d",))
     assert layout.chunk(0) == 2
     assert [e - s for s, e in layout.blocks(0)] == [2, 2, 2, 2, 2, 2, 1, 0]
     assert layout.padded_shape == (16,) and layout.is_padded

@@ -1,4 +1,6 @@
-"""The >2^31 guard for inverse FFTs on GPU: the pure decision, and the split path run on CPU.
+"""Covers: darray/_src/kernels/local_fft.py
+
+The >2^31 guard for inverse FFTs on GPU: the pure decision, and the split path run on CPU.
 
 XLA:GPU skips the 1/N of inverse FFTs whose output exceeds 2^31 - 1 elements
 (openxla/xla#45009); darray cuts such calls (darray/_src/kernels/local_fft.py). The split

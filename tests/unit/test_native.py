@@ -1,4 +1,6 @@
-"""The native module darray._native and its Python seam darray._src.base.native.
+"""Covers: darray/_src/base/native.py
+
+The native module darray._native and its Python seam darray._src.base.native.
 
 The native part is built by every `pip install` of darray, so these tests require it: a missing
 module is a failed build, not a reason to skip.

@@ -1,4 +1,6 @@
-"""The native tiled transposing copy (csrc/permute_cpu.cc, darray._src.backends.native_permute)
+"""Covers: darray/_src/backends/native_permute.py
+
+The native tiled transposing copy (csrc/permute_cpu.cc, darray._src.backends.native_permute)
 that the MPI backend's FFT plans use for their reorders: numpy's values for every permutation
 and dtype, its AD and vmap rules, where it hands over to XLA, and its errors."""
 import itertools

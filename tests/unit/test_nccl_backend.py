@@ -1,13 +1,14 @@
-"""The "nccl" backend without a GPU: the build is there or cleanly absent, the fallbacks and
+"""Covers: darray/_src/backends/nccl.py, darray/_src/backends/registry.py
+
+The "nccl" backend without a GPU: the build is there or cleanly absent, the fallbacks and
 their reasons, the device groups XLA is asked for, and the copy descriptors (pure data).
 
 The descriptors are run end to end through whole FFT plans on 8 CPU devices in
 tests/multidevice/fft/test_nccl_emulated.py; the handlers themselves run in tests/gpu.
 """
-import jax
 import numpy as np
 import pytest
-from jax.sharding import Mesh
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -45,7 +46,7 @@ def test_environment_ok(jaxlib):
 
 
 def _mesh(shape, names):
-    return Mesh(np.array(jax.devices()[:int(np.prod(shape))]).reshape(shape), names)
+    return mesh_of(shape, names)
 
 
 def test_selection_falls_back_to_jax_with_the_reason_here():

@@ -1,4 +1,6 @@
-"""Slow tier: nvcc and the host compiler build the nccl handlers against jaxlib's FFI headers.
+"""Covers: none (the nccl handlers' build in csrc/)
+
+Slow tier: nvcc and the host compiler build the nccl handlers against jaxlib's FFI headers.
 
 Needs nvcc (CUDA), a jaxlib whose FFI headers have the collectives extension (jax 0.12 line) and
 nccl.h (the nvidia-nccl-cu13 wheel, or $NCCL_ROOT/include). Compiles the two translation units;

@@ -1,4 +1,6 @@
-"""The project's metadata holds together: one version, one licence.
+"""Covers: none (the project's version and licence)
+
+The project's metadata holds together: one version, one licence.
 
 The version is written once, in darray/_version.py: pyproject.toml declares it dynamic and has
 scikit-build-core's regex provider read it from there at build time, and `darray.__version__`

@@ -1,4 +1,6 @@
-"""Local DCT/DST kernels (darray._src.kernels.r2r_local) against scipy.fft, on one device."""
+"""Covers: darray/_src/kernels/r2r_local.py
+
+Local DCT/DST kernels (darray._src.kernels.r2r_local) against scipy.fft, on one device."""
 import itertools
 import re
 

@@ -1,4 +1,6 @@
-"""Makhoul's 2-D type-2/3 transforms (r2r_local_2d) against scipy.fft in float64."""
+"""Covers: darray/_src/kernels/r2r_local_2d.py
+
+Makhoul's 2-D type-2/3 transforms (r2r_local_2d) against scipy.fft in float64."""
 import itertools
 import re
 

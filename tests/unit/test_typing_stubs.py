@@ -1,4 +1,6 @@
-"""The typed surface: the generated stubs agree with the tables, and a user's file type-checks.
+"""Covers: darray/_src/methods/table.py
+
+The typed surface: the generated stubs agree with the tables, and a user's file type-checks.
 
 DistArray's methods and the elementwise functions are made at import from tables
 (darray/_src/methods/table.py, darray/_src/api/elementwise.py); type checkers read

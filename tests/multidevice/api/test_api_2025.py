@@ -1,18 +1,22 @@
-"""Array API 2025.12 (and the older revisions still on offer), iteration and to_device."""
+"""Covers: darray/_src/api/versions.py, darray/_src/api/info.py, darray/_src/api/manipulation.py
+Covers: darray/_src/api/set_functions.py, darray/_src/api/linalg.py
+Covers: darray/_src/extras/creation_extra.py, darray/_src/distarray/array.py
+
+Array API 2025.12 (and the older revisions still on offer), iteration and to_device."""
 import array_api_compat
 import helpers
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from scalar_check import assert_replicated_scalar
 
 import darray
-from darray._src.base import compat
 
 RNG = np.random.default_rng(7)
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 A = helpers.host(RNG.standard_normal((13, 7)))
 TOL = helpers.tol(A.dtype)  # float64 data is float32 with x64 off
 X = darray.asarray(A, mesh=MESH, spec=("x", "y"))
@@ -108,7 +112,7 @@ def test_to_device_forms():
     one = X.to_device(jax.devices()[3])
     np.testing.assert_array_equal(np.asarray(one), A)
     assert one.data.sharding.device_set == {jax.devices()[3]} and one.mesh.size == 1
-    sub = jax.sharding.Mesh(np.array(jax.devices()[4:]).reshape(2, 2), ("x", "y"))
+    sub = mesh_of((2, 2), ("x", "y"), devices=jax.devices()[4:])
     moved = X.to_device(sub)
     np.testing.assert_array_equal(np.asarray(moved), A)
     assert moved.data.sharding.device_set == set(sub.devices.flat)

@@ -1,16 +1,18 @@
-"""Complex elementwise functions follow the Array API's special cases for inf/NaN operands, the
+"""Covers: darray/_src/kernels/complex_special.py, darray/_src/api/elementwise.py
+
+Complex elementwise functions follow the Array API's special cases for inf/NaN operands, the
 symmetries it states (f(conj z) = conj f(z); odd/even functions), and numpy on finite operands
 (branch cuts with signed zeros included); results keep the operand's layout."""
 import math
 
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 
 INF, NAN, PI = math.inf, math.nan, math.pi
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 
 NUMPY = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "sqrt": np.sqrt,
          "acos": np.arccos, "acosh": np.arccosh, "asinh": np.arcsinh, "atanh": np.arctanh,

@@ -1,4 +1,7 @@
-"""DistArray foundation on 8 virtual CPU devices: placement, round trips, jit, creation, errors."""
+"""Covers: darray/_src/api/creation.py, darray/_src/engine/placing.py
+Covers: darray/_src/placement/placement.py, darray/_src/distarray/array.py
+
+DistArray foundation on 8 virtual CPU devices: placement, round trips, jit, creation, errors."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -56,7 +59,7 @@ def test_asarray_round_trip(mesh_shape, explicit, shape):
 
 
 def test_issue_example_13_10_7_on_2x4():
-    mesh = jax.make_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)
     host = np.arange(13 * 10 * 7, dtype=np.float32).reshape(13, 10, 7)
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     assert x.shape == (13, 10, 7)

@@ -1,4 +1,7 @@
-"""Elementwise functions and operators on 8 virtual CPU devices: values against numpy (float64),
+"""Covers: darray/_src/api/elementwise.py, darray/_src/engine/common.py
+Covers: darray/_src/engine/operands.py
+
+Elementwise functions and operators on 8 virtual CPU devices: values against numpy (float64),
 layouts kept, broadcasting with scalars / numpy / jax / smaller DistArrays, layout mismatches."""
 import operator
 

@@ -1,4 +1,6 @@
-"""Indexing against numpy (float64) on uneven shapes and several meshes, with output layouts
+"""Covers: darray/_src/api/indexing.py, darray/_src/engine/slicing.py
+
+Indexing against numpy (float64) on uneven shapes and several meshes, with output layouts
 asserted; scalar reads checked to move only the result (all-reduce of one cell, no gather)."""
 import jax
 import numpy as np

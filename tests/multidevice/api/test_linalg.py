@@ -1,4 +1,6 @@
-"""Linear algebra against numpy (float64): batched ops keep the batch split; output layouts and
+"""Covers: darray/_src/api/linalg.py
+
+Linear algebra against numpy (float64): batched ops keep the batch split; output layouts and
 the no-communication property of batch-split matmul asserted."""
 import jax
 import numpy as np

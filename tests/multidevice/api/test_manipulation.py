@@ -1,4 +1,6 @@
-"""Manipulation functions against numpy (float64) on uneven shapes and several meshes, with the
+"""Covers: darray/_src/api/manipulation.py
+
+Manipulation functions against numpy (float64) on uneven shapes and several meshes, with the
 output layout asserted; roll along a split axis checked to be a neighbour exchange in HLO."""
 import jax
 import numpy as np

@@ -1,4 +1,8 @@
-"""darray as an Array API namespace: generic code through array_api_compat, the protocol
+"""Covers: darray/_src/api/info.py, darray/_src/api/data_type_functions.py
+Covers: darray/_src/api/versions.py, darray/_src/base/dtypes.py
+Covers: darray/_src/extras/creation_extra.py
+
+darray as an Array API namespace: generic code through array_api_compat, the protocol
 methods of DistArray, inspection, creation from arrays, data type functions, config."""
 import array_api_compat
 import jax

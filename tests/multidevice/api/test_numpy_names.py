@@ -1,4 +1,7 @@
-"""numpy's names and rules that other projects' code relies on (issue 28 point 8, issue 32
+"""Covers: darray/_src/extras/quantiles.py, darray/_src/extras/numpy_reductions.py
+Covers: darray/_src/extras/creation_extra.py, darray/_src/api/manipulation.py
+
+numpy's names and rules that other projects' code relies on (issue 28 point 8, issue 32
 point 3), each against numpy (float64) with the result's layout asserted.
 """
 import warnings
@@ -7,15 +10,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 
 # float64 data and tolerances throughout: not run with x64 off
 pytestmark = pytest.mark.x64
 
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
-MESH8 = compat.make_auto_mesh((8,), ("d8",))
+MESH = mesh_of((2, 4), ("x", "y"))
+MESH8 = mesh_of((8,), ("d8",))
 RNG = np.random.default_rng(28)
 SX, SY = ("x",), ("y",)
 

@@ -1,4 +1,6 @@
-"""Searching functions on 8 virtual CPU devices: argmax/argmin (ties, NaN, poisoned padding,
+"""Covers: darray/_src/api/searching.py, darray/_src/api/utility.py
+
+Searching functions on 8 virtual CPU devices: argmax/argmin (ties, NaN, poisoned padding,
 all-reduce only), count_nonzero, nonzero, searchsorted, where; plus all/any/diff."""
 import jax
 import jax.numpy as jnp

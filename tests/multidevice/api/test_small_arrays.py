@@ -1,4 +1,6 @@
-"""Small arrays live where they are cheap (config small_array_cells; docs/performance.md, "Small
+"""Covers: darray/_src/placement/placement.py, darray/_src/api/statistical.py
+
+Small arrays live where they are cheap (config small_array_cells; docs/performance.md, "Small
 arrays"): arrays under the threshold created with no placement, and eager 0-d results, sit on
 JAX's default device, uncommitted; combined with a distributed array they move to its mesh and
 the result keeps the distributed layout. The rest of the suite runs with the option at 0
@@ -8,9 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 from darray._src.distarray.array import DistArray
 from darray._src.placement.placement import default_mesh, local_mesh
 
@@ -18,7 +20,7 @@ from darray._src.placement.placement import default_mesh, local_mesh
 pytestmark = pytest.mark.x64
 
 RNG = np.random.default_rng(11)
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 CELLS = 4096
 DEVICE0 = jax.devices()[0]
 

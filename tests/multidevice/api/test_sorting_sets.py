@@ -1,4 +1,6 @@
-"""sort/argsort and the set functions against numpy (float64), with output layouts asserted."""
+"""Covers: darray/_src/api/sorting.py, darray/_src/api/set_functions.py
+
+sort/argsort and the set functions against numpy (float64), with output layouts asserted."""
 import jax
 import numpy as np
 import pytest

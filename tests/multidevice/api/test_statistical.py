@@ -1,4 +1,6 @@
-"""Reductions and scans on 8 virtual CPU devices: exact over uneven split axes (the padding is
+"""Covers: darray/_src/api/statistical.py
+
+Reductions and scans on 8 virtual CPU devices: exact over uneven split axes (the padding is
 poisoned to prove it never leaks), output layouts, dtype rules, and no all-gather in the HLO."""
 import jax
 import jax.numpy as jnp

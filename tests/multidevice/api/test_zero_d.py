@@ -1,4 +1,6 @@
-"""0-d results are 0-d DistArrays: array-API code mixes them with arrays, Python and numpy
+"""Covers: darray/_src/api/statistical.py, darray/_src/distarray/array.py
+
+0-d results are 0-d DistArrays: array-API code mixes them with arrays, Python and numpy
 convert them, jit/vmap return them, and darray.grad / value_and_grad take them as losses."""
 import array_api_compat
 import helpers
@@ -6,14 +8,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from scalar_check import assert_replicated_scalar
 
 import darray
-from darray._src.base import compat
 from darray._src.distarray.array import DistArray
 
 RNG = np.random.default_rng(3)
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 A = helpers.host(RNG.standard_normal((13, 7)))
 TOL = helpers.tol(A.dtype)  # float64 data is float32 with x64 off
 X = darray.asarray(A, mesh=MESH, spec=("x", "y"))

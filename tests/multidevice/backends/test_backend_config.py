@@ -1,4 +1,7 @@
-"""Transpose-backend configuration: options declared once, clear errors for native backends that
+"""Covers: darray/_src/backends/registry.py, darray/_src/backends/errors.py
+Covers: darray/_src/base/config.py, darray/_src/fft/api.py, darray/_src/halo/api.py
+
+Transpose-backend configuration: options declared once, clear errors for native backends that
 are not built, per-call / config / context selection, and visible fallback to "jax"."""
 from __future__ import annotations
 
@@ -9,10 +12,11 @@ import sys
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.backends import registry as backends
-from darray._src.base import compat, config
+from darray._src.base import config
 from darray._src.fft import api as fft_api
 from darray._src.halo import api as halo_api
 
@@ -21,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 
 def grid(seed=0):
     host = np.random.default_rng(seed).standard_normal((8, 12, 6))
-    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"))
     return host, darray.asarray(host, mesh=mesh, spec=("x", "y", None))
 
 

@@ -1,4 +1,6 @@
-"""Mesh axes that split nothing cost nothing: one device, size-1 mesh axes, unsplit axes.
+"""Covers: darray/_src/fft/api.py, darray/_src/plans/fft_plan.py, darray/_src/fft/r2r.py
+
+Mesh axes that split nothing cost nothing: one device, size-1 mesh axes, unsplit axes.
 
 On one device darray should run what jnp runs. The FFT planner ("auto") treats mesh axes of
 size 1 as not splitting, so a 3-D FFT on a (1, 1) mesh is ONE local FFT (no exchange stage,
@@ -21,7 +23,6 @@ from helpers import mesh_of, rand
 from jax.sharding import PartitionSpec as P
 
 import darray
-from darray._src.base import compat
 from darray._src.fft.api import fft_plan
 from darray._src.plans.fft_plan import LocalFFT, Merge, Transpose
 
@@ -32,7 +33,7 @@ RULES = ("periodic", "constant", "edge", "reflect", "symmetric")
 
 
 def one_device_mesh():
-    return compat.make_auto_mesh((1, 1), ("r", "c"), devices=jax.devices()[:1])
+    return mesh_of((1, 1), ("r", "c"), devices=jax.devices()[:1])
 
 
 def assert_placed(y, x_layout_split=None):

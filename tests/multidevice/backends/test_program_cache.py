@@ -1,4 +1,6 @@
-"""Compiled programs are cached under one bounded budget (darray/_src/base/program_cache.py): a
+"""Covers: darray/_src/base/program_cache.py
+
+Compiled programs are cached under one bounded budget (darray/_src/base/program_cache.py): a
 process meeting many shapes keeps its memory mappings bounded instead of growing until XLA
 crashes at vm.max_map_count (issue 19 item 3: scipy's fftconvolve test over 604 lengths)."""
 import ast
@@ -6,14 +8,14 @@ import gc
 import os
 import pathlib
 
-import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.base import program_cache
 
-MESH = jax.make_mesh((8,), ("x",))
+MESH = mesh_of((8,), ("x",), explicit=True)
 SRC = pathlib.Path(darray.__file__).parent / "_src"
 
 

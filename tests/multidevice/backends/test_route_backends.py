@@ -1,4 +1,7 @@
-"""Every route records the backend it runs on (`darray.record_backends`), and a backend that
+"""Covers: darray/_src/backends/registry.py, darray/_src/fft/api.py, darray/_src/fft/mixed.py
+Covers: darray/_src/fft/r2r.py, darray/_src/extras/stencils.py
+
+Every route records the backend it runs on (`darray.record_backends`), and a backend that
 cannot run a route falls back visibly: the split-axis FFT, padded and mixed transforms, pad,
 gradient and halo fills (docs/native.md, "Which backend ran"). The MPI runs of the same routes
 are tests/mpi/test_mpi_backend.py::test_routes_beyond_whole_plans_run_on_mpi."""
@@ -6,16 +9,15 @@ from __future__ import annotations
 
 import threading
 
-import jax
 import numpy as np
 import pytest
 import scipy.fft
-from helpers import tol
+from helpers import mesh_of, tol
 
 import darray
 from darray.errors import BackendUnavailableError
 
-MESH = jax.make_mesh((8,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+MESH = mesh_of((8,), ("x",))
 rng = np.random.default_rng(3)
 LINE = rng.standard_normal(40) + 1j * rng.standard_normal(40)
 CUBE = rng.standard_normal((16, 10, 8))

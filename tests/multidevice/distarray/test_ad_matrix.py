@@ -1,4 +1,6 @@
-"""Issue 5's matrix: no sharding is ever lost under AD, with no annotation in user code.
+"""Covers: darray/_src/distarray/array.py, darray/_src/fft/api.py, darray/_src/api/blocks.py
+
+Issue 5's matrix: no sharding is ever lost under AD, with no annotation in user code.
 
 For fftn, ifftn, rfftn, irfftn, the halo fill (through a stencil) and the halo reduce, each of
 grad (real sum), grad (squared norm), value_and_grad, jvp, vjp, jacfwd and jacrev, eager and
@@ -15,7 +17,6 @@ from helpers import mesh_of
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 
 SHAPE = (4, 4, 4)      # even: physical == logical, so Jacobians compare cell by cell
 HALF = (4, 4, 3)       # rfftn's k-space shape for SHAPE
@@ -183,7 +184,7 @@ def test_ad_keeps_distribution(op, transform, mode, mesh_kind, partitioner):
 @pytest.mark.parametrize("shape", [(8, 6, 4), (13, 10, 7)])
 def test_linear_ops_are_adjoint(mesh_shape, spec, shape):
     """<A x, y> == <x, A^T y> with A^T from jax.vjp: the transposes darray runs are right."""
-    mesh = compat.make_auto_mesh(mesh_shape, ("x", "y")[: len(mesh_shape)])
+    mesh = mesh_of(mesh_shape, ("x", "y")[: len(mesh_shape)])
     rng = np.random.default_rng(7)
     x_host = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
     x = darray.asarray(x_host, mesh=mesh, spec=spec)

@@ -1,4 +1,6 @@
-"""lax.scan, while_loop, fori_loop and cond with DistArray carries (issue #28, point 5).
+"""Covers: darray/_src/distarray/array.py
+
+lax.scan, while_loop, fori_loop and cond with DistArray carries (issue #28, point 5).
 
 A body that returns its carry in another layout than it received cannot be fixed behind the
 user's back (JAX traces the loop before darray sees the mismatch), so JAX's pytree-metadata
@@ -8,17 +10,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 
 FIX = r"darray\.asarray\(new, device=c\.device, spec=c\.layout\.spec\)"
 
 
 @pytest.fixture(scope="module")
 def mesh():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,18 @@
-"""Warm eager calls do not recompile: creation functions compile once per signature (shape,
+"""Covers: darray/_src/api/creation.py, darray/_src/extras/creation_extra.py
+
+Warm eager calls do not recompile: creation functions compile once per signature (shape,
 layout, dtype, value types), not once per value, and common ops reuse their compilation.
 
 Compilations are counted with darray._src.base.compat.count_compilations (jax's compile events)."""
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.base import compat
 
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 HOST_A = np.random.default_rng(0).random((13, 7))
 HOST_B = np.random.default_rng(1).random((13, 7))
 

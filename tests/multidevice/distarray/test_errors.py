@@ -1,9 +1,11 @@
-"""darray.errors (#36.6): every exception darray raises on purpose, public in one module, the
+"""Covers: darray/_src/base/errors.py, darray/_src/backends/errors.py, darray/_src/layout/axes.py
+
+darray.errors (#36.6): every exception darray raises on purpose, public in one module, the
 same classes as at their older import paths; PlanError only from the entry points that must
 return a plan, with a message that says what darray does instead."""
-import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 import darray.errors
@@ -50,7 +52,7 @@ def test_axis_error_is_caught_by_name():
 
 @pytest.mark.x64
 def test_plan_fft_raises_a_true_plan_error_where_fftn_runs():
-    mesh = jax.make_mesh((8,), ("d",))
+    mesh = mesh_of((8,), ("d",), explicit=True)
     ref = np.arange(64.0) % 7
     x = darray.asarray(ref, mesh=mesh, spec=("d",))  # a split 1-D array: no plan of stages
     np.testing.assert_allclose(np.asarray(darray.fft.fft(x)), np.fft.fft(ref), atol=1e-9)

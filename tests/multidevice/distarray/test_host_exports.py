@@ -1,4 +1,6 @@
-"""Host exports never look writeable, and pickling round-trips (issue 28, point 8).
+"""Covers: darray/_src/distarray/array.py, darray/_src/layout/host.py
+
+Host exports never look writeable, and pickling round-trips (issue 28, point 8).
 
 A host array of a DistArray is a snapshot: a write into it could never reach the DistArray.
 `np.asarray(x)` is therefore read-only (as jax.Array's is), `np.array(x)` (copy=True) is a
@@ -10,12 +12,12 @@ import pickle
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 from darray._src.distarray import array as array_module
 
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 A = np.arange(13 * 7, dtype=np.float64).reshape(13, 7)
 
 

@@ -1,4 +1,6 @@
-"""Jacobians and other transformed outputs are ordinary DistArrays (issue #28, point 1).
+"""Covers: darray/_src/api/transforms.py, darray/_src/placement/rebuilt.py
+
+Jacobians and other transformed outputs are ordinary DistArrays (issue #28, point 1).
 
 JAX builds a Jacobian of a DistArray function of a DistArray as a nest of pytrees,
 ``DistArray(DistArray(leaf, input layout), output layout)``, and a Hessian three deep. Each is
@@ -9,17 +11,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import tol
+from helpers import mesh_of, tol
 
 import darray
 import darray.fft as dfft
 from darray import DistArray
-from darray._src.base import compat
 
 
 @pytest.fixture(scope="module")
 def mesh():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 def assert_matches_data(a, want, distributed=True):
@@ -160,7 +161,7 @@ def test_unread_nest_passes_through_jit(mesh):
 def test_nested_vmap_of_a_jacobian_keeps_the_batch_split():
     """darray.vmap over a split batch axis of jacfwd: the batch stays split, the Jacobian of
     each member is laid out as its data."""
-    mesh = compat.make_auto_mesh((2, 2, 2), ("c", "x", "y"))
+    mesh = mesh_of((2, 2, 2), ("c", "x", "y"))
     host = np.random.default_rng(8).standard_normal((2, 4, 6))
     xs = darray.asarray(host, device=mesh, spec=("c", "x", "y"))
     f = lambda a: darray.sin(a) * darray.sum(a)  # noqa: E731
@@ -173,7 +174,7 @@ def test_nested_vmap_of_a_jacobian_keeps_the_batch_split():
 
 
 def test_jacobian_across_two_meshes_says_so(mesh):
-    other = compat.make_auto_mesh((8,), ("d",))
+    other = mesh_of((8,), ("d",))
     x = darray.asarray(np.ones((8, 4)), device=mesh, spec=("x", "y"))
     J = jax.jacfwd(lambda a: darray.asarray(a * 2, device=other, spec=("d",)))(x)
     with pytest.raises(darray.LayoutError, match="two meshes"):

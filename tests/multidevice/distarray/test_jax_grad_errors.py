@@ -1,4 +1,6 @@
-"""`jax.grad` of a function returning a 0-d DistArray: both the eager and the jitted error name
+"""Covers: darray/_src/api/transforms.py
+
+`jax.grad` of a function returning a 0-d DistArray: both the eager and the jitted error name
 the fix (darray.grad, loss.to_jax()), and printing or formatting a traced DistArray inside jit
 never concretizes it (as for a jax array)."""
 from __future__ import annotations

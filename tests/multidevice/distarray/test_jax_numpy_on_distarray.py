@@ -1,4 +1,6 @@
-"""A JAX user's first `jnp.sin(x)` (issue #28, point 10).
+"""Covers: darray/_src/distarray/array.py
+
+A JAX user's first `jnp.sin(x)` (issue #28, point 10).
 
 jax 0.10 and 0.12 honour `__jax_array__` for pytrees, but only by turning the object into a
 plain jax.Array: for a DistArray that is its logical array, replicated when the split is uneven,
@@ -9,15 +11,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray import DistArray
-from darray._src.base import compat
 
 
 @pytest.fixture(scope="module")
 def mesh():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 @pytest.mark.x64

@@ -1,4 +1,6 @@
-"""Arrays that can never fit are refused at creation (darray/_src/layout/memory.py), with the bytes
+"""Covers: darray/_src/layout/memory.py
+
+Arrays that can never fit are refused at creation (darray/_src/layout/memory.py), with the bytes
 per device and the memory the device (or, on CPU, the host) has; arrays that fit are unaffected."""
 from __future__ import annotations
 

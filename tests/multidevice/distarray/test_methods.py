@@ -1,4 +1,6 @@
-"""DistArray methods (darray/_src/methods/table.py) against numpy's methods, with their layouts.
+"""Covers: darray/_src/methods/table.py, darray/_src/extras/at.py, darray/_src/extras/reinterpret.py
+
+DistArray methods (darray/_src/methods/table.py) against numpy's methods, with their layouts.
 
 Each method is the namespace function, so each case also checks that the method's layout is
 the namespace function's layout.
@@ -7,6 +9,7 @@ import helpers
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import NamedSharding
 from scalar_check import assert_replicated_scalar
 
@@ -15,7 +18,7 @@ from darray._src.base import compat
 from darray._src.methods.table import METHODS
 
 RNG = np.random.default_rng(11)
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 A = helpers.host(RNG.standard_normal((13, 7)))
 TOL = helpers.tol(A.dtype)  # float64 data is float32 with x64 off
 X = darray.asarray(A, mesh=MESH, spec=("x", "y"))
@@ -268,7 +271,7 @@ def test_real_and_imag_properties_follow_numpy_for_every_dtype(dtype):
     a = (np.arange(13) % 3 - 1).astype(dtype)
     if a.dtype.kind == "c":
         a = a + 2j * a[::-1]
-    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"))
     x = darray.asarray(a, mesh=mesh, spec=("x",))
     for got, want in ((x.real, a.real), (x.imag, a.imag)):
         assert got.dtype == want.dtype

@@ -1,4 +1,6 @@
-"""The JAX pytree behaviours darray/_src/placement/rebuilt.py relies on, one test each (its module
+"""Covers: darray/_src/placement/rebuilt.py, darray/_src/distarray/array.py
+
+The JAX pytree behaviours darray/_src/placement/rebuilt.py relies on, one test each (its module
 doc lists them by these names). Each asserts what JAX does, so a JAX upgrade that changes one fails
 here, by name, rather than somewhere downstream as a wrong Layout."""
 from __future__ import annotations
@@ -6,6 +8,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -15,7 +18,7 @@ from darray._src.distarray.array import REBUILT, DistArray
 
 @pytest.fixture
 def x():
-    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"))
     return darray.asarray(np.arange(32.0).reshape(4, 8), device=mesh, spec=("x", "y"))
 
 

@@ -1,21 +1,23 @@
-"""Nested parallelism: a batch axis split over its own mesh axis 'c' while the FFT / stencil axes
+"""Covers: darray/_src/api/transforms.py, darray/_src/fft/api.py
+
+Nested parallelism: a batch axis split over its own mesh axis 'c' while the FFT / stencil axes
 are split over 'x', 'y'. Collectives must stay within each 'c' group; nothing is gathered."""
 import re
 
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 
 SHAPE = (2, 8, 6, 4)
 
 
 @pytest.fixture(scope="module")
 def mesh():
-    return compat.make_auto_mesh((2, 2, 2), ("c", "x", "y"))
+    return mesh_of((2, 2, 2), ("c", "x", "y"))
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,12 @@
-"""darray.asarray of a sharded jax.Array keeps its sharding (#28.3): with no mesh/spec/device,
+"""Covers: darray/_src/engine/placing.py
+
+darray.asarray of a sharded jax.Array keeps its sharding (#28.3): with no mesh/spec/device,
 the array's NamedSharding (same mesh, axis names and split) and no data movement; with a
 placement given, the array is resharded there, with a clear error where the spec cannot be."""
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -23,8 +26,8 @@ def _check(x, ref, mesh, split):
 
 @pytest.mark.parametrize("explicit", [False, True], ids=["auto-mesh", "make_mesh"])
 def test_sharding_is_kept_without_placement(explicit):
-    mesh = (jax.make_mesh((2, 4), ("row", "col")) if explicit
-            else compat.make_auto_mesh((2, 4), ("row", "col")))
+    mesh = (mesh_of((2, 4), ("row", "col"), explicit=True) if explicit
+            else mesh_of((2, 4), ("row", "col")))
     a = jax.device_put(A, NamedSharding(mesh, P("row", "col")))
     x = darray.asarray(a)
     _check(x, A, mesh, (("row",), ("col",)))
@@ -39,7 +42,7 @@ def test_sharding_is_kept_without_placement(explicit):
 
 
 def test_a_sub_mesh_is_kept():
-    sub = compat.make_auto_mesh((4,), ("d",), devices=jax.devices()[4:])
+    sub = mesh_of((4,), ("d",), devices=jax.devices()[4:])
     a = jax.device_put(A, NamedSharding(sub, P("d")))
     x = darray.asarray(a)
     _check(x, A, sub, (("d",), ()))
@@ -47,14 +50,14 @@ def test_a_sub_mesh_is_kept():
 
 
 def test_placement_given_reshards():
-    mesh = compat.make_auto_mesh((2, 4), ("row", "col"))
+    mesh = mesh_of((2, 4), ("row", "col"))
     a = jax.device_put(A, NamedSharding(mesh, P("row", "col")))
     x = darray.asarray(a, mesh=(8,))
     np.testing.assert_array_equal(np.asarray(x), A)
     assert x.layout.split == (("x",), ())
     y = darray.asarray(a, mesh=mesh, spec=("col", "row"))
     _check(y, A, mesh, (("col",), ("row",)))
-    sub = compat.make_auto_mesh((4,), ("d",), devices=jax.devices()[4:])
+    sub = mesh_of((4,), ("d",), devices=jax.devices()[4:])
     z = darray.asarray(a, mesh=sub)  # to other devices: asked for, so done
     np.testing.assert_array_equal(np.asarray(z), A)
     assert z.data.sharding.device_set == set(jax.devices()[4:])

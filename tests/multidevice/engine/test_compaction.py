@@ -1,4 +1,7 @@
-"""Compaction and the other data-dependent-shape functions on every layout family, against
+"""Covers: darray/_src/engine/compaction.py, darray/_src/api/searching.py
+Covers: darray/_src/api/indexing.py, darray/_src/api/set_functions.py
+
+Compaction and the other data-dependent-shape functions on every layout family, against
 numpy, with the output layout asserted.
 
 The family that broke (issue 9): XLA's partitioner miscompiled jnp.nonzero(size=...) on partly
@@ -94,7 +97,7 @@ def test_mask_get_set_nonzero(mesh_name, shape, spec):
 
 def test_issue_reproducer_on_explicit_mesh():
     """Exactly the issue's code (jax.make_mesh: Explicit axes on new jax)."""
-    mesh = jax.make_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)
     a = np.arange(13, dtype=np.float32)
     v = darray.asarray(a, mesh=mesh, spec=("x",))
     np.testing.assert_array_equal(np.asarray(v[v > 4]), a[a > 4])

@@ -1,4 +1,6 @@
-"""concat and stack never gather their inputs (docs/design.md, principle 2).
+"""Covers: darray/_src/engine/joining.py, darray/_src/api/manipulation.py
+
+concat and stack never gather their inputs (docs/design.md, principle 2).
 
 Left to XLA, ``concatenate`` along an axis split over mesh axes all-gathers every input (each
 device then holds the whole result). darray assembles each output block from the pieces of the

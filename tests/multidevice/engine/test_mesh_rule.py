@@ -1,4 +1,6 @@
-"""The one rule for operands on different meshes (engine/operands.py, docs/architecture.md), JAX's
+"""Covers: darray/_src/engine/operands.py
+
+The one rule for operands on different meshes (engine/operands.py, docs/architecture.md), JAX's
 committed/uncommitted placement: arrays on darray's default mesh (made without mesh=/device=)
 move to where the committed operands are; committed arrays on the same devices are resharded
 onto the first one's mesh; committed arrays on different sets of devices raise LayoutError
@@ -7,19 +9,20 @@ and 0-d arrays go where the arrays are. Checked for every multi-operand family."
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.api import indexing
 from darray._src.base import compat
 from darray._src.base.errors import LayoutError
 
-A = compat.make_auto_mesh((8,), ("x",))
-B = compat.make_auto_mesh((2, 4), ("x", "y"))
+A = mesh_of((8,), ("x",))
+B = mesh_of((2, 4), ("x", "y"))
 # the same axis names and sizes as A over the devices in another order: the same devices
-C = compat.make_auto_mesh((8,), ("x",), devices=jax.devices()[::-1])
+C = mesh_of((8,), ("x",), devices=jax.devices()[::-1])
 # two halves of the devices: other sets of devices
-LO = compat.make_auto_mesh((4,), ("x",), devices=jax.devices()[:4])
-HI = compat.make_auto_mesh((4,), ("x",), devices=jax.devices()[4:])
+LO = mesh_of((4,), ("x",), devices=jax.devices()[:4])
+HI = mesh_of((4,), ("x",), devices=jax.devices()[4:])
 
 
 def on(mesh, a, spec=None):
@@ -204,7 +207,7 @@ def test_scalars_host_and_0d_arrays_go_where_the_array_is():
 
 
 def test_device_is_the_mesh_the_user_passed():
-    mesh = jax.make_mesh((2, 4), ("x", "y"))      # Explicit axes on new jax
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)      # Explicit axes on new jax
     x = darray.asarray(np.ones((8, 4)), mesh=mesh)
     assert x.device == mesh
     y = darray.zeros((3,), device=x.device)
@@ -212,7 +215,7 @@ def test_device_is_the_mesh_the_user_passed():
     # arrays made with the Explicit mesh and with its Auto twin are on the same mesh
     z = darray.asarray(np.ones((8, 4)), mesh=compat.auto_twin(mesh))
     np.testing.assert_array_equal(np.asarray(x + z), np.full((8, 4), 2.0))
-    auto = compat.make_auto_mesh((8,), ("d",))
+    auto = mesh_of((8,), ("d",))
     assert darray.asarray(np.ones(8), mesh=auto).device == auto
 
 
@@ -221,7 +224,7 @@ def test_default_mesh_arrays_report_the_default_device_after_an_explicit_d_mesh_
     # jax interns meshes: the Auto twin of an Explicit ('d',) mesh over all devices IS darray's
     # default mesh, so a mesh made elsewhere in the process must not become every default
     # array's `.device` (this broke test_namespace_info depending on test order)
-    explicit = jax.make_mesh((jax.device_count(),), ("d",))
+    explicit = mesh_of((jax.device_count(),), ("d",), explicit=True)
     darray.asarray(np.arange(8.0), mesh=explicit)
     x = darray.asarray(np.arange(13.0))
     assert x.device == darray.__array_namespace_info__().default_device()

@@ -1,4 +1,6 @@
-"""Moving an array to another device assignment is block-wise (#36.3): one function
+"""Covers: darray/_src/engine/placing.py, darray/_src/layout/layout.py
+
+Moving an array to another device assignment is block-wise (#36.3): one function
 (`darray._src.engine.placing.redistribute`) behind asarray(mesh=...), x.to_device and every
 internal move, and no device ever holds much more than its own blocks.
 
@@ -14,17 +16,17 @@ import gc
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.api.creation import redistribute
-from darray._src.base import compat
 from darray._src.layout.layout import Layout
 
 DEVICES = jax.devices()
 
 
 def _mesh(shape, names, order):
-    return compat.make_auto_mesh(shape, names, devices=[DEVICES[i] for i in order])
+    return mesh_of(shape, names, devices=[DEVICES[i] for i in order])
 
 
 class _Peak:

@@ -1,4 +1,6 @@
-"""The array is a value (issue 36, part 1): reading an attribute never runs a program.
+"""Covers: darray/_src/distarray/array.py
+
+The array is a value (issue 36, part 1): reading an attribute never runs a program.
 
 ``shape``, ``dtype``, ``ndim``, ``size``, ``layout`` and ``repr`` come from the Layout: on a
 view whose base was written since (the view re-reads its base only where its data is read), on
@@ -11,6 +13,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray import fft as dfft
@@ -41,7 +44,7 @@ def assert_reads_are_pure(x):
 
 @pytest.fixture
 def mesh():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 @pytest.mark.x64

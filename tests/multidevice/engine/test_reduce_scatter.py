@@ -1,4 +1,6 @@
-"""darray.sum(..., spec=...): a sum over a split axis whose result is split again over the
+"""Covers: darray/_src/engine/reduce_scatter.py, darray/_src/api/statistical.py
+
+darray.sum(..., spec=...): a sum over a split axis whose result is split again over the
 freed mesh axes compiles to a reduce-scatter (lax.psum_scatter), with no all-reduce; other
 specs are honoured by a resharding. Values against numpy in float64, layouts asserted."""
 from __future__ import annotations
@@ -7,16 +9,16 @@ import helpers
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
-from darray._src.base import compat
 
 MESHES = {(8,): ("d",), (2, 4): ("x", "y")}
 
 
 def put(host, mesh_shape, spec):
-    return darray.asarray(host, mesh=compat.make_auto_mesh(mesh_shape, MESHES[mesh_shape]),
+    return darray.asarray(host, mesh=mesh_of(mesh_shape, MESHES[mesh_shape]),
                           spec=spec)
 
 

@@ -1,4 +1,6 @@
-"""Basic indexing (ints, slices incl. negative steps, Ellipsis, None) never gathers its input.
+"""Covers: darray/_src/engine/slicing.py, darray/_src/api/indexing.py
+
+Basic indexing (ints, slices incl. negative steps, Ellipsis, None) never gathers its input.
 
 docs/design.md, principle 2: left to XLA, ``x[2:5, 1]`` on a (13, 7) array split over a (2, 4) mesh
 all-gathers the whole physical array, and basic writes gather the written axes. Each case
@@ -11,6 +13,7 @@ import re
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import NamedSharding
 
 import darray
@@ -32,7 +35,7 @@ def _gathered_sizes(hlo: str) -> list[int]:
 
 
 def _mesh(shape):
-    return jax.make_mesh(shape, ("x", "y", "z")[:len(shape)])
+    return mesh_of(shape, ("x", "y", "z")[:len(shape)], explicit=True)
 
 
 def _expected_split(x_split, key, ndim):

@@ -1,4 +1,6 @@
-"""Traced indices under jit (#28.4): ``x[i]``, ``x[i, :]``, ``x[i, j]`` with a traced integer on
+"""Covers: darray/_src/api/indexing.py
+
+Traced indices under jit (#28.4): ``x[i]``, ``x[i, :]``, ``x[i, j]`` with a traced integer on
 split axes give jax.numpy's answers (negative from the end, out-of-range clamped, as JAX reads
 them), keep the layout of the surviving axes and never gather x; ``x[i:i + k]`` raises JAX's
 static-bounds error naming `darray.dynamic_slice`, which takes the window as
@@ -8,11 +10,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 A = helpers.host(np.random.default_rng(5).standard_normal((13, 10)))
 TOL = helpers.tol(A.dtype)  # float64 data is float32 with x64 off
 X = darray.asarray(A, mesh=MESH, spec=("x", "y"))

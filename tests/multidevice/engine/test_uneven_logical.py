@@ -1,14 +1,16 @@
-"""Logical views of uneven splits. jax >= 0.11 refuses a sharding constraint that splits n cells
+"""Covers: darray/_src/base/compat.py, darray/_src/placement/physical.py
+
+Logical views of uneven splits. jax >= 0.11 refuses a sharding constraint that splits n cells
 over p devices when gcd(n, p) > 1 and p does not divide n (294 over 8); darray must not pass
 that refusal on to the user (compat.constrain leaves such an axis to the partitioner)."""
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 
-MESH8 = compat.make_auto_mesh((8,), ("x",))
-MESH24 = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH8 = mesh_of((8,), ("x",))
+MESH24 = mesh_of((2, 4), ("x", "y"))
 
 
 @pytest.mark.parametrize("n", [13, 100, 294, 296])

@@ -1,4 +1,7 @@
-"""numpy's mutation semantics on DistArrays (issue #19, items 1 and 2): writes from many threads
+"""Covers: darray/_src/engine/views.py, darray/_src/engine/slicing.py
+Covers: darray/_src/placement/physical.py
+
+numpy's mutation semantics on DistArrays (issue #19, items 1 and 2): writes from many threads
 are never lost, and basic-index / permute_dims / reshape results are views that write through
 to their base and show its later writes. Each check runs the same steps on numpy (float64) and
 compares; layouts and shardings of the results are asserted."""
@@ -9,6 +12,7 @@ import threading
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.placement.physical import sharding_of
@@ -18,7 +22,7 @@ MESHES = {"slab": ((8,), ("d",)), "pencil": ((2, 4), ("x", "y"))}
 
 def _mesh(name):
     shape, names = MESHES[name]
-    return jax.make_mesh(shape, names)
+    return mesh_of(shape, names, explicit=True)
 
 
 def _split_first(host, mesh):

@@ -1,4 +1,6 @@
-"""CI smoke run of benchmarks/bench_binning.py (tiny sizes): it runs, times every row, finds
+"""Covers: darray/_src/extras/binning.py, darray/_src/engine/reduce_scatter.py
+
+CI smoke run of benchmarks/bench_binning.py (tiny sizes): it runs, times every row, finds
 one all-reduce in each binning program and one reduce-scatter in the spec'd sum, and leaves
 its table as JSON."""
 import importlib.util

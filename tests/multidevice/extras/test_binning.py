@@ -1,4 +1,6 @@
-"""bincount and histogram on distributed arrays, against numpy in float64: replicated results,
+"""Covers: darray/_src/extras/binning.py
+
+bincount and histogram on distributed arrays, against numpy in float64: replicated results,
 one all-reduce of the bins (HLO), no gather of the input."""
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""einsum and interp against numpy in float64 on even and uneven layouts: layouts asserted,
+"""Covers: darray/_src/extras/numerical.py
+
+einsum and interp against numpy in float64 on even and uneven layouts: layouts asserted,
 HLO: a split contraction is one all-reduce with no gather of the operands; interp has no
 collective."""
 from __future__ import annotations
@@ -6,10 +8,9 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-from helpers import collectives
+from helpers import collectives, mesh_of
 
 import darray
-from darray._src.base import compat
 
 # float64 data and tolerances throughout: not run with x64 off
 pytestmark = pytest.mark.x64
@@ -18,7 +19,7 @@ MESH = {"x": 2, "y": 4}
 
 
 def mesh():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 def put(host, spec):

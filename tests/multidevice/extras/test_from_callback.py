@@ -1,7 +1,10 @@
-"""from_callback and fromfunction: blocks made where they live, no global host array."""
+"""Covers: darray/_src/extras/blockwise.py
+
+from_callback and fromfunction: blocks made where they live, no global host array."""
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 
@@ -9,8 +12,7 @@ MESHES = [((8,), ("x",)), ((2, 4), ("x", "y")), ((2, 2, 2), ("z", ("x", "y")))]
 
 
 def _mesh(sizes):
-    return jax.make_mesh(sizes, ("x", "y", "z")[:len(sizes)],
-                         axis_types=(jax.sharding.AxisType.Auto,) * len(sizes))
+    return mesh_of(sizes, ("x", "y", "z")[:len(sizes)])
 
 
 @pytest.mark.x64

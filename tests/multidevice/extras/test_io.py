@@ -1,10 +1,12 @@
-"""darray.save / darray.load: zarr v3 checkpoints, one chunk per block, atomic commit."""
+"""Covers: darray/_src/extras/io.py
+
+darray.save / darray.load: zarr v3 checkpoints, one chunk per block, atomic commit."""
 import json
 import os
 
-import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.extras import io
@@ -13,8 +15,7 @@ ENGINES = ["numpy"] + (["tensorstore"] if io._tensorstore() is not None else [])
 
 
 def _mesh(sizes):
-    return jax.make_mesh(sizes, ("x", "y", "z")[:len(sizes)],
-                         axis_types=(jax.sharding.AxisType.Auto,) * len(sizes))
+    return mesh_of(sizes, ("x", "y", "z")[:len(sizes)])
 
 
 def _host(shape, dtype, seed=0):

@@ -1,4 +1,6 @@
-"""Damaged checkpoints: load names the checkpoint, the file and what is wrong, with both engines,
+"""Covers: darray/_src/extras/io.py
+
+Damaged checkpoints: load names the checkpoint, the file and what is wrong, with both engines,
 for the metadata (zarr.json) and for chunks."""
 from __future__ import annotations
 

@@ -1,12 +1,15 @@
-"""numpy habits generic code relies on (issue 19 item 6): integer linspace, transforms of an
+"""Covers: darray/_src/api/creation.py
+
+numpy habits generic code relies on (issue 19 item 6): integer linspace, transforms of an
 empty axis padded to n, frequency grids placed with device=."""
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 
-MESH = jax.make_mesh((8,), ("x",))
+MESH = mesh_of((8,), ("x",), explicit=True)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint16", "bool"])

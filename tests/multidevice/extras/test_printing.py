@@ -1,14 +1,16 @@
-"""print(x) / str(x) show the values as numpy prints them; repr(x) shows the layout."""
+"""Covers: darray/_src/extras/printing.py
+
+print(x) / str(x) show the values as numpy prints them; repr(x) shows the layout."""
 import re
 
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 
 
 @pytest.mark.parametrize("shape,spec", [

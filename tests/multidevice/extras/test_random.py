@@ -1,10 +1,13 @@
-"""darray.random: the same field on every mesh, made in place, with the right statistics."""
+"""Covers: darray/_src/extras/random.py
+
+darray.random: the same field on every mesh, made in place, with the right statistics."""
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 from darray._src.extras import random as rnd
@@ -13,8 +16,7 @@ SHAPE = (13, 10, 7)  # uneven on every mesh below
 
 
 def _mesh(sizes, devices=None):
-    return jax.make_mesh(sizes, ("x", "y", "z")[:len(sizes)],
-                         axis_types=(jax.sharding.AxisType.Auto,) * len(sizes), devices=devices)
+    return mesh_of(sizes, ("x", "y", "z")[:len(sizes)], devices=devices)
 
 
 PLACES = [

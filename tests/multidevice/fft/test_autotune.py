@@ -1,4 +1,6 @@
-"""darray.autotune on 8 virtual CPU devices: candidates, a valid and near-fastest choice, errors."""
+"""Covers: darray/_src/fft/autotune.py, darray/_src/plans/fft_planner.py
+
+darray.autotune on 8 virtual CPU devices: candidates, a valid and near-fastest choice, errors."""
 from __future__ import annotations
 
 import math

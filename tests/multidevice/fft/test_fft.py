@@ -1,39 +1,20 @@
-"""darray.fft against numpy.fft (float64 reference) on 8 virtual devices; layouts and HLO."""
+"""Covers: darray/_src/fft/api.py, darray/_src/fft/freq.py, darray/_src/plans/fft_plan.py
+Covers: darray/_src/backends/jax/fft_exec.py, darray/_src/backends/jax/transpose.py
+
+darray.fft against numpy.fft (float64 reference) on 8 virtual devices; layouts and HLO."""
 import re
 
 import jax
 import numpy as np
 import pytest
-from helpers import assert_layout, canonical_dtype, mesh_of, rand
+from helpers import FFT_MESHES as MESHES
+from helpers import assert_layout, canonical_dtype, close, mesh_of, rand
+from helpers import fft_spec as spec_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
-
-MESHES = {
-    "slab8": ((8,), ("d",)),
-    "pencil2x4": ((2, 4), ("x", "y")),
-    "pencil4x2": ((4, 2), ("x", "y")),
-    "pencil1x8": ((1, 8), ("x", "y")),
-}
-
-
-def spec_of(key):
-    return ("d",) if key == "slab8" else ("x", "y")
-
-
-def close(got, ref, dtype):
-    """`got` equals the float64 reference to the precision it was computed in: that of `dtype`,
-    or of the dtype darray holds it in (float32 / complex64 with x64 off)."""
-    got = np.asarray(got)
-    assert got.shape == ref.shape, (got.shape, ref.shape)
-    single = (np.float32, np.complex64)
-    tol = 2e-5 if canonical_dtype(dtype) in single or got.dtype in single else 1e-12
-    err = np.abs(got - ref).max() / max(np.abs(ref).max(), 1.0)
-    assert err < tol, f"relative error {err} >= {tol}"
-
 
 PENCIL_KSPACE = {"slab8": ((), ("d",), ()), "pencil2x4": ((), ("x",), ("y",)),
                  "pencil4x2": ((), ("x",), ("y",)), "pencil1x8": ((), ("x",), ("y",))}
@@ -127,7 +108,7 @@ def test_n_and_s_arguments(n):
 
 
 def test_batch_axis_on_3d_mesh():
-    m = compat.make_auto_mesh((2, 2, 2), ("c", "x", "y"))
+    m = mesh_of((2, 2, 2), ("c", "x", "y"))
     a = rand((4, 8, 6, 10), np.float64, seed=5)
     x = darray.asarray(a, mesh=m, spec=("c", "x", "y"))
     y = dfft.fftn(x, axes=(1, 2, 3))

@@ -1,4 +1,6 @@
-"""Autodiff through darray.fft: values against analytic/numpy references, results stay sharded.
+"""Covers: darray/_src/fft/api.py, darray/_src/backends/jax/fft_exec.py
+
+Autodiff through darray.fft: values against analytic/numpy references, results stay sharded.
 
 Meshes: an Auto mesh and a `jax.make_mesh` mesh (Explicit axis types, which darray converts to
 its Auto twin). Every transform is run eagerly and under jit.
@@ -7,11 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import rand
+from helpers import mesh_of, rand
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 from darray._src.distarray.array import DistArray
 from darray._src.placement.physical import masked_physical
 
@@ -24,8 +25,8 @@ SHAPE = (8, 6, 4)
 @pytest.fixture(scope="module", params=["auto", "explicit"])
 def mesh(request):
     if request.param == "auto":
-        return compat.make_auto_mesh((2, 4), ("x", "y"))
-    return jax.make_mesh((2, 4), ("x", "y"))  # Explicit axis types in current jax
+        return mesh_of((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"), explicit=True)  # Explicit axis types in current jax
 
 
 @pytest.fixture(params=["eager", "jit"])

@@ -1,4 +1,6 @@
-"""darray.fft on every layout numpy accepts: every axis split (fold), any 1-D length
+"""Covers: darray/_src/fft/api.py, darray/_src/plans/fft_planner.py
+
+darray.fft on every layout numpy accepts: every axis split (fold), any 1-D length
 (four-step or Bluestein), merged pencils; accuracy in ulps, HLO without all-gather, memory."""
 
 import jax
@@ -160,7 +162,7 @@ def test_halo_input_transforms_its_interior():
     ((8, 6), (4, 2), False),      # every axis split: fold
 ])
 def test_jit_jvp_and_vjp_on_new_paths(shape, mesh_shape, explicit):
-    m = (jax.make_mesh(mesh_shape, ("x", "y")) if explicit
+    m = (mesh_of(mesh_shape, ("x", "y"), explicit=True) if explicit
          else mesh_of(mesh_shape, ("x", "y")))
     a = rand(shape, np.float64, seed=8)
     t = rand(shape, np.float64, seed=9)

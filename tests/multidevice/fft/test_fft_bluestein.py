@@ -1,8 +1,11 @@
-"""Bluestein 1-D transforms of a split axis (fft/split_axis.py): host tables, in-program tables."""
+"""Covers: darray/_src/fft/bluestein.py, darray/_src/fft/split_axis.py
+
+Bluestein 1-D transforms of a split axis (fft/split_axis.py): host tables, in-program tables."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
@@ -16,7 +19,7 @@ def _x(n, mesh_shape=(8,), names=("d",), batch=None, seed=3):
     rng = np.random.default_rng(seed)
     shape = (n,) if batch is None else (batch, n)
     a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
-    mesh = jax.make_mesh(mesh_shape, names)
+    mesh = mesh_of(mesh_shape, names, explicit=True)
     spec = names if batch is not None else (names[0],)
     return a, darray.asarray(a, mesh=mesh, spec=spec)
 
@@ -89,7 +92,7 @@ def test_jitted_round_trip_memory_plan_and_collectives():
     input beyond it (18 before the columns layout and the small chirp tables; the issue's bound
     is 8), ten all-to-alls (4 per transform + 1 per in-program filter) and no all-gather."""
     a = np.random.default_rng(0).standard_normal(4093).astype(np.complex64)
-    x = darray.asarray(a, mesh=jax.make_mesh((8,), ("d",)), spec=("d",))
+    x = darray.asarray(a, mesh=mesh_of((8,), ("d",), explicit=True), spec=("d",))
     fn = lambda v: dfft.ifft(dfft.fft(v)).data  # noqa: E731
     assert _arrays_beyond_input(fn, x) <= 7.5
     hlo = jax.jit(fn).lower(x).compile().as_text()

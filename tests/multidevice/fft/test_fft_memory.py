@@ -1,4 +1,6 @@
-"""XLA's memory plan of the distributed FFT programs (issue #21), read from
+"""Covers: darray/_src/fft/api.py, darray/_src/fft/r2r.py, darray/_src/kernels/r2r_local.py
+
+XLA's memory plan of the distributed FFT programs (issue #21), read from
 ``jax.jit(f).lower(x).compile().memory_analysis()``.
 
 What is counted: (temp_size_in_bytes + output_size_in_bytes) / argument_size_in_bytes, i.e. how
@@ -50,6 +52,7 @@ ends in its FFT again) moves a program above its bound.
 import jax
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
 import darray.fft as dfft
@@ -81,7 +84,7 @@ def test_every_program_plans_at_most_the_pinned_arrays(plan):
     mesh_shape, names, decomposition = {
         "slab": ((8,), ("d",), "auto"), "pencil": ((2, 4), ("x", "y"), "pencil"),
         "merged": ((2, 4), ("x", "y"), "auto")}[plan]
-    mesh = jax.make_mesh(mesh_shape, names)
+    mesh = mesh_of(mesh_shape, names, explicit=True)
     host = np.random.default_rng(0).standard_normal((N, N, N)).astype(np.float32)
     xr = darray.asarray(host, mesh=mesh, spec=names)
     xc = darray.asarray(host.astype(np.complex64), mesh=mesh, spec=names)

@@ -1,4 +1,6 @@
-"""darray.fft.transformn / itransformn (issue #30 point 2): mixed per-axis transforms against
+"""Covers: darray/_src/fft/mixed.py
+
+darray.fft.transformn / itransformn (issue #30 point 2): mixed per-axis transforms against
 scipy's 1-D transforms in float64 on even and uneven layouts, output layouts, round trips back
 to the input layout, one plan with fftn's exchanges, no all-gather in the compiled HLO, jvp and
 vjp against the scipy-built linear map, and the errors."""

@@ -1,4 +1,6 @@
-"""Padded (3/2-rule) transforms, issue #30 point 3: fftn/ifftn/rfftn/irfftn with ``padding=``
+"""Covers: darray/_src/fft/padding.py, darray/_src/fft/api.py
+
+Padded (3/2-rule) transforms, issue #30 point 3: fftn/ifftn/rfftn/irfftn with ``padding=``
 against a float64 numpy reference that zero-pads and truncates full spectra (mpi4py-fft's
 symmetric Nyquist split), the alias-free product, round trips and layouts, every norm, HLO
 without all-gather, gradients, and the errors."""

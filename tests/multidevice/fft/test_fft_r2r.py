@@ -1,4 +1,6 @@
-"""darray.fft real-to-real transforms (dct/dst, types 1-4) against scipy.fft on 8 devices:
+"""Covers: darray/_src/fft/r2r.py, darray/_src/kernels/r2r_local.py
+
+darray.fft real-to-real transforms (dct/dst, types 1-4) against scipy.fft on 8 devices:
 values in float64, output layouts, round trips back to the input layout, no all-gather in the
 compiled HLO, and gradients against the analytic adjoint computed with scipy."""
 import jax
@@ -10,7 +12,6 @@ from helpers import assert_layout, canonical_dtype, mesh_of, rand
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 from darray._src.fft.api import fft_plan
 
 SHAPE = (7, 13, 17)
@@ -133,7 +134,7 @@ def test_every_type_on_a_pencil_with_norms_and_lengths(family, typ):
 
 def test_2d_array_split_on_both_mesh_axes():
     a = rand((13, 17), seed=12)
-    mesh = compat.make_auto_mesh(*ALLSPLIT_2D[:2])
+    mesh = mesh_of(*ALLSPLIT_2D[:2])
     x = darray.asarray(a, mesh=mesh, spec=ALLSPLIT_2D[2])
     y = dfft.dstn(x, type=2, norm="ortho")
     close(y, sf.dstn(a, type=2, norm="ortho"))
@@ -150,7 +151,7 @@ def test_2d_array_split_on_both_mesh_axes():
 def test_split_1d_array_is_transformed_in_place():
     # no local axis exists for a split 1-D signal: r2r_split runs it through the distributed
     # complex FFT (full coverage in test_fft_r2r_split.py)
-    mesh = compat.make_auto_mesh((8,), ("d",))
+    mesh = mesh_of((8,), ("d",))
     a = rand((13,))
     x = darray.asarray(a, mesh=mesh, spec=("d",))
     y = dfft.dct(x)
@@ -276,8 +277,8 @@ AD_SETTINGS = [(mode, kind, part) for mode in ("eager", "jit") for kind in ("exp
 
 def _ad_mesh(kind):
     if kind == "explicit":
-        return jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Explicit,) * 2)
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+        return mesh_of((2, 4), ("x", "y"), explicit=True)
+    return mesh_of((2, 4), ("x", "y"))
 
 
 def _kron_dct(inverse, norm):

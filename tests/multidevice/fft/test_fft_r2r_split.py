@@ -1,4 +1,6 @@
-"""darray.fft real-to-real transforms of split 1-D signals (every array axis split, so the
+"""Covers: darray/_src/fft/r2r_split.py, darray/_src/fft/r2r.py
+
+darray.fft real-to-real transforms of split 1-D signals (every array axis split, so the
 planner has no local axis; r2r_split runs them through the distributed complex FFT) against
 scipy.fft in float64: values, layouts (the split is kept), round trips, no all-gather in the
 compiled HLO, and the gradient against scipy's adjoint."""
@@ -14,7 +16,6 @@ from helpers import mesh_of, rand
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 
 # float64 data and tolerances throughout: not run with x64 off
 pytestmark = pytest.mark.x64
@@ -142,7 +143,7 @@ def test_truncation_padding_orthogonalize_and_complex_input():
 
 def test_all_split_2d_array_falls_back_per_axis():
     # a 2-D array split (x, y) on a 2-D mesh has no axis to move a split to either
-    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"))
     a = rand(7 * 13, seed=4).reshape(7, 13)
     x = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     y = dfft.dctn(x, type=3, norm="ortho")

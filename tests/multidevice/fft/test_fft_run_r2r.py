@@ -1,4 +1,6 @@
-"""run_r2r: real-to-real kernels moved along split axes by the FFT plan's transposes.
+"""Covers: darray/_src/fft/api.py
+
+run_r2r: real-to-real kernels moved along split axes by the FFT plan's transposes.
 
 The kernels here are stand-ins (scaling, resizing) so the distribution machinery is checked
 independently of the DCT/DST kernels (tested in test_fft_r2r.py)."""
@@ -8,9 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 from darray._src.fft.api import run_r2r
 
 
@@ -56,7 +58,7 @@ MESHES = {"slab8": ((8,), ("d",), ("d",)), "pencil2x4": ((2, 4), ("x", "y"), ("x
 @pytest.mark.x64
 def test_r2r_moves_splits_and_inverse_retraces(mesh, axes, kernels, inverse):
     shape, names, spec = MESHES[mesh]
-    m = compat.make_auto_mesh(shape, names)
+    m = mesh_of(shape, names)
     a = np.random.default_rng(0).standard_normal((12, 10, 9))
     x = darray.asarray(a, mesh=m, spec=spec)
     y = run_r2r(x, axes, kernels)
@@ -74,7 +76,7 @@ def test_r2r_moves_splits_and_inverse_retraces(mesh, axes, kernels, inverse):
 
 @pytest.mark.x64
 def test_r2r_gradient_is_the_transposed_kernel():
-    m = compat.make_auto_mesh((2, 4), ("x", "y"))
+    m = mesh_of((2, 4), ("x", "y"))
     a = np.random.default_rng(1).standard_normal((8, 12, 6))
     x = darray.asarray(a, mesh=m, spec=("x", "y"))
     kernels = (Scale(2.0), Scale(3.0), Scale(5.0))
@@ -85,7 +87,7 @@ def test_r2r_gradient_is_the_transposed_kernel():
 
 
 def test_r2r_rejects_mismatched_kernels():
-    m = compat.make_auto_mesh((8,), ("d",))
+    m = mesh_of((8,), ("d",))
     x = darray.asarray(np.ones((8, 8)), mesh=m, spec=("d",))
     with pytest.raises(ValueError, match="same length"):
         run_r2r(x, (0, 1), (Scale(1.0),))

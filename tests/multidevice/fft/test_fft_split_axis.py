@@ -1,4 +1,6 @@
-"""Four-step FFT along axes that stay split (every array axis split): fft/split_axis.py."""
+"""Covers: darray/_src/fft/split_axis.py, darray/_src/fft/api.py
+
+Four-step FFT along axes that stay split (every array axis split): fft/split_axis.py."""
 
 import jax
 import jax.numpy as jnp
@@ -138,7 +140,7 @@ def test_hlo_all_to_all_no_all_gather(fn, kw):
 
 
 def test_fftn_2d_every_axis_split():
-    mesh = jax.make_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)
     a = rand(8 * 48, np.complex128).reshape(8, 48)  # 8 % 2^2 == 0, 48 % 4^2 == 0
     x = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     # y folds onto axis 0 ((x, y), -), both axes transform, the fold is undone: 4 all-to-alls
@@ -164,7 +166,7 @@ def test_fftn_2d_every_axis_split():
 
 
 def test_batched_uneven_batch_axis():
-    mesh = jax.make_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)
     a = rand(5 * 64, np.complex128).reshape(5, 64)  # batch axis 5 over 2: padded
     x = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     y = dfft.fft(x, axis=1)

@@ -1,4 +1,6 @@
-"""darray.fft.wavenumbers and collective-free k-space arithmetic (issue #30 point 1, #28 point 9):
+"""Covers: darray/_src/fft/freq.py
+
+darray.fft.wavenumbers and collective-free k-space arithmetic (issue #30 point 1, #28 point 9):
 values against 2*pi*numpy fftfreq/rfftfreq in float64, layouts that match the spectrum's axis
 by axis, and compiled programs of ``k * kx``, ``kx**2 + ky**2 + kz**2`` and meshgrid of split
 vectors without any collective."""

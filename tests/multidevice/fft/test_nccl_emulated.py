@@ -1,4 +1,6 @@
-"""The nccl backend's pack/unpack descriptors through whole FFT plans, on 8 CPU devices.
+"""Covers: darray/_src/backends/nccl.py, darray/_src/backends/jax/fft_exec.py
+
+The nccl backend's pack/unpack descriptors through whole FFT plans, on 8 CPU devices.
 
 `nccl.emulated_move` runs exactly the descriptors the GPU handler receives (a jnp gather, XLA's
 all-to-all, a jnp scatter) in place of each Transpose/Merge stage; registered here as a test
@@ -6,8 +8,9 @@ backend, darray.fft on it must equal numpy and keep the layouts of the "jax" bac
 """
 import numpy as np
 import pytest
-from helpers import assert_layout, mesh_of, rand
-from test_fft import MESHES, close, spec_of
+from helpers import FFT_MESHES as MESHES
+from helpers import assert_layout, close, mesh_of, rand
+from helpers import fft_spec as spec_of
 
 import darray
 import darray.fft as dfft

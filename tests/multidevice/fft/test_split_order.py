@@ -1,14 +1,16 @@
-"""Splits whose mesh axes are not in the mesh's order (('y', 'x') on an (x, y) mesh): ppermute
+"""Covers: darray/_src/base/compat.py, darray/_src/fft/r2r.py
+
+Splits whose mesh axes are not in the mesh's order (('y', 'x') on an (x, y) mesh): ppermute
 numbers devices in the mesh's order, darray's blocks in the split's (compat.ppermute_blocks).
 Found by a seeded differential run: slicing, roll and the split r2r path gave wrong numbers."""
 import numpy as np
 import pytest
 import scipy.fft as sf
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 
-MESH = compat.make_auto_mesh((2, 4), ("x", "y"))
+MESH = mesh_of((2, 4), ("x", "y"))
 
 
 @pytest.mark.x64

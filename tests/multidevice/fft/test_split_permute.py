@@ -1,12 +1,13 @@
-"""split_permute.permute: a static reorder of a split axis by point-to-point sends (the Makhoul
+"""Covers: darray/_src/fft/split_permute.py, darray/_src/fft/r2r_split.py
+
+split_permute.permute: a static reorder of a split axis by point-to-point sends (the Makhoul
 reorders of r2r_split), against numpy indexing; the split is kept and nothing is gathered."""
 import jax
 import numpy as np
 import pytest
-from helpers import collective_counts, collectives
+from helpers import collective_counts, collectives, mesh_of
 
 import darray
-from darray._src.base import compat
 from darray._src.fft import r2r_split, split_permute
 
 PLACEMENTS = {
@@ -19,7 +20,7 @@ PLACEMENTS = {
 
 def _place(a, placement):
     shape, names, spec = PLACEMENTS[placement]
-    return darray.asarray(a, mesh=compat.make_auto_mesh(shape, names), spec=spec)
+    return darray.asarray(a, mesh=mesh_of(shape, names), spec=spec)
 
 
 @pytest.mark.x64
@@ -46,7 +47,7 @@ def test_makhoul_reorder_of_a_batched_axis_sends_without_gathering():
     """A (6, 40) array split (x, y) on (2, 4): the reorder of axis 1 is two collective
     permutes of half a block each (module doc), and no other collective."""
     a = np.random.default_rng(1).standard_normal((6, 40))
-    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"))
     x = darray.asarray(a, mesh=mesh, spec=("x", "y"))
     source = np.asarray(r2r_split._makhoul_source(40, 40))
     fn = jax.jit(lambda v: split_permute.permute(v, 1, source, 40))

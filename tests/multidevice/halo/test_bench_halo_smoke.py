@@ -1,4 +1,6 @@
-"""CI smoke run of benchmarks/bench_halo.py (tiny sizes): it runs, times every row and leaves
+"""Covers: darray/_src/halo/api.py
+
+CI smoke run of benchmarks/bench_halo.py (tiny sizes): it runs, times every row and leaves
 its table as JSON (which benchmarks/plot.py reads back) with a PNG plot beside it."""
 import importlib.util
 import json

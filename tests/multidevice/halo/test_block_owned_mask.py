@@ -1,4 +1,6 @@
-"""BlockInfo.owned_mask: block code can ignore the padding of an uneven split (#28.7).
+"""Covers: darray/_src/api/blocks.py
+
+BlockInfo.owned_mask: block code can ignore the padding of an uneven split (#28.7).
 
 The documented deposit pattern (docs/halo.md): particles stored as displacement arrays split like
 the grid, deposited into ``grid.halo(W)``'s blocks by `map_blocks`, then ``halo_reduce``. With 30
@@ -9,9 +11,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 
 N = 30
 GHOST = 2
@@ -56,7 +58,7 @@ def deposit(grid, *disp, block_info, use_mask=True):
 @pytest.mark.x64
 @pytest.mark.parametrize("shape", [(N, N, N), (13, 10, 7)])
 def test_deposit_pattern_uneven_grid_matches_numpy(shape):
-    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"))
     rng = np.random.default_rng(0)
     host = [rng.uniform(-1.5, 1.5, shape) for _ in range(3)]
     disp = [darray.asarray(h, mesh=mesh, spec=("x", "y")) for h in host]
@@ -70,7 +72,7 @@ def test_deposit_pattern_uneven_grid_matches_numpy(shape):
 
 def test_unmasked_deposit_counts_padding_as_particles():
     # The failure the mask fixes: 30^3 on (2, 4) has 30*32*30 = 28800 padded cells per grid.
-    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"))
     disp = [darray.zeros((N, N, N), dtype=darray.float64, mesh=mesh, spec=("x", "y"))
             for _ in range(3)]
     grid = darray.zeros((N, N, N), dtype=darray.float64, mesh=mesh, spec=("x", "y")).halo(GHOST)
@@ -86,7 +88,7 @@ def test_unmasked_deposit_counts_padding_as_particles():
 
 
 def test_owned_mask_shapes_and_values():
-    mesh = compat.make_auto_mesh((8,), ("d",))
+    mesh = mesh_of((8,), ("d",))
     x = darray.arange(13.0, mesh=mesh, spec=("d",)).halo([(1, 2)])
 
     def masks(b, block_info):

@@ -1,4 +1,7 @@
-"""halo / halo_reduce / unhalo on 8 virtual devices, against np.pad on the global array."""
+"""Covers: darray/_src/halo/api.py, darray/_src/plans/halo_plan.py, darray/_src/plans/halo_spec.py
+Covers: darray/_src/backends/jax/halo_exchange.py
+
+halo / halo_reduce / unhalo on 8 virtual devices, against np.pad on the global array."""
 from __future__ import annotations
 
 import re
@@ -13,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import darray
-from darray._src.base import compat
 from darray._src.plans import halo_plan
 
 RULES = ("periodic", "constant", "edge", "reflect")
@@ -131,7 +133,7 @@ def test_jit_and_traced_fill_value():
 
 
 def test_explicit_mesh_input():
-    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(compat.AxisType.Explicit,) * 2)
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)
     host = np.random.default_rng(3).standard_normal((8, 12)).astype(canonical_dtype(np.float64))
     x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
     y = jax.jit(lambda a: a.halo(1))(x)

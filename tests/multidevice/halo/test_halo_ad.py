@@ -1,4 +1,7 @@
-"""AD through halo / halo_reduce / map_blocks: the VJP of the fill is the reduce and vice versa.
+"""Covers: darray/_src/halo/api.py, darray/_src/api/blocks.py
+Covers: darray/_src/backends/jax/halo_exchange.py
+
+AD through halo / halo_reduce / map_blocks: the VJP of the fill is the reduce and vice versa.
 
 jaxDecomp's halo gradient applies the fill to the cotangent; these tests would catch that (the
 non-symmetric forward-difference stencil has a gradient that differs from its fill).
@@ -10,10 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from halo_reference import check_filled, reduce_reference
+from helpers import mesh_of
 from jax.sharding import PartitionSpec as P
 
 import darray
-from darray._src.base import compat
 
 # float64 data and tolerances throughout: not run with x64 off
 pytestmark = pytest.mark.x64
@@ -21,8 +24,8 @@ pytestmark = pytest.mark.x64
 
 def _mesh(kind):
     if kind == "explicit":
-        return jax.make_mesh((2, 4), ("x", "y"), axis_types=(compat.AxisType.Explicit,) * 2)
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+        return mesh_of((2, 4), ("x", "y"), explicit=True)
+    return mesh_of((2, 4), ("x", "y"))
 
 
 MESH_KINDS = ["auto", "explicit"]
@@ -114,7 +117,7 @@ def test_jvp_of_fill_and_reduce(kind):
 
 
 def test_jacfwd_small_periodic_laplacian():
-    mesh = compat.make_auto_mesh((8,), ("d",))
+    mesh = mesh_of((8,), ("d",))
     n = 16
     x = darray.asarray(np.zeros(n), mesh=mesh, spec=("d",))
 
@@ -135,7 +138,7 @@ def test_jacfwd_small_periodic_laplacian():
 
 
 def test_vmap_over_batch_of_fields():
-    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    mesh = mesh_of((2, 4), ("x", "y"))
     host = np.random.default_rng(4).standard_normal((3, 8, 12))
     layout = darray.asarray(host[0], mesh=mesh, spec=("x", "y")).layout
     stacked = jnp.stack([darray.asarray(h, mesh=mesh, spec=("x", "y")).data for h in host])

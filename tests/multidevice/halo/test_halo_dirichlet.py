@@ -1,4 +1,6 @@
-"""The Dirichlet ghost rules of halo: "antisymmetric" = -np.pad(mode="symmetric") and
+"""Covers: darray/_src/halo/api.py, darray/_src/plans/halo_plan.py
+
+The Dirichlet ghost rules of halo: "antisymmetric" = -np.pad(mode="symmetric") and
 "antireflect" = -np.pad(mode="reflect") in the ghosts, their adjoint (halo_reduce), gradients,
 and the refusal of widths with nothing to mirror."""
 from __future__ import annotations
@@ -9,9 +11,9 @@ import numpy as np
 import pytest
 import scipy.fft
 from halo_reference import block_windows
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 
 ODD = {"antisymmetric": "symmetric", "antireflect": "reflect"}
 MESHES = {(8,): ("d",), (2, 4): ("x", "y")}
@@ -19,7 +21,7 @@ MESHES = {(8,): ("d",), (2, 4): ("x", "y")}
 
 def make(shape, mesh_shape, spec, seed=0):
     host = np.random.default_rng(seed).standard_normal(shape)
-    mesh = compat.make_auto_mesh(mesh_shape, MESHES[mesh_shape])
+    mesh = mesh_of(mesh_shape, MESHES[mesh_shape])
     return host, darray.asarray(host, mesh=mesh, spec=spec)
 
 
@@ -80,7 +82,7 @@ def test_odd_mirror_is_what_the_sine_transforms_assume():
     n, w = 13, 3
     coef = np.random.default_rng(3).standard_normal(n)
     waves = np.pi * np.arange(1, n + 1)
-    mesh = compat.make_auto_mesh((8,), ("d",))
+    mesh = mesh_of((8,), ("d",))
 
     def series(t, period):
         return np.array([np.sum(coef * np.sin(waves * s / period)) for s in t])
@@ -165,7 +167,7 @@ def test_width_beyond_the_mirror_is_refused(rule, n, width):
 
 
 def test_bool_refused():
-    x = darray.asarray(np.ones((8, 2), bool), mesh=compat.make_auto_mesh((8,), ("d",)),
+    x = darray.asarray(np.ones((8, 2), bool), mesh=mesh_of((8,), ("d",)),
                        spec=("d",))
     with pytest.raises(TypeError, match="antisymmetric.*bool"):
         x.halo(1, boundary="antisymmetric")

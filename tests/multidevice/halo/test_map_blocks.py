@@ -1,4 +1,6 @@
-"""map_blocks: stencils on haloed blocks against numpy's np.roll formulas."""
+"""Covers: darray/_src/api/blocks.py
+
+map_blocks: stencils on haloed blocks against numpy's np.roll formulas."""
 from __future__ import annotations
 
 import jax

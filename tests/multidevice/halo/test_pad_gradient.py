@@ -1,4 +1,6 @@
-"""pad and gradient against numpy in float64 on even and uneven layouts: layouts asserted, HLO
+"""Covers: darray/_src/extras/stencils.py
+
+pad and gradient against numpy in float64 on even and uneven layouts: layouts asserted, HLO
 with neighbour exchanges only (no all-gather), gradients through both."""
 from __future__ import annotations
 
@@ -7,10 +9,9 @@ import re
 import jax
 import numpy as np
 import pytest
-from helpers import collectives
+from helpers import collectives, mesh_of
 
 import darray
-from darray._src.base import compat
 
 # float64 data and tolerances throughout: not run with x64 off
 pytestmark = pytest.mark.x64
@@ -23,7 +24,7 @@ MODES = ("constant", "edge", "wrap", "reflect", "symmetric")
 
 
 def put(host, mesh_shape, spec):
-    return darray.asarray(host, mesh=compat.make_auto_mesh(mesh_shape, MESHES[mesh_shape]),
+    return darray.asarray(host, mesh=mesh_of(mesh_shape, MESHES[mesh_shape]),
                           spec=spec)
 
 

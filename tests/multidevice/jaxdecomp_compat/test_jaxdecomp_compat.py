@@ -1,4 +1,8 @@
-"""darray.jaxdecomp against numpy, with the shapes and shardings jaxDecomp 0.3.1 gives.
+"""Covers: darray/_src/jaxdecomp_compat/fft.py, darray/_src/jaxdecomp_compat/config.py
+Covers: darray/_src/jaxdecomp_compat/halo.py, darray/_src/jaxdecomp_compat/specs.py
+Covers: darray/_src/jaxdecomp_compat/placement.py
+
+darray.jaxdecomp against numpy, with the shapes and shardings jaxDecomp 0.3.1 gives.
 
 The expected specs below were recorded by running jaxDecomp 0.3.1 (pip, CPU, jax 0.10.2) on
 the same meshes; tests/clients/test_jaxdecomp_parity.py compares with jaxDecomp itself where
@@ -9,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from halo_reference import halo_reference
 from helpers import mesh_of
 from jax.lax import FftType
 from jax.sharding import NamedSharding
@@ -133,43 +138,6 @@ def test_transposes(mesh_shape):
         outs[name], ref[name] = getattr(jd, name)(inp), inp_ref.transpose(order)
         assert outs[name].shape == shape and trimmed(outs[name].sharding.spec) == spec, name
         np.testing.assert_array_equal(np.asarray(outs[name]), ref[name])
-
-
-def halo_reference(phys, mesh_shape, extents, periods):
-    """jaxDecomp's exchange in numpy: every device block is [h ghosts | own | h ghosts] on the
-    exchanged axes; ghosts take the neighbouring blocks' own cells (np.pad's wrap), or zeros
-    beyond a non-periodic end."""
-    p0, p1 = mesh_shape
-    axes = [a for a, p in ((0, p0), (1, p1)) if p > 1]
-    blocks = [phys.shape[0] // p0, phys.shape[1] // p1]
-    own = phys
-    for a in axes:  # drop the ghosts: the array the blocks own
-        h, n = extents[a], blocks[a]
-        keep = np.concatenate([np.arange(b * n + h, (b + 1) * n - h)
-                               for b in range(phys.shape[a] // n)])
-        own = np.take(own, keep, axis=a)
-    pad = [(0, 0)] * 3
-    out = phys.copy()
-    padded = own
-    for a in axes:
-        width = [(0, 0)] * 3
-        width[a] = (extents[a], extents[a])
-        padded = np.pad(padded, width, mode="wrap" if periods[a] else "constant")
-    for i in range(p0):
-        for j in range(p1):
-            src = [slice(None)] * 3
-            dst = [slice(i * blocks[0], (i + 1) * blocks[0]), slice(j * blocks[1],
-                                                                    (j + 1) * blocks[1]),
-                   slice(None)]
-            for a, b in ((0, i), (1, j)):
-                if a in axes:
-                    c = blocks[a] - 2 * extents[a]
-                    src[a] = slice(b * c, b * c + blocks[a])
-                else:
-                    src[a] = dst[a]
-            out[tuple(dst)] = padded[tuple(src)]
-    del pad
-    return out
 
 
 def halo_reference_blocks(phys, mesh_shape, extents, periods):
@@ -363,7 +331,7 @@ def test_explicit_mesh_axes_eager_jit_and_grad():
     """jaxDecomp 0.3.1 cannot take Explicit axes (jax.make_mesh's default); darray.jaxdecomp
     reads the spec from the traced type and returns results, gradients included, on the
     caller's Explicit mesh."""
-    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(jax.sharding.AxisType.Explicit,) * 2)
+    mesh = mesh_of((2, 4), ("x", "y"), explicit=True)
     x, g = field((8, 24, 4), seed=7), field((8, 24, 4), seed=8)
     xs = jax.device_put(x, NamedSharding(mesh, P("x", "y")))
     np.testing.assert_allclose(np.asarray(jd.pifft3d(jd.pfft3d(xs))), x, atol=1e-12)

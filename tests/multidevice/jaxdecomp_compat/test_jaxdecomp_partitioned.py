@@ -1,4 +1,7 @@
-"""darray.jaxdecomp under jit/grad/vmap with no mesh in context: planned at partition time.
+"""Covers: darray/_src/jaxdecomp_compat/fft.py, darray/_src/jaxdecomp_compat/halo.py
+Covers: darray/_src/jaxdecomp_compat/transpose.py, darray/_src/jaxdecomp_compat/deferred.py
+
+darray.jaxdecomp under jit/grad/vmap with no mesh in context: planned at partition time.
 
 jaxDecomp's users never write ``jax.set_mesh``: an array on Auto mesh axes is traced without a
 sharding, and jaxDecomp plans when XLA partitions the program. darray.jaxdecomp does the same
@@ -6,22 +9,18 @@ sharding, and jaxDecomp plans when XLA partitions the program. darray.jaxdecomp 
 sharding against what jaxDecomp's `get_fft_output_sharding` (or the eager call) gives; both
 partitioners (Shardy, jax's default, and GSPMD).
 """
-import pathlib
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from halo_reference import halo_reference
+from helpers import mesh_of
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import darray.jaxdecomp as jd
 from darray.jaxdecomp import fft as jd_fft
-
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from helpers import mesh_of
-from test_jaxdecomp_compat import halo_reference  # noqa: E402  (numpy model of the exchange)
 
 # float64 data and tolerances throughout: not run with x64 off
 pytestmark = pytest.mark.x64

@@ -1,9 +1,12 @@
-"""darray.cosmo.gaussian_field / zeldovich / lpt2 against single-device numpy float64
+"""Covers: darray/_src/cosmo/ics.py
+
+darray.cosmo.gaussian_field / zeldovich / lpt2 against single-device numpy float64
 references built from the same white noise, and the compiled programs hold no all-gather."""
 from __future__ import annotations
 
 import re
 
+import helpers
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,7 +24,7 @@ CASES = [((12, 10, 9), "2x4", ("x", "y"), (30.0, 25.0, 20.0)),
 
 def mesh_of(name):
     shape, names = MESHES[name]
-    return jax.make_mesh(shape, names, axis_types=(jax.sharding.AxisType.Auto,) * len(shape))
+    return helpers.mesh_of(shape, names)
 
 
 def power(k):

@@ -1,4 +1,6 @@
-"""darray.cosmo.power_spectrum / energy_spectrum / interlace against numpy float64 references.
+"""Covers: darray/_src/cosmo/spectrum.py
+
+darray.cosmo.power_spectrum / energy_spectrum / interlace against numpy float64 references.
 
 The reference bins the FULL numpy fftn grid (every mode once, weight 1), so it checks the
 Hermitian weights of the rfftn half grid independently: the mode counts must be equal
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import helpers
 import jax
 import numpy as np
 import pytest
@@ -27,7 +30,7 @@ CASES = [((12, 10, 9), "2x4", ("x", "y"), (3.0, 2.5, 2.0)),
 
 def mesh_of(name):
     shape, names = MESHES[name]
-    return jax.make_mesh(shape, names, axis_types=(jax.sharding.AxisType.Auto,) * len(shape))
+    return helpers.mesh_of(shape, names)
 
 
 def boxes(shape, box):

@@ -1,4 +1,6 @@
-"""darray.particles.paint_catalogue / readout_catalogue: an (M, d) catalogue on a grid of any
+"""Covers: darray/_src/particles/catalogue.py, darray/_src/particles/catalogue_blocks.py
+
+darray.particles.paint_catalogue / readout_catalogue: an (M, d) catalogue on a grid of any
 shape (issue 38), against float64 numpy (np.add.at painting, written here from the schemes'
 definitions) and single-device jax.numpy (gradients), on several meshes, uneven M and grids."""
 from __future__ import annotations
@@ -9,9 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray
-from darray._src.base import compat
 from darray.particles import ParticleError, paint_catalogue, readout_catalogue
 
 SCHEMES = ("ngp", "cic", "tsc")
@@ -19,7 +21,7 @@ ALL = ("x", "y")
 
 
 def mesh24():
-    return compat.make_auto_mesh((2, 4), ALL)
+    return mesh_of((2, 4), ALL)
 
 
 def place(host, spec=(ALL,), mesh=None):
@@ -112,7 +114,7 @@ def test_readout_matches_numpy(scheme):
 ])
 @pytest.mark.x64  # float64 data and tolerances
 def test_other_meshes_and_splits(mesh_shape, names, pos_spec, grid_spec):
-    mesh = compat.make_auto_mesh(mesh_shape, names)
+    mesh = mesh_of(mesh_shape, names)
     shape, m = (11, 17, 6), 650
     rng = np.random.default_rng(3)
     host = rng.uniform(-4, 20, (m, 3))
@@ -339,7 +341,7 @@ def test_bad_input_names_the_argument():
         readout_catalogue(place(np.zeros((8, 8, 8), np.int32), ALL), pos)
     with pytest.raises(darray.LayoutError, match="field is on mesh"):
         readout_catalogue(place(np.zeros((8, 8, 8)), ("d",),
-                                compat.make_auto_mesh((8,), ("d",))), pos)
+                                mesh_of((8,), ("d",))), pos)
 
 
 def test_non_finite_position_names_the_row():

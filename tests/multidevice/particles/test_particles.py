@@ -1,4 +1,7 @@
-"""darray.particles against float64 numpy (np.add.at painting) and single-device jax.numpy
+"""Covers: darray/_src/particles/api.py, darray/_src/particles/deposit.py
+Covers: darray/_src/particles/schemes.py
+
+darray.particles against float64 numpy (np.add.at painting) and single-device jax.numpy
 (gradients), on uneven grids, with displacements far beyond the ghost cells (#29)."""
 from __future__ import annotations
 
@@ -8,10 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 from particles_reference import paint_numpy, readout_numpy
 
 import darray
-from darray._src.base import compat
 from darray.particles import ParticleError
 
 # float64 data and tolerances throughout: not run with x64 off
@@ -21,7 +24,7 @@ SCHEMES = ("ngp", "cic", "tsc")
 
 
 def mesh24():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 def place(host, mesh=None, spec=("x", "y")):
@@ -94,7 +97,7 @@ def test_readout_matches_numpy_with_components(scheme):
     pytest.param((4, 2), ("x", "y"), ("x", "y"), marks=pytest.mark.slow),
     pytest.param((2, 4), ("x", "y"), (None, "y"), marks=pytest.mark.slow)])
 def test_other_meshes_and_2d(mesh_shape, names, spec):
-    mesh = compat.make_auto_mesh(mesh_shape, names)
+    mesh = mesh_of(mesh_shape, names)
     shape = (17, 11)
     host = np.random.default_rng(6).uniform(-6, 6, shape + (2,))
     disp = darray.asarray(host, mesh=mesh, spec=spec)

@@ -1,4 +1,6 @@
-"""The README demo runs and checks itself against numpy (exit 0, prints OK)."""
+"""Covers: darray/_src/api/blocks.py, darray/_src/fft/freq.py
+
+The README demo runs and checks itself against numpy (exit 0, prints OK)."""
 import os
 import subprocess
 import sys

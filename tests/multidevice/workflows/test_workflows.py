@@ -1,4 +1,7 @@
-"""Five short scientific workflows end to end, against single-device jax.numpy in float64
+"""Covers: darray/_src/fft/api.py, darray/_src/fft/r2r.py, darray/_src/api/blocks.py
+Covers: darray/_src/particles/api.py, darray/_src/api/transforms.py
+
+Five short scientific workflows end to end, against single-device jax.numpy in float64
 (issue #28): particle-mesh painting on an uneven grid, a Dirichlet Poisson solve by DST, a
 pseudo-spectral Navier-Stokes run under jit + lax.scan, a halo-stencil heat equation with its
 gradient, and nested darray.vmap with jacfwd. Each asserts values and layouts.
@@ -7,16 +10,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_layout
+from helpers import assert_layout, mesh_of
 
 import darray
 import darray.fft as dfft
-from darray._src.base import compat
 
 
 @pytest.fixture(scope="module")
 def mesh():
-    return compat.make_auto_mesh((2, 4), ("x", "y"))
+    return mesh_of((2, 4), ("x", "y"))
 
 
 # -- (a) particle-mesh painting on an uneven grid -----------------------------------------------
@@ -218,7 +220,7 @@ def test_nested_vmap_and_jacfwd():
     nested parallelism of jaxDecomp's notebook): an FFT per member, and per member the Jacobian
     of a map with an FFT and a reduction over y. The batch splits are kept, nothing is
     gathered."""
-    mesh = compat.make_auto_mesh((2, 2, 2), ("c", "x", "y"))
+    mesh = mesh_of((2, 2, 2), ("c", "x", "y"))
     host = np.random.default_rng(13).standard_normal((2, 2, 4, 6))
     xs = darray.asarray(host, device=mesh, spec=("c", "x", "y"))
 
