@@ -1,8 +1,8 @@
-"""scikit-learn's PCA(svd_solver="full") through array_api_dispatch on a row-split tall matrix:
+"""Covers: darray/_src/linalg/tall_skinny.py
+
+scikit-learn's PCA(svd_solver="full") through array_api_dispatch on a row-split tall matrix:
 the SVD it asks for (`xp.linalg.svd(X, full_matrices=False)`) takes darray's TSQR path
 (issue 50), and the fit equals scikit-learn's on numpy.
-
-Covers: darray/_src/linalg/tall_skinny.py (through a real client)
 
 Run: python3 -m pytest -o addopts="" -m clients -q tests/clients/test_sklearn_tall_skinny.py
 """

@@ -1,4 +1,6 @@
-"""Claims of the docs pages that a code block cannot show (issue 53, items 3 and 5): a heading
+"""Covers: darray/_src/api/blocks.py, darray/_src/jaxdecomp_compat/fft.py
+
+Claims of the docs pages that a code block cannot show (issue 53, items 3 and 5): a heading
 that spells a function's signature spells the current one, and docs/from_jaxdecomp.md says
 what darray.jaxdecomp does with shapes that do not divide the mesh."""
 import inspect

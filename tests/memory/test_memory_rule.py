@@ -1,5 +1,5 @@
-"""Covers: darray/_src/api/*.py, darray/_src/engine/*.py, darray/_src/extras/*.py,
-darray/_src/fft/*.py, darray/_src/engine/reshaping.py
+"""Covers: darray/_src/engine/reshaping.py, darray/_src/api/manipulation.py
+Covers: darray/_src/extras/quantiles.py
 
 The memory rule (issue 49, item 1): every function of the namespace, compiled on uneven and
 even splits over 1-D and 2-D meshes, plans at most 3 blocks of temporaries per device, a block
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import memory_survey as ms
 import pytest
-from test_coverage import EXCLUDED, public_functions
+from diff_registry import EXCLUDED, public_functions
 
 # (case, layout) -> (measured blocks, why it is over the rule), measured on jax 0.10 / CPU with
 # x64 on (tests/conftest.py); "g": the program all-gathers. Issue 49 item 2 names the

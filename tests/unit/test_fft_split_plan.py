@@ -1,10 +1,11 @@
-"""The split-axis route runs the plan `fft_plan` shows.
+"""Covers: darray/_src/plans/split_plan.py, darray/_src/fft/split_axis.py, darray/_src/fft/core.py
+Covers: darray/_src/fft/request.py
 
-Covers darray/_src/plans/split_plan.py (typed stages), darray/_src/fft/split_axis.py (the
-planning and the program built from a plan), darray/_src/fft/core.py (`plan`, the one planning
-function of `fft_plan` and the transforms) and darray/_src/fft/request.py. The plans are
-planned and their programs traced on `AbstractMesh` meshes, no devices involved; one test
-runs a transform on devices and compares with numpy.
+The split-axis route runs the plan `fft_plan` shows: the typed stages of plans/split_plan.py,
+planned by core.plan (the one planning function of `fft_plan` and the transforms) and built
+into a program by split_axis.py. The plans are planned and their programs traced on
+`AbstractMesh` meshes, no devices involved; one test runs a transform on devices and compares
+with numpy.
 """
 import jax
 import numpy as np

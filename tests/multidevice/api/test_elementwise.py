@@ -1,4 +1,4 @@
-"""Covers: darray/_src/api/elementwise.py, darray/_src/engine/common.py
+"""Covers: darray/_src/api/elementwise.py, darray/_src/engine/apply.py
 Covers: darray/_src/engine/operands.py
 
 Elementwise functions and operators on 8 virtual CPU devices: values against numpy (float64),

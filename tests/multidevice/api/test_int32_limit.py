@@ -1,4 +1,6 @@
-"""Counts, sizes and indices past int32 (issue 49): exact with x64 on; with x64 off (JAX's
+"""Covers: darray/_src/base/dtypes.py, darray/_src/api/statistical.py, darray/_src/api/searching.py
+
+Counts, sizes and indices past int32 (issue 49): exact with x64 on; with x64 off (JAX's
 default, int32 the default integer) an OverflowError naming jax_enable_x64, never a wrapped
 value. Small arrays reach the check through a lowered limit (dtypes.INT32_LIMIT); one slow test
 runs a real 1291^3 one-byte array.

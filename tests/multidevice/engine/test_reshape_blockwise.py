@@ -1,4 +1,4 @@
-"""Covers: darray/_src/engine/reshaping.py, darray/_src/api/manipulation.py (reshape, roll)
+"""Covers: darray/_src/engine/reshaping.py, darray/_src/api/manipulation.py
 
 A reshape that merges or cuts split axes moves data block by block (issue 49, item 2): rounds
 of one collective-permute each, never an all-gather, within 3 blocks of temporaries per device

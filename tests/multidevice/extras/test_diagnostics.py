@@ -1,7 +1,7 @@
-"""`python -m darray.info` and what an install without the native part tells its user.
+"""Covers: darray/_src/extras/diagnostics.py, darray/_src/base/native.py
+Covers: darray/_src/backends/errors.py, darray/_src/backends/registry.py
 
-Covers: darray/_src/extras/diagnostics.py, darray/info.py, darray/_src/base/native.py,
-darray/_src/backends/errors.py, darray/_src/backends/registry.py
+`python -m darray.info` and what an install without the native part tells its user.
 
 The report's sections are checked against what jax and darray's config say; the self-check is
 run for real on the 8 devices (and made to fail once, so a broken check cannot pass); an install

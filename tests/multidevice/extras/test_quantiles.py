@@ -1,4 +1,6 @@
-"""quantile, percentile, median and their nan-variants against numpy: every interpolation method
+"""Covers: darray/_src/extras/quantiles.py
+
+quantile, percentile, median and their nan-variants against numpy: every interpolation method
 numpy offers, on split and unsplit, even and uneven layouts, in every real dtype (issue 49:
 method="nearest" once rounded a half-way position down, 12 of 200 random cases wrong).
 """

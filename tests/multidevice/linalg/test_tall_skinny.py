@@ -1,7 +1,7 @@
-"""Tall-skinny and short-wide linear algebra that never gathers the matrix (issue 50, item 1).
+"""Covers: darray/_src/linalg/tall_skinny.py, darray/_src/linalg/least_squares.py
+Covers: darray/_src/api/linalg.py
 
-Covers: darray/_src/linalg/tall_skinny.py, darray/_src/api/linalg.py,
-darray/_src/linalg/least_squares.py
+Tall-skinny and short-wide linear algebra that never gathers the matrix (issue 50, item 1).
 
 Every result is compared with numpy's LAPACK in float64 (issue 50's tolerances: qr backward
 error <= 1e-12 and orthogonality <= 1e-10 at condition number 1e4, singular values within
