@@ -241,9 +241,9 @@ from darray._src.base.config import config_context as config_context
 from darray._src.base.config import get_config as get_config
 from darray._src.base.config import set_config as set_config
 from darray._src.base.native import build_info as build_info
+from darray._src.extras.autotune import autotune as autotune
 from darray._src.extras.io import load as load
 from darray._src.extras.io import save as save
-from darray._src.fft.autotune import autotune as autotune
 
 # isort: split
 # -- DistArray's operators and methods ----------------------------------------------------

@@ -7,7 +7,7 @@ renders both tables as stub-only modules (`.pyi` files with no `.py` beside them
 `distarray/array.py` and `elementwise.py` under `TYPE_CHECKING` only, so nothing changes at run
 time:
 
-- `darray/_src/distarray/distarray_methods.pyi`: `class DistArrayMethods`, the base DistArray
+- `darray/_src/distarray_methods.pyi`: `class DistArrayMethods`, the base DistArray
   has for type checkers: every operator (forward, reflected, in-place), comparison, unary operator,
   numpy-style method and protocol entry, with its signature read from the adapter that
   implements it;
@@ -95,7 +95,7 @@ def _def(name: str, signature: str, ignore: str = "") -> str:
 
 
 def render_methods() -> str:
-    """The text of darray/_src/distarray/distarray_methods.pyi."""
+    """The text of darray/_src/distarray_methods.pyi."""
     import darray  # noqa: F401  (registers the tables' functions on DistArray)
     from darray._src.methods import table as methods
 
@@ -150,7 +150,7 @@ def render_elementwise() -> str:
 
 
 TARGETS = {
-    "darray/_src/distarray/distarray_methods.pyi": render_methods,
+    "darray/_src/distarray_methods.pyi": render_methods,
     "darray/_src/api/elementwise_functions.pyi": render_elementwise,
 }
 

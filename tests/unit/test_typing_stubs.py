@@ -4,7 +4,7 @@ The typed surface: the generated stubs agree with the tables, and a user's file 
 
 DistArray's methods and the elementwise functions are made at import from tables
 (darray/_src/methods/table.py, darray/_src/api/elementwise.py); type checkers read
-`darray/_src/distarray/distarray_methods.pyi` and `darray/_src/api/elementwise_functions.pyi`
+`darray/_src/distarray_methods.pyi` and `darray/_src/api/elementwise_functions.pyi`
 instead, which tools/gen_typing_stubs.py renders from the same tables. These tests fail when a table
 changes without its stub, when an attached name is missing from the stub, and when mypy sees
 anything but a DistArray in tests/typing/user_example.py.
@@ -49,7 +49,7 @@ def _stub_names(relative: str, cls: str | None = None) -> set[str]:
 
 
 def test_every_attached_name_is_declared():
-    declared = _stub_names("darray/_src/distarray/distarray_methods.pyi", "DistArrayMethods")
+    declared = _stub_names("darray/_src/distarray_methods.pyi", "DistArrayMethods")
     attached = set(methods.METHODS) | set(methods.PROTOCOL)
     for dunder, _ in methods.OPERATORS:
         attached |= {dunder, "__r" + dunder[2:], "__i" + dunder[2:]}

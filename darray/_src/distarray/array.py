@@ -42,7 +42,7 @@ from darray._src.placement.rebuilt import reconcile_rank
 if TYPE_CHECKING:
     # For type checkers only: the operators and methods darray/_src/methods/table.py attaches at
     # import, declared by a stub generated from its tables (tools/gen_typing_stubs.py).
-    from darray._src.distarray.distarray_methods import (
+    from darray._src.distarray_methods import (
         DistArrayMethods as _AttachedMethods,
     )
 else:

@@ -1,4 +1,4 @@
-"""Covers: darray/_src/fft/autotune.py, darray/_src/plans/fft_planner.py
+"""Covers: darray/_src/extras/autotune.py, darray/_src/plans/fft_planner.py
 
 darray.autotune on 8 virtual CPU devices: candidates, a valid and near-fastest choice, errors."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 import darray
 from darray._src.backends import registry as backends
-from darray._src.fft import autotune as at
+from darray._src.extras import autotune as at
 
 SHAPE = (16, 16, 8)
 
