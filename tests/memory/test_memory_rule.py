@@ -31,7 +31,6 @@ _FFT = "FFT exchange on an uneven split: the received pieces land beyond the sen
 _SCALARS = "3 blocks plus a few hundred bytes of per-block scalars"
 _ARG = "values, int indices and the masked copy of a block live together"
 _SORT = "g: XLA sorts the gathered axis (needs a distributed sort)"
-_QUANT = "g: sorts the gathered array (needs distributed selection)"
 OVER: dict[tuple[str, str], tuple[float, str]] = {
     ("fft.irfftn", "8 uneven"): (3.08, _FFT),
     ("fft.ifftshift", "8 uneven"): (3.0017, _SCALARS + " (a half roll of the split axis)"),
@@ -69,12 +68,6 @@ OVER: dict[tuple[str, str], tuple[float, str]] = {
                                        "after gathering both"),
     ("isin", "2x4 even"): (47340.75, "g: as on the uneven layout"),
     ("isin", "8 uneven"): (27527.77, "g: as on the 2x4 layout"),
-    ("median", "2x4 uneven"): (12.00, _QUANT),
-    ("median", "2x4 even"): (12.00, _QUANT),
-    ("quantile", "2x4 uneven"): (12.00, _QUANT),
-    ("quantile", "2x4 even"): (12.00, _QUANT),
-    ("percentile", "2x4 uneven"): (12.00, _QUANT),
-    ("percentile", "2x4 even"): (12.00, _QUANT),
 }
 
 # case -> why it is not compiled as one program (its test asserts it still is not)
