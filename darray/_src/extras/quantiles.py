@@ -378,6 +378,7 @@ def _check_q(fname, q, top):
 
 
 _DOC = """
+
     Args:
       x: DistArray of real numeric dtype.
       q: a scalar or array of {what} (host values), each in [0, {top}].
