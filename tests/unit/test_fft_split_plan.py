@@ -72,6 +72,7 @@ def _execution_order(request):
     return [pairs[-1]] + pairs[:-1] if request.kind == "r2c" else pairs
 
 
+@pytest.mark.x64  # traces complex128 / float64 programs
 @pytest.mark.parametrize("mesh, shape, spec, request_, types", CASES)
 def test_the_program_runs_the_plan_shown(mesh, shape, spec, request_, types):
     """The program is built from the plan object `fft_plan` shows and nothing else about the
@@ -90,6 +91,7 @@ def test_the_program_runs_the_plan_shown(mesh, shape, spec, request_, types):
     assert out.shape == shown.out_layout.physical_shape
 
 
+@pytest.mark.x64  # compares with numpy at 1e-12
 def test_plans_are_equal_on_abstract_and_device_meshes_and_run_as_shown(monkeypatch):
     """What `fft_plan` shows on devices is the plan planned on an AbstractMesh (pure data),
     and the one the compiled program is built from; the result is numpy's."""

@@ -120,6 +120,7 @@ def test_nearest_rounds_half_way_to_even(n):
             a, 100 * q, method="nearest")
 
 
+@pytest.mark.distributed_placement  # asserts a full reduction stays on x's mesh
 @pytest.mark.parametrize("spec", [("x", "y"), (None, ("x", "y")), (("y", "x"), None)])
 @pytest.mark.parametrize("axis", [None, 0, 1])
 def test_median_and_nanmedian_match_numpy(spec, axis):
