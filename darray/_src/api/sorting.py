@@ -4,6 +4,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from darray._src.distarray.array import DistArray
+from darray._src.engine import distributed_sort
 from darray._src.engine.apply import apply_logical, run_physical
 from darray._src.engine.arguments import ensure_array
 from darray._src.layout.axes import normalize_axis
@@ -28,6 +29,11 @@ def _run(fn, x, axis, descending, stable, dtype=None):
         # Padding lives only on split axes, so each lane along an unsplit axis is whole:
         # sorting the physical lanes is exact (padded lanes sort garbage nobody reads).
         return run_physical(fn, [x], lay, static=static)
+    if distributed_sort.sortable(lay, axis):
+        data, out = distributed_sort.sort_split_axis(x.data, lay, axis, bool(descending),
+                                                     fn is _argsort)
+        return DistArray._new(data, out)
+    # small blocks: XLA's gather of the axis is cheaper than the network's P rounds
     return apply_logical(fn, [x], lay.without_halo(), static=static)
 
 
