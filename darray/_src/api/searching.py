@@ -16,7 +16,7 @@ from darray._src.base import compat
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine import compaction
+from darray._src.engine import compaction, distributed_sort
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes
 from darray._src.placement import physical
@@ -171,8 +171,12 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
       sorter: indices that sort x1 (1-D DistArray of integers) or None.
 
     Layout:
-      x2's layout. Every device needs all of x1 (and sorter), which is replicated; x2 is
-      never moved, each device searches for its own block (inside shard_map).
+      x2's layout; x2 is never moved. A split x1 (without `sorter`) is never gathered: each
+      device counts, by binary search, the elements of its x1 block before each of its x2
+      values; the counts add up with one psum over x1's mesh axes when x2's block is the same
+      on all of them, else x1's blocks pass around a ring of ppermutes
+      (engine/distributed_sort.py). An unsplit x1, or a `sorter`, is replicated and each
+      device searches for its own block (inside shard_map).
     """
     x1 = ensure_array("searchsorted", x1, "x1")
     if _dt.is_weak_scalar(x2):  # a Python scalar x2 (2025.12): x1's dtype
@@ -190,6 +194,10 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
     if len(args) == 3 and (args[2].ndim != 1 or args[2].shape != x1.shape):
         raise ValueError(f"searchsorted: sorter must have x1's shape {x1.shape}, got "
                          f"{args[2].shape}")
+    if len(args) == 2 and distributed_sort.searchable(x1.layout):
+        data, out = distributed_sort.searchsorted_split(x1.data, x1.layout, x2.data,
+                                                        x2.layout, side)
+        return DistArray._new(data, out)
     fn, out = _searchsorted_fn(x1.layout, x2.layout,
                                args[2].layout if len(args) == 3 else None, side)
     return DistArray._new(fn(x1.data, x2.data, *[a.data for a in args[2:]]), out)

@@ -29,8 +29,8 @@ blocks of the axis.
 
 **searchsorted against a split sorted x1**: for a sorted x1, the insertion index of v is the
 count of x1's elements before v (``< v`` left, ``<= v`` right), a sum over x1's blocks. Each
-device counts against its own x1 block (padding filled with the largest value, the count
-clipped to the block's logical length), then either ``psum`` over x1's mesh axes (when x2's
+device counts against its own x1 block (a binary search within the block's logical
+cells), then either ``psum`` over x1's mesh axes (when x2's
 block is the same on all of them) or x1's blocks pass around a ring of ``ppermute`` so each
 device counts its x2 block against every x1 block. x1 is never gathered.
 """
@@ -130,6 +130,84 @@ def _network(x, k, layout: Layout, axis: int, pos, descending: bool):
     return jax.lax.fori_loop(0, (parts + 1) // 2, two_phases, (x, k))
 
 
+def _at(x, i, axis):
+    """x[..., i, ...] along `axis` per lane (i has x's shape with `axis` of length 1)."""
+    return jnp.take_along_axis(x, i, axis=axis, mode="promise_in_bounds")
+
+
+def _prefix_length(holds, x, axis: int, chunk: int):
+    """Per lane, the length of the prefix of [0, chunk) on which the monotone predicate
+    `holds(i)` is true: a binary search of log2(chunk) steps, where a count would read (and
+    XLA materialize) a whole block of flags."""
+    shape = list(x.shape)
+    shape[axis] = 1
+    lo = jnp.zeros(shape, np.int32)
+    hi = jnp.full(shape, chunk, np.int32)
+    for _ in range(max(1, int(chunk).bit_length())):
+        mid = jnp.minimum((lo + hi) // 2, chunk - 1)
+        yes = holds(mid) & (lo < hi)
+        no = ~holds(mid) & (lo < hi)
+        lo, hi = jnp.where(yes, mid + 1, lo), jnp.where(no, mid, hi)
+    return lo
+
+
+def _merge_values(x, layout: Layout, axis: int, pos):
+    """The odd-even transposition phases on my sorted block of values alone (no index key).
+
+    A stable merge-split: of the pair (lower a, upper b) the lower keeps a[:t] and b[:c-t],
+    t the count of i with not b[c-1-i] < a[i]; the upper keeps a[c-u:] and b[u:]. Ties
+    prefer the lower block's elements for the lower half, and each device then sorts its
+    two runs (theirs first where they came from the lower block) with a stable sort, so equal
+    elements never pass each other: the network is stable without carrying indices."""
+    parts, split, chunk = layout.parts(axis), layout.split[axis], layout.chunk(axis)
+
+    def phase(parity, x):
+        pairs = _phase_pairs(parts, parity, False)
+        if not pairs:
+            return x
+        received = compat.ppermute_blocks(x, split, pairs, layout.mesh)
+        lower = (pos % 2 == parity) & (pos + 1 < parts)
+        upper = (pos % 2 != parity) & (pos >= 1)
+        # lower: t = #{i: not b[c-1-i] < a[i]}; upper: u = #{j: b[j] < a[c-1-j]} (b mine)
+        t = _prefix_length(lambda i: ~_value_lt_eq(_at(received, chunk - 1 - i, axis),
+                                                    _at(x, i, axis))[0], x, axis, chunk)
+        u = _prefix_length(lambda j: _value_lt_eq(_at(x, j, axis),
+                                                  _at(received, chunk - 1 - j, axis))[0],
+                           x, axis, chunk)
+        cell = jax.lax.broadcasted_iota(np.int32, x.shape, axis)  # built here: not held
+        # mine where I keep my own run; else the partner's run, rotated into place
+        own = jnp.where(lower, cell < t, jnp.where(upper, cell >= u, True))
+        shift = jnp.where(lower, chunk - t, chunk - u)
+        theirs = jnp.take_along_axis(received, (cell + shift) % chunk, axis=axis,
+                                     mode="promise_in_bounds")
+        return jax.lax.sort(jnp.where(own, x, theirs), dimension=axis, is_stable=True)
+
+    def two_phases(_, x):
+        return phase(1, phase(0, x))
+
+    x = jax.lax.sort(x, dimension=axis, is_stable=True)
+    return jax.lax.fori_loop(0, (parts + 1) // 2, two_phases, x)
+
+
+def _mirror(x, layout: Layout, axis: int, me):
+    """Output block `me` of the ascending sort reversed (jax's descending sort): cell j of the
+    result is rank n-1-j of the ascending one, from the blocks S-me and S-me-1 (S the block
+    holding rank n-1): two ppermutes of complementary pieces, each flipped."""
+    n, chunk, parts, split = (layout.shape[axis], layout.chunk(axis), layout.parts(axis),
+                              layout.split[axis])
+    last, d = divmod(n - 1, chunk)
+    head = jax.lax.slice_in_dim(x, 0, d + 1, axis=axis)  # -> the tail of block last - me
+    pairs = tuple((s, last - s) for s in range(last + 1))
+    pieces = [compat.ppermute_blocks(head, split, pairs, layout.mesh)]
+    if d + 1 < chunk:
+        rest = jax.lax.slice_in_dim(x, d + 1, chunk, axis=axis)
+        pairs = tuple((s, last - 1 - s) for s in range(last))
+        pieces.insert(0, compat.ppermute_blocks(rest, split, pairs, layout.mesh))
+    del me
+    return jnp.flip(jnp.concatenate(pieces, axis=axis) if len(pieces) > 1 else pieces[0],
+                    axis)
+
+
 @program_cache(MEDIUM)
 def _sort_fn(layout: Layout, axis: int, descending: bool, indices: bool):
     """jit(physical data) -> sorted values (or argsort indices), in layout.without_halo()."""
@@ -139,32 +217,32 @@ def _sort_fn(layout: Layout, axis: int, descending: bool, indices: bool):
     names = split[0] if len(split) == 1 else split
     key_dtype = np.int32 if parts * chunk < 2 ** 31 else np.int64
 
-    def body(block):
+    def sort_values(block):
         x = physical.strip_ghosts(block, layout)
         me = jax.lax.axis_index(names)  # block number in the split's order
         index = (jax.lax.broadcasted_iota(key_dtype, x.shape, axis)
                  + me.astype(key_dtype) * chunk)
-        valid = index < n
-        x = jnp.where(valid, x, jnp.asarray(_extreme(x.dtype, not descending), x.dtype))
-        if descending and indices:
-            k = (n - 1) - index  # argsort: ties keep their order once the result is reversed
-        elif descending:
-            # sort: jax reverses its ascending sort, so ties come out in reverse order; the
-            # padding's keys go negative to sort first (and so end last)
-            k = jnp.where(valid, index, index - parts * chunk)
-        else:
-            k = index
+        # padding: the largest value, and last in the original order, so last when sorted
+        x = jnp.where(index < n, x, jnp.asarray(_extreme(x.dtype, True), x.dtype))
+        x = _merge_values(x, layout, axis, me)
+        return _mirror(x, layout, axis, me) if descending else x
+
+    def sort_indices(block):
+        x = physical.strip_ghosts(block, layout)
+        me = jax.lax.axis_index(names)  # block number in the split's order
+        index = (jax.lax.broadcasted_iota(key_dtype, x.shape, axis)
+                 + me.astype(key_dtype) * chunk)
+        x = jnp.where(index < n, x, jnp.asarray(_extreme(x.dtype, not descending), x.dtype))
+        # descending: ties keep their order once the result is reversed
+        k = (n - 1) - index if descending else index
         pos = parts - 1 - me if descending else me
         x, k = _network(x, k, layout, axis, pos, descending)
         if descending:
-            x, k = jnp.flip(x, axis), jnp.flip(k, axis)
-        if not indices:
-            return x
-        k = (n - 1) - k if descending else k
+            k = (n - 1) - jnp.flip(k, axis)
         return k.astype(_dt.default_int())
 
-    fn = compat.shard_map(body, mesh=layout.mesh, in_specs=(layout.spec,),
-                          out_specs=out.spec, check_vma=False)
+    fn = compat.shard_map(sort_indices if indices else sort_values, mesh=layout.mesh,
+                          in_specs=(layout.spec,), out_specs=out.spec, check_vma=False)
 
     def run(data):
         return physical.constrain(fn(physical.constrain(data, layout)), out)
@@ -187,29 +265,27 @@ def _searchsorted_fn(x1_lay: Layout, x2_lay: Layout, side: str):
     # x2's block is the same on every device of x1's group when x2 uses none of its mesh axes
     shared = not set(split) & set(x2_lay.used_mesh_axes)
     index_dtype = _dt.default_int()
+    # counts add up in int32 where x1 fits it: half the bytes of int64 while they are summed
+    count_dtype = np.int32 if n < 2 ** 31 else index_dtype
 
     def body(b1, b2):
         b1 = physical.strip_ghosts(b1, x1_lay)
         b2 = physical.strip_ghosts(b2, x2_lay)
         me = jax.lax.axis_index(names)
-        cell = jax.lax.iota(np.int32, chunk) + me.astype(np.int32) * chunk
-        # padding holds the largest value, so the block stays sorted for the binary search
-        b1 = jnp.where(cell < n, b1, jnp.asarray(_extreme(b1.dtype, True), b1.dtype))
 
         def count(block, at):
-            logical = jnp.clip(n - at * chunk, 0, chunk).astype(index_dtype)
-            return jnp.minimum(jnp.searchsorted(block, b2, side=side).astype(index_dtype),
-                               logical)
+            logical = jnp.clip(n - at * chunk, 0, chunk).astype(np.int32)
+            return _count_before(block, logical, b2, side, chunk).astype(count_dtype)
 
         if shared:
-            return jax.lax.psum(count(b1, me), names)
+            return jax.lax.psum(count(b1, me), names).astype(index_dtype)
         ring = tuple((b, (b + 1) % parts) for b in range(parts))
 
         def step(t, carry):
             block, total = carry
             block = compat.ppermute_blocks(block, split, ring, x1_lay.mesh)
             return block, total + count(block, (me - t) % parts)
-        return jax.lax.fori_loop(1, parts, step, (b1, count(b1, me)))[1]
+        return jax.lax.fori_loop(1, parts, step, (b1, count(b1, me)))[1].astype(index_dtype)
 
     fn = compat.shard_map(body, mesh=x2_lay.mesh, in_specs=(x1_lay.spec, x2_lay.spec),
                           out_specs=out.spec, check_vma=False)
@@ -218,6 +294,26 @@ def _searchsorted_fn(x1_lay: Layout, x2_lay: Layout, side: str):
         return physical.constrain(fn(physical.constrain(d1, x1_lay),
                                      physical.constrain(d2, x2_lay)), out)
     return jax.jit(run), out
+
+
+def _count_before(block, logical, values, side: str, chunk: int):
+    """Per value, how many of the sorted block's first `logical` elements come before it
+    (``<`` for side left, ``<=`` right) in jax's sort order: a binary search of log2(chunk)
+    gathers, whose only temporaries are two int32 bounds per value (jnp.searchsorted's scan
+    holds several)."""
+    dtype = jnp.result_type(block.dtype, values.dtype)
+    v = values.astype(dtype)
+    lo = jnp.zeros(values.shape, np.int32)
+    hi = jnp.broadcast_to(logical, values.shape)
+
+    def step(_, bounds):  # a loop, so that every step reuses the same two buffers
+        lo, hi = bounds
+        mid = jnp.minimum((lo + hi) // 2, chunk - 1)
+        e = jnp.take(block, mid, mode="clip").astype(dtype)
+        holds = _value_lt_eq(e, v)[0] if side == "left" else ~_value_lt_eq(v, e)[0]
+        active = lo < hi
+        return jnp.where(active & holds, mid + 1, lo), jnp.where(active & ~holds, mid, hi)
+    return jax.lax.fori_loop(0, max(1, int(chunk).bit_length()), step, (lo, hi))[0]
 
 
 def searchable(x1_lay: Layout) -> bool:
