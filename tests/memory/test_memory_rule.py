@@ -62,8 +62,6 @@ OVER: dict[tuple[str, str], tuple[float, str]] = {
     ("nanargmin", "2x4 uneven"): (3.02, _ARG),
     ("nanargmin", "2x4 even"): (3.02, _ARG),
     ("nanargmin", "8 uneven"): (4.00, _ARG),
-    ("sort", "2x4 uneven"): (3.98, _SORT),
-    ("argsort", "2x4 uneven"): (4.97, _SORT),
     ("isin", "2x4 uneven"): (45278.27, "g: compares every element with every test element "
                                        "after gathering both"),
     ("isin", "2x4 even"): (47340.75, "g: as on the uneven layout"),
