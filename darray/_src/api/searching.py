@@ -174,9 +174,10 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
       x2's layout; x2 is never moved. A split x1 (without `sorter`) is never gathered: each
       device counts, by binary search, the elements of its x1 block before each of its x2
       values; the counts add up with one psum over x1's mesh axes when x2's block is the same
-      on all of them, else x1's blocks pass around a ring of ppermutes
-      (engine/distributed_sort.py). An unsplit x1, or a `sorter`, is replicated and each
-      device searches for its own block (inside shard_map).
+      on all of them, else (x1 of 2^25 elements or more: the ring does P times the search
+      work) x1's blocks pass around a ring of ppermutes (engine/distributed_sort.py). Else,
+      and for an unsplit or small x1 or a `sorter`, x1 is replicated and each device
+      searches for its own block (inside shard_map).
     """
     x1 = ensure_array("searchsorted", x1, "x1")
     if _dt.is_weak_scalar(x2):  # a Python scalar x2 (2025.12): x1's dtype
@@ -194,7 +195,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
     if len(args) == 3 and (args[2].ndim != 1 or args[2].shape != x1.shape):
         raise ValueError(f"searchsorted: sorter must have x1's shape {x1.shape}, got "
                          f"{args[2].shape}")
-    if len(args) == 2 and distributed_sort.searchable(x1.layout):
+    if len(args) == 2 and distributed_sort.searchable(x1.layout, x2.layout):
         data, out = distributed_sort.searchsorted_split(x1.data, x1.layout, x2.data,
                                                         x2.layout, side)
         return DistArray._new(data, out)

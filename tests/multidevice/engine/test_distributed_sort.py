@@ -12,10 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mesh_of
 
 import darray as da
 from darray._src.engine import distributed_sort
-from helpers import mesh_of
 
 # (mesh shape, array shape, spec, axis): the sort axis split over one or two mesh axes,
 # uneven everywhere, other axes split or not
@@ -32,6 +32,7 @@ CASES = [
 @pytest.fixture(autouse=True)
 def _network_for_small_arrays(monkeypatch):
     monkeypatch.setattr(distributed_sort, "MIN_BLOCK_ELEMENTS", 1)
+    monkeypatch.setattr(distributed_sort, "RING_MIN_ELEMENTS", 1)
 
 
 def _ties(shape, dtype, seed=0):
@@ -155,5 +156,10 @@ def test_small_blocks_keep_xla_path(monkeypatch):
     monkeypatch.setattr(distributed_sort, "MIN_BLOCK_ELEMENTS", 4096)
     lay = da.asarray(np.zeros(1000, np.float32), device=mesh_of((8,)), spec=("x",)).layout
     assert not distributed_sort.sortable(lay, 0)
-    lay = da.asarray(np.zeros(100003, np.float32), device=mesh_of((8,)), spec=("x",)).layout
-    assert distributed_sort.sortable(lay, 0)
+    big = da.asarray(np.zeros(100003, np.float32), device=mesh_of((8,)), spec=("x",)).layout
+    assert distributed_sort.sortable(big, 0)
+    # searchsorted: the psum path from the same size, the ring only past RING_MIN_ELEMENTS
+    shared = da.asarray(np.zeros(7, np.float32), device=mesh_of((8,))).layout
+    assert distributed_sort.searchable(big, shared)
+    assert not distributed_sort.searchable(big, big)
+    assert not distributed_sort.searchable(lay, shared)
