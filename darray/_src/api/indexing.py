@@ -17,7 +17,7 @@ import numpy as np
 from darray._src.api.creation import asarray
 from darray._src.base import compat
 from darray._src.distarray.array import DistArray, settle
-from darray._src.engine import compaction, slicing, views
+from darray._src.engine import compaction, exchange_gather, slicing, views
 from darray._src.engine.apply import apply_logical
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes, placed
@@ -213,7 +213,10 @@ def getitem(x: DistArray, key) -> DistArray:
       shared with one psum of the result (``x[3, 4, 5]`` moves one element); a slice of a split
       axis re-blocks it with a few ppermute shifts of output-sized buffers. Layouts with
       ghosts or a transposed order take the logical path. Integer-array and boolean-mask keys
-      use the logical path into the default layout for the output shape; a boolean mask needs
+      give the default layout for the output shape (layout.default_layout). One integer array
+      along a split axis (other items whole slices, x of 64 KiB or more) is read by a ring of
+      ppermutes (engine/exchange_gather.py; x is never gathered, the result moved block-wise
+      into that layout); other advanced keys take the logical path. A boolean mask needs
       a concrete mask (its count sets the shape). A basic key gives a view of x
       (engine/views.py): writing it writes x, as in numpy. Under jit, an int may be a traced
       integer: read as JAX reads it (negative from the end, out-of-range clamped); slice
@@ -375,6 +378,11 @@ def _advanced_get(x: DistArray, key: tuple) -> DistArray:
         # values and their positions compacted in one pass over the blocks
         (out,) = compaction.compact(mask, [x], with_indices=False)
         return out
+    single = _single_index_array(x, key)
+    if single is not None:
+        axis, idx = single
+        shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+        return exchange_gather.gather(x, idx, axis, default_layout(shape, x.layout))
     template, operands = advanced_parts(x, key)
     # a numpy index array is int64; with x64 off (JAX's default) JAX holds it as int32, and a
     # ShapeDtypeStruct asking for int64 would warn (jax 0.12)
@@ -383,6 +391,30 @@ def _advanced_get(x: DistArray, key: tuple) -> DistArray:
     shape = jax.eval_shape(lambda a, *ops: _advanced_read(a, *ops, template), *shapes).shape
     out = default_layout(shape, x.layout)
     return apply_logical(_advanced_read, [x, *operands], out, static=(template,))
+
+
+def _single_index_array(x: DistArray, key: tuple):
+    """(axis, indices as a DistArray on x's mesh) when `key` is one integer array (of rank >= 1)
+    along a split axis of x that the ring handles, every other item a whole slice or ...;
+    else None."""
+    arrays = [i for i, k in enumerate(key) if is_array_like(k)]
+    if len(arrays) != 1 or sum(k is Ellipsis for k in key) > 1 or any(
+            not is_array_like(k) and k is not Ellipsis and not _whole(k) for k in key):
+        return None
+    expanded = expand_ellipsis(key, x.ndim)
+    axis = next(i for i, k in enumerate(expanded) if is_array_like(k))
+    idx = expanded[axis]
+    dtype = idx.dtype if hasattr(idx, "dtype") else np.asarray(idx).dtype
+    if np.dtype(dtype).kind not in "iu" or np.ndim(idx) == 0 or not np.size(idx) \
+            or not exchange_gather.applies(x, axis):
+        return None
+    if not isinstance(idx, DistArray):
+        idx = asarray(np.asarray(idx), mesh=x.mesh)
+    return axis, idx
+
+
+def _whole(k) -> bool:
+    return isinstance(k, slice) and k == slice(None)
 
 
 # -- writes -----------------------------------------------------------------------------------
@@ -481,7 +513,9 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
     """Elements of `x` at integer `indices` (1-D) along `axis` (optional for 1-D x).
 
     Layout: x's split on every axis (the taken axis keeps its mesh axes at its new length).
-    Logical path: XLA reads the taken cells from their owners.
+    Along a split axis (x of 64 KiB or more), x's blocks or the index requests travel round a
+    ring of ppermutes (engine/exchange_gather.py): x is never gathered, about 3 blocks per
+    device. Otherwise the logical path: XLA reads the taken cells from their owners.
     """
     x = ensure_array("take", x)
     if axis is None:
@@ -498,6 +532,8 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
     shape = list(x.shape)
     shape[axis] = idx.shape[0]
     out = make_out_layout(x.mesh, shape, x.layout.split)
+    if exchange_gather.applies(x, axis) and idx.size:
+        return exchange_gather.gather(x, idx, axis, out)
     return apply_logical(_take, [x, idx], out, static=(axis,))
 
 
@@ -510,7 +546,10 @@ def _take_along(a, idx, axis):
 def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
     """Pick values along `axis` at `indices` (same rank as x, broadcast on the other axes).
 
-    Layout: x's split where the output shape equals x's, else the indices' (logical path).
+    Layout: x's split where the output shape equals x's, else the indices'. Along a split axis
+    (x of 64 KiB or more, indices of x's extent on the other axes), a ring of ppermutes moves
+    x's blocks or the index requests (engine/exchange_gather.py), never gathering x; else the
+    logical path.
     """
     x = ensure_array("take_along_axis", x)
     axis = normalize_axis(axis, x.ndim)
@@ -525,6 +564,9 @@ def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
     shape.insert(axis, idx.shape[axis])
     like = x if tuple(shape) == x.shape or not isinstance(idx, DistArray) else idx
     out = make_out_layout(x.mesh, shape, like.layout.split)
+    if exchange_gather.applies(x, axis) and idx.size and all(
+            n == m for a, (n, m) in enumerate(zip(x.shape, idx.shape)) if a != axis):
+        return exchange_gather.gather(x, idx, axis, out, along=True)
     return apply_logical(_take_along, [x, idx], out, static=(axis,))
 
 

@@ -1,0 +1,295 @@
+"""Integer-array reads and scatters along a split axis, without gathering the operand.
+
+Left to the SPMD partitioner, ``take(x, i, axis=k)``, ``x[..., i]``, ``take_along_axis`` and
+``x.at[i].add(v)`` all-gather the indexed split axis of x (5-12 blocks of temporaries per
+device, issue 49). Here the blocks travel round a ring instead, inside one shard_map over the
+mesh axes S that split axis k (P blocks of c cells each; padding sits at the end of the axis,
+so block b holds logical cells [b*c, (b+1)*c)):
+
+* **reads** (`gather`): every device holds its block of the output and the matching block of
+  the indices (brought to the output's layout beforehand, an index-sized move). Either x's
+  blocks rotate (P - 1 ppermutes of one x block) and at each step a device fills the positions
+  whose owner is the visiting block, or - when an x block is larger than an output block plus
+  its indices - the requests rotate instead (the index block and the partly filled output block
+  make a full turn, P ppermutes, and each device fills what it owns). Either way a device holds
+  its own block, one visiting block and its output block: no buffer grows with P.
+* **scatters** (`scatter`): the (index, update) blocks make a turn of the ring (P - 1
+  ppermutes); each device applies the updates it owns to its own block, with JAX's rule that
+  repeated indices accumulate.
+
+Indices are read as darray's logical path reads them: a negative index counts once from the
+end, then the index is clamped into [0, n - 1] (a read) or, for a scatter, checked on the host
+beforehand by the caller. Only the owner ever reads a cell, so x's padded cells (garbage) are
+never read into a result. Deterministic: the same steps in the same order on every call.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from darray._src.base import compat
+from darray._src.base.program_cache import SMALL, program_cache
+from darray._src.distarray.array import DistArray
+from darray._src.engine import reshaping
+from darray._src.engine.placing import redistribute
+from darray._src.layout.layout import Layout, make_out_layout
+from darray._src.placement import physical
+
+# Below this many bytes of x, the caller keeps XLA's path: the ring's P steps cost more than
+# gathering a small operand (benchmarks/bench_take.py).
+MIN_RING_BYTES = 1 << 16
+
+
+def applies(x: DistArray, axis: int) -> bool:
+    """Whether the ring handles `x` indexed along `axis`: a split axis of a plain (halo-free)
+    distributed layout, large enough that the ring beats a gather."""
+    lay = x.layout
+    return (bool(lay.split[axis]) and not lay.has_halo and lay.mesh.size > 1
+            and x.size > 0 and x.size * x.dtype.itemsize >= MIN_RING_BYTES)
+
+
+def _index_dtype():
+    return jnp.int64 if jax.config.read("jax_enable_x64") else jnp.int32
+
+
+def _block_number(mesh, names) -> jax.Array:
+    """This device's block number over the mesh axes `names` (major first, as Layout counts)."""
+    sizes = dict(mesh.shape)
+    me = jnp.asarray(0, jnp.int32)
+    for name in names:
+        me = me * sizes[name] + jax.lax.axis_index(name)
+    return me
+
+
+def _ring(buf, names, parts, mesh, shift):
+    """Every block sends `buf` to block (b + shift) mod parts."""
+    return compat.ppermute_blocks(buf, names, [(b, (b + shift) % parts) for b in range(parts)],
+                                  mesh)
+
+
+def _owner_and_local(idx, n, c):
+    """(owning block, cell within it) of logical indices read as darray reads them."""
+    wide = jnp.int32 if n < 2**31 else _index_dtype()  # int32 halves the index temporaries
+    i = idx.astype(_index_dtype()) if idx.dtype.itemsize > 4 or idx.dtype.kind == "u" \
+        else idx.astype(wide)
+    i = jnp.clip(jnp.where(i < 0, i + n, i), 0, max(n - 1, 0)).astype(wide)
+    owner = i // c
+    return owner, i - owner * c
+
+
+def _mask_shape(mask, ndim, axis, along):
+    """A mask over index positions, shaped to broadcast against an output block."""
+    if along:
+        return mask
+    return mask.reshape((1,) * axis + mask.shape + (1,) * (ndim - axis - 1))
+
+
+def _pick(block, cell, axis, along):
+    if not along:
+        return jnp.take(block, cell, axis=axis, mode="clip")
+    # take_along_axis as a 1-D gather from the flattened block: jnp.take_along_axis builds
+    # one coordinate per axis for every element (an index array of ndim int32 per cell)
+    if block.size >= 2**31:
+        cell = cell.astype(_index_dtype())
+    flat = cell * math.prod(block.shape[axis + 1:])
+    for a in range(block.ndim):
+        if a != axis:
+            flat = flat + jax.lax.broadcasted_iota(cell.dtype, cell.shape, a) \
+                * math.prod(block.shape[a + 1:])
+    return jnp.take(block.reshape(-1), flat, mode="clip")
+
+
+@program_cache(SMALL)
+def _gather_fn(x_lay: Layout, idx_lay: Layout, out_lay: Layout, axis: int, along: bool,
+               rotate_data: bool):
+    names = x_lay.split[axis]
+    parts, c, n = x_lay.parts(axis), x_lay.chunk(axis), x_lay.shape[axis]
+    mesh, ndim = x_lay.mesh, x_lay.ndim
+
+    def local(block, idx):
+        me = _block_number(mesh, names)
+        out_shape = jax.eval_shape(lambda b, i: _pick(b, i, axis, along), block, idx).shape
+
+        def fill(out, source, source_block, idx):
+            # owner and cell recomputed from the indices at every step: XLA fuses them into
+            # the select instead of keeping two index-sized int arrays alive
+            owner, cell = _owner_and_local(idx, n, c)
+            hit = _mask_shape(owner == source_block, ndim, axis, along)
+            return jnp.where(hit, _pick(source, cell, axis, along), out)
+
+        out = fill(jnp.zeros(out_shape, block.dtype), block, me, idx)
+        if parts == 1:
+            return out
+        if rotate_data:
+            # step s: the block of (me + s) mod P visits; each device keeps its own requests
+            def step(s, carry):
+                visiting, out = carry
+                visiting = _ring(visiting, names, parts, mesh, -1)
+                return visiting, fill(out, visiting, (me + s) % parts, idx)
+            return jax.lax.fori_loop(1, parts, step, (block, out))[1]
+
+        # step s: the requests of block (me - s) mod P visit and are filled from my block;
+        # the last move brings every request home
+        def turn(s, carry):
+            idx, out = carry
+            idx, out = _ring(idx, names, parts, mesh, 1), _ring(out, names, parts, mesh, 1)
+            return idx, fill(out, block, me, idx)
+        out = jax.lax.fori_loop(1, parts, turn, (idx, out))[1]
+        return _ring(out, names, parts, mesh, 1)
+
+    def run(data, idx):
+        data = physical.constrain(data, x_lay)
+        idx = physical.constrain(idx, idx_lay)
+        out = compat.shard_map(local, mesh=mesh, in_specs=(x_lay.spec, idx_lay.spec),
+                               out_specs=out_lay.spec,
+                               check_vma=False)(data, idx)
+        return physical.constrain(out, out_lay)
+    return jax.jit(run)
+
+
+def _free_split(split, taken: set) -> tuple[str, ...]:
+    return tuple(name for name in split if name not in taken)
+
+
+def kernel_layouts(x_lay: Layout, idx_shape, axis: int, along: bool, want: Layout):
+    """(layout of the indices, layout of the output) the ring computes in: x's split on x's
+    other axes, and on the index axes the split `want` has there, less the mesh axes x's other
+    axes use (a device's output block must draw on its own x block along those axes)."""
+    other = {name for a, s in enumerate(x_lay.split) if a != axis for name in s}
+    if along:
+        idx_split = list(x_lay.split)
+        idx_split[axis] = _free_split(want.split[axis], other)
+        out_split = idx_split
+    else:
+        k = len(idx_shape)
+        idx_split = [_free_split(s, other) for s in want.split[axis:axis + k]]
+        out_split = list(x_lay.split[:axis]) + idx_split + list(x_lay.split[axis + 1:])
+    out_shape = want.shape
+    idx_lay = make_out_layout(x_lay.mesh, idx_shape, idx_split)
+    return idx_lay, make_out_layout(x_lay.mesh, out_shape, out_split)
+
+
+def move(a: DistArray, layout: Layout) -> DistArray:
+    """`a` in `layout` (same shape): XLA's resharding where it moves blocks, else the
+    block-wise rounds of engine/reshaping.py (XLA's partitioner gathers some of these moves)."""
+    if a.layout == layout:
+        return a
+    if reshaping.supported(a.layout, layout) and not reshaping.xla_is_blockwise(a.layout, layout):
+        return DistArray._new(reshaping.reshape_fn(a.layout, layout)(a.data), layout)
+    return redistribute(a, layout)
+
+
+def _operand_layout(x: Layout, axis: int, k: int, want: Layout) -> Layout:
+    """x's layout with its other axes split as `want` splits them in the output (so that the
+    ring computes straight into `want`), and the indexed axis over the mesh axes x used that
+    remain (the ring's)."""
+    split = [want.split[a] if a < axis else want.split[a + k - 1] for a in range(x.ndim)]
+    used = {name for a, s in enumerate(split) if a != axis for name in s}
+    split[axis] = tuple(name for name in x.split[axis] + x.used_mesh_axes if name not in used)
+    split[axis] = tuple(dict.fromkeys(split[axis]))
+    return make_out_layout(x.mesh, x.shape, split)
+
+
+def gather(x: DistArray, indices: DistArray, axis: int, out_layout: Layout, *,
+           along: bool = False) -> DistArray:
+    """``take(x, indices, axis)`` (any index shape, its axes in place of `axis`) or, with
+    `along`, ``take_along_axis(x, indices, axis)`` (indices of x's shape but along `axis`),
+    for x split along `axis` (`applies`), in `out_layout`, by a ring (module doc).
+
+    The indices move to the kernel's layout first (an index-sized move). When `out_layout`
+    splits the output differently from x's other axes, the smaller of x and the result moves
+    (block-wise, never a gather): x before the ring, or the result after it.
+    """
+    if not along:
+        fitted = _operand_layout(x.layout, axis, indices.ndim, out_layout)
+        if fitted != x.layout and x.size <= math.prod(out_layout.shape):
+            x = move(x, fitted)
+    idx_lay, kern = kernel_layouts(x.layout, indices.shape, axis, along, out_layout)
+    idx = move(indices, idx_lay)
+    x_block = math.prod(x.layout.block_shape) * x.dtype.itemsize
+    request = math.prod(kern.block_shape) * x.dtype.itemsize \
+        + math.prod(idx_lay.block_shape) * 8
+    fn = _gather_fn(x.layout, idx_lay, kern, axis, along, x_block <= request)
+    out = DistArray._new(fn(x.data, idx.data), kern)
+    return move(out, out_layout)
+
+
+# -- scatter ------------------------------------------------------------------------------------
+_SCATTER = ("set", "add", "multiply", "divide", "power", "min", "max")
+
+
+def _apply(block, cell, updates, axis, how):
+    ref = block.at[(slice(None),) * axis + (cell,)]
+    return getattr(ref, how)(updates.astype(block.dtype), mode="drop")
+
+
+def _valid_positions(lay: Layout):
+    """Inside shard_map: which cells of this device's block of `lay` are logical cells (a
+    padded index cell holds garbage, which a scatter must not apply)."""
+    valid = jnp.ones(lay.block_shape, bool)
+    for a, names in enumerate(lay.split):
+        if names:
+            pos = _block_number(lay.mesh, names) * lay.chunk(a) + jnp.arange(lay.chunk(a))
+            shape = [1] * lay.ndim
+            shape[a] = lay.chunk(a)
+            valid = valid & (pos < lay.shape[a]).reshape(shape)
+    return valid
+
+
+@program_cache(SMALL)
+def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout, axis: int, how: str):
+    names = x_lay.split[axis]
+    parts, c, n = x_lay.parts(axis), x_lay.chunk(axis), x_lay.shape[axis]
+    mesh = x_lay.mesh
+
+    def local(block, idx, updates):
+        owner, cell = _owner_and_local(idx, n, c)
+        me = _block_number(mesh, names)
+
+        # positions owned elsewhere, and padded ones, point past the block and are dropped
+        owner = jnp.where(_valid_positions(idx_lay), owner, parts)
+
+        def apply(block, owner, cell, updates):
+            mine = jnp.where(owner == me, cell, c + 1)
+            return _apply(block, mine, updates, axis, how)
+
+        block = apply(block, owner, cell, updates)
+
+        def turn(s, carry):
+            block, owner, cell, updates = carry
+            owner, cell, updates = (_ring(a, names, parts, mesh, 1)
+                                    for a in (owner, cell, updates))
+            return apply(block, owner, cell, updates), owner, cell, updates
+        return jax.lax.fori_loop(1, parts, turn, (block, owner, cell, updates))[0]
+
+    def run(data, idx, updates):
+        data = physical.constrain(data, x_lay)
+        out = compat.shard_map(local, mesh=mesh,
+                               in_specs=(x_lay.spec, idx_lay.spec, upd_lay.spec),
+                               out_specs=x_lay.spec, check_vma=False)(data, physical.constrain(idx, idx_lay),
+                                                     physical.constrain(updates, upd_lay))
+        return physical.constrain(out, x_lay)
+    return jax.jit(run)
+
+
+def scatter(x: DistArray, indices: DistArray, updates: DistArray, axis: int,
+            how: str) -> DistArray:
+    """``x.at[(:,) * axis + (indices,)].<how>(updates)`` for x split along `axis` (`applies`),
+    `updates` of the indexed shape (x.shape[:axis] + indices.shape + x.shape[axis + 1:]) and
+    indices checked in range by the caller; the result in x's layout (module doc)."""
+    if how not in _SCATTER:
+        raise ValueError(f"scatter: how={how!r} is not one of {_SCATTER}")
+    # the requests are cut over S on their first axis and nowhere else: every device of an
+    # S-group then holds different requests (a replicated one would be applied P times), and
+    # devices outside the group hold the same ones (x's replicas stay equal)
+    names = x.layout.split[axis]
+    idx_lay = make_out_layout(x.mesh, indices.shape,
+                              [names] + [()] * (indices.ndim - 1))
+    upd_lay = make_out_layout(x.mesh, updates.shape, list(x.layout.split[:axis])
+                              + list(idx_lay.split) + list(x.layout.split[axis + 1:]))
+    idx = move(indices, idx_lay)
+    upd = move(updates, upd_lay)
+    fn = _scatter_fn(x.layout, idx_lay, upd_lay, axis, how)
+    return DistArray._new(fn(x.data, idx.data, upd.data), x.layout)
