@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api.creation import asarray
+from darray._src.api.manipulation import broadcast_to
 from darray._src.base import compat
 from darray._src.distarray.array import DistArray, settle
 from darray._src.engine import compaction, exchange_gather, slicing, views
@@ -378,7 +379,7 @@ def _advanced_get(x: DistArray, key: tuple) -> DistArray:
         # values and their positions compacted in one pass over the blocks
         (out,) = compaction.compact(mask, [x], with_indices=False)
         return out
-    single = _single_index_array(x, key)
+    single = single_index_array(x, key)
     if single is not None:
         axis, idx = single
         shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
@@ -393,7 +394,7 @@ def _advanced_get(x: DistArray, key: tuple) -> DistArray:
     return apply_logical(_advanced_read, [x, *operands], out, static=(template,))
 
 
-def _single_index_array(x: DistArray, key: tuple):
+def single_index_array(x: DistArray, key: tuple):
     """(axis, indices as a DistArray on x's mesh) when `key` is one integer array (of rank >= 1)
     along a split axis of x that the ring handles, every other item a whole slice or ...;
     else None."""
@@ -450,7 +451,10 @@ def setitem(x: DistArray, key, value) -> DistArray:
       communication for a scalar value; an array value is brought to the key's read layout
       and shifted to the blocks that own its cells, slicing.py: x is never gathered).
       A boolean mask of x's leading shape with a scalar value is an elementwise select (local,
-      works under jit). Other advanced keys use the logical path.
+      works under jit). One integer array along a split axis (x of 64 KiB or more): the
+      (index, value) blocks travel round a ring and each owner writes its cells
+      (engine/exchange_gather.py; which of repeated indices wins is unspecified, as in JAX).
+      Other advanced keys use the logical path.
     """
     x = ensure_array("setitem", x)
     key = _as_tuple(key)
@@ -466,6 +470,9 @@ def setitem(x: DistArray, key, value) -> DistArray:
         if mask is not None:
             return compaction.expand(x, mask, val)
         check_advanced_bounds(x, key)
+        single = single_index_array(x, key)
+        if single is not None:
+            return _ring_update(x, single, val, "set")
         template, operands = advanced_parts(x, key)
         return apply_logical(_advanced_write, [x, val, *operands],
                                     x.layout.without_halo(), static=(template,))
@@ -489,6 +496,35 @@ def setitem(x: DistArray, key, value) -> DistArray:
     # block-local writes; the value moves by shifts (slicing.py), x is never gathered
     write = slicing.write_fn(x.layout, plan, vlay, tuple(shape))
     return DistArray._new(write(x.data, vdata, values), x.layout)
+
+
+def _ring_update(x: DistArray, single, val, how: str) -> DistArray:
+    """x with ``x[(:,) * axis + (indices,)]`` combined with `val` by a ring
+    (engine/exchange_gather.py): the value is broadcast to the indexed shape, x never
+    gathered."""
+    axis, idx = single
+    shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+    if not isinstance(val, DistArray) and np.ndim(val) == 0:
+        return exchange_gather.scatter(x, idx, val, axis, how)
+    if not _broadcasts_to(np.shape(val), shape):
+        raise ValueError(f"value of shape {np.shape(val)} cannot be broadcast to the indexed "
+                         f"shape {shape}")
+    if not isinstance(val, DistArray):
+        val = asarray(np.broadcast_to(np.asarray(val), shape), mesh=x.mesh)
+    elif val.shape != shape:
+        val = broadcast_to(val, shape)
+    return exchange_gather.scatter(x, idx, val, axis, how)
+
+
+def ring_update(x: DistArray, keys: tuple, value, how: str):
+    """`x.at[keys].<how>(value)` by the ring when `keys` is one integer array along a split
+    axis (single_index_array), else None. `value` is x's dtype (value_operand) on x's mesh."""
+    single = single_index_array(x, keys)
+    if single is None:
+        return None
+    if how in ("divide", "power") and x.dtype.kind not in "fc":
+        return None  # JAX's integer divide/power change the dtype: left to the logical path
+    return _ring_update(x, single, value, how)
 
 
 def _broadcasts_to(src, dst) -> bool:

@@ -220,11 +220,6 @@ def gather(x: DistArray, indices: DistArray, axis: int, out_layout: Layout, *,
 _SCATTER = ("set", "add", "multiply", "divide", "power", "min", "max")
 
 
-def _apply(block, cell, updates, axis, how):
-    ref = block.at[(slice(None),) * axis + (cell,)]
-    return getattr(ref, how)(updates.astype(block.dtype), mode="drop")
-
-
 def _valid_positions(lay: Layout):
     """Inside shard_map: which cells of this device's block of `lay` are logical cells (a
     padded index cell holds garbage, which a scatter must not apply)."""
@@ -239,57 +234,72 @@ def _valid_positions(lay: Layout):
 
 
 @program_cache(SMALL)
-def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout, axis: int, how: str):
+def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout | None, axis: int, how: str):
     names = x_lay.split[axis]
     parts, c, n = x_lay.parts(axis), x_lay.chunk(axis), x_lay.shape[axis]
     mesh = x_lay.mesh
+    # divide and power combine x with the product of the updates, as JAX's .at does
+    # (x / scatter_mul(ones, v)): the ring builds that product, the last step combines
+    combine = {"divide": jnp.divide, "power": jnp.power}.get(how)
+    kind = "multiply" if combine else how
 
     def local(block, idx, updates):
-        owner, cell = _owner_and_local(idx, n, c)
         me = _block_number(mesh, names)
+        # a negative index counts once from the end; one still out of range is dropped, as
+        # JAX's scatter drops it; so are padded index cells (garbage)
+        i = idx.astype(_index_dtype())
+        i = jnp.where(i < 0, i + n, i)
+        i = jnp.where(_valid_positions(idx_lay) & (i >= 0) & (i < n), i, (parts + 1) * c)
+        target = jnp.ones_like(block) if combine else block
 
-        # positions owned elsewhere, and padded ones, point past the block and are dropped
-        owner = jnp.where(_valid_positions(idx_lay), owner, parts)
+        def apply(target, i, updates):
+            # cells owned elsewhere point past the block and are dropped
+            mine = jnp.where(i // c == me, i - me * c, c + 1)
+            ref = target.at[(slice(None),) * axis + (mine,)]
+            return getattr(ref, kind)(updates.astype(block.dtype), mode="drop")
 
-        def apply(block, owner, cell, updates):
-            mine = jnp.where(owner == me, cell, c + 1)
-            return _apply(block, mine, updates, axis, how)
-
-        block = apply(block, owner, cell, updates)
-
-        def turn(s, carry):
-            block, owner, cell, updates = carry
-            owner, cell, updates = (_ring(a, names, parts, mesh, 1)
-                                    for a in (owner, cell, updates))
-            return apply(block, owner, cell, updates), owner, cell, updates
-        return jax.lax.fori_loop(1, parts, turn, (block, owner, cell, updates))[0]
+        target = apply(target, i, updates)
+        if parts > 1:
+            def turn(s, carry):
+                target, i, updates = carry
+                i = _ring(i, names, parts, mesh, 1)
+                if upd_lay is not None:  # a scalar update is the same everywhere
+                    updates = _ring(updates, names, parts, mesh, 1)
+                return apply(target, i, updates), i, updates
+            target = jax.lax.fori_loop(1, parts, turn, (target, i, updates))[0]
+        return combine(block, target).astype(block.dtype) if combine else target
 
     def run(data, idx, updates):
         data = physical.constrain(data, x_lay)
-        out = compat.shard_map(local, mesh=mesh,
-                               in_specs=(x_lay.spec, idx_lay.spec, upd_lay.spec),
-                               out_specs=x_lay.spec, check_vma=False)(data, physical.constrain(idx, idx_lay),
-                                                     physical.constrain(updates, upd_lay))
+        idx = physical.constrain(idx, idx_lay)
+        if upd_lay is not None:
+            updates = physical.constrain(updates, upd_lay)
+        upd_spec = upd_lay.spec if upd_lay is not None else jax.sharding.PartitionSpec()
+        out = compat.shard_map(local, mesh=mesh, in_specs=(x_lay.spec, idx_lay.spec, upd_spec),
+                               out_specs=x_lay.spec, check_vma=False)(data, idx, updates)
         return physical.constrain(out, x_lay)
     return jax.jit(run)
 
 
-def scatter(x: DistArray, indices: DistArray, updates: DistArray, axis: int,
-            how: str) -> DistArray:
-    """``x.at[(:,) * axis + (indices,)].<how>(updates)`` for x split along `axis` (`applies`),
-    `updates` of the indexed shape (x.shape[:axis] + indices.shape + x.shape[axis + 1:]) and
-    indices checked in range by the caller; the result in x's layout (module doc)."""
+def scatter(x: DistArray, indices: DistArray, updates, axis: int, how: str) -> DistArray:
+    """``x.at[(:,) * axis + (indices,)].<how>(updates)`` for x split along `axis` (`applies`):
+    `updates` a 0-d value or a DistArray of the indexed shape (x.shape[:axis] + indices.shape
+    + x.shape[axis + 1:]). JAX's rules: repeated indices accumulate (which of them a `set`
+    keeps is unspecified), out-of-range ones are dropped. The result is in x's layout."""
     if how not in _SCATTER:
         raise ValueError(f"scatter: how={how!r} is not one of {_SCATTER}")
     # the requests are cut over S on their first axis and nowhere else: every device of an
     # S-group then holds different requests (a replicated one would be applied P times), and
     # devices outside the group hold the same ones (x's replicas stay equal)
     names = x.layout.split[axis]
-    idx_lay = make_out_layout(x.mesh, indices.shape,
-                              [names] + [()] * (indices.ndim - 1))
-    upd_lay = make_out_layout(x.mesh, updates.shape, list(x.layout.split[:axis])
-                              + list(idx_lay.split) + list(x.layout.split[axis + 1:]))
+    idx_lay = make_out_layout(x.mesh, indices.shape, [names] + [()] * (indices.ndim - 1))
     idx = move(indices, idx_lay)
-    upd = move(updates, upd_lay)
+    upd_lay = None
+    if isinstance(updates, DistArray):
+        upd_lay = make_out_layout(x.mesh, updates.shape, list(x.layout.split[:axis])
+                                  + list(idx_lay.split) + list(x.layout.split[axis + 1:]))
+        updates = move(updates, upd_lay).data
+    else:
+        updates = jnp.asarray(updates, x.dtype)
     fn = _scatter_fn(x.layout, idx_lay, upd_lay, axis, how)
-    return DistArray._new(fn(x.data, idx.data, upd.data), x.layout)
+    return DistArray._new(fn(x.data, idx.data, updates), x.layout)
