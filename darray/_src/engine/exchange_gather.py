@@ -199,13 +199,15 @@ def gather(x: DistArray, indices: DistArray, axis: int, out_layout: Layout, *,
     for x split along `axis` (`applies`), in `out_layout`, by a ring (module doc).
 
     The indices move to the kernel's layout first (an index-sized move). When `out_layout`
-    splits the output differently from x's other axes, the smaller of x and the result moves
-    (block-wise, never a gather): x before the ring, or the result after it.
+    splits the output differently from x's other axes, x moves first (block-wise, never a
+    gather) so that the ring computes straight into `out_layout`.
     """
     if not along:
-        fitted = _operand_layout(x.layout, axis, indices.ndim, out_layout)
-        if fitted != x.layout and x.size <= math.prod(out_layout.shape):
-            x = move(x, fitted)
+        # x's other axes split as the output's: the ring then computes each device's block of
+        # `out_layout` itself. Moving x costs about one x block; computing in x's layout and
+        # moving the result could hold a result block P times too large (an axis the output
+        # splits further than x does)
+        x = move(x, _operand_layout(x.layout, axis, indices.ndim, out_layout))
     idx_lay, kern = kernel_layouts(x.layout, indices.shape, axis, along, out_layout)
     idx = move(indices, idx_lay)
     x_block = math.prod(x.layout.block_shape) * x.dtype.itemsize
@@ -233,6 +235,27 @@ def _valid_positions(lay: Layout):
     return valid
 
 
+def _apply_counts(block, counts, value, axis, how):
+    """`block` after `counts[j]` updates by the scalar `value` at cell j of `axis` (JAX's
+    rules for repeats: they accumulate; a power or a product of the same value repeats)."""
+    counts = counts.reshape((1,) * axis + (-1,) + (1,) * (block.ndim - axis - 1))
+    value = value.astype(block.dtype)
+    hit = counts > 0
+    if how == "set":
+        new = jnp.broadcast_to(value, block.shape)
+    elif how == "add":
+        new = block + counts.astype(block.dtype) * value
+    elif how == "min":
+        new = jnp.minimum(block, value)
+    elif how == "max":
+        new = jnp.maximum(block, value)
+    else:
+        product = value ** counts.astype(block.dtype)  # multiply, divide, power: v ** count
+        new = {"multiply": jnp.multiply, "divide": jnp.divide,
+               "power": jnp.power}[how](block, product)
+    return jnp.where(hit, new, block).astype(block.dtype)
+
+
 @program_cache(SMALL)
 def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout | None, axis: int, how: str):
     names = x_lay.split[axis]
@@ -250,11 +273,20 @@ def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout | None, axis: in
         i = idx.astype(_index_dtype())
         i = jnp.where(i < 0, i + n, i)
         i = jnp.where(_valid_positions(idx_lay) & (i >= 0) & (i < n), i, (parts + 1) * c)
-        target = jnp.ones_like(block) if combine else block
+        scalar = upd_lay is None
+        # a scalar update needs only how many times each cell of the block is hit: the ring
+        # counts (a vector of the block's length), one elementwise step applies; broadcasting
+        # the scalar to the indexed shape would cost a block of that shape per device
+        if scalar:
+            target = jnp.zeros((c,), jnp.int32)
+        else:
+            target = jnp.ones_like(block) if combine else block
 
         def apply(target, i, updates):
             # cells owned elsewhere point past the block and are dropped
             mine = jnp.where(i // c == me, i - me * c, c + 1)
+            if scalar:
+                return target.at[mine.reshape(-1)].add(1, mode="drop")
             ref = target.at[(slice(None),) * axis + (mine,)]
             return getattr(ref, kind)(updates.astype(block.dtype), mode="drop")
 
@@ -263,10 +295,12 @@ def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout | None, axis: in
             def turn(s, carry):
                 target, i, updates = carry
                 i = _ring(i, names, parts, mesh, 1)
-                if upd_lay is not None:  # a scalar update is the same everywhere
+                if not scalar:
                     updates = _ring(updates, names, parts, mesh, 1)
                 return apply(target, i, updates), i, updates
             target = jax.lax.fori_loop(1, parts, turn, (target, i, updates))[0]
+        if scalar:
+            return _apply_counts(block, target, updates, axis, how)
         return combine(block, target).astype(block.dtype) if combine else target
 
     def run(data, idx, updates):
