@@ -25,6 +25,8 @@ LAYOUTS = [
     ((2, 4), (101, 67, 45), ("x", "y", None), 1, (61,), ("y",)),
     ((4, 2), (403, 1001), ("x", "y"), 1, (3001,), (("x", "y"),)),
     ((4, 2), (20011, 13), (("x", "y"), None), 0, (20011,), None),
+    # few indices: the requests are shared by all-reduces instead of a ring
+    ((2, 4), (100003,), (("x", "y"),), 0, (999,), None),
 ]
 IDS = [f"{m}-{s}-axis{a}" for m, s, _, a, _, _ in LAYOUTS]
 

@@ -103,7 +103,7 @@ def _pick(block, cell, axis, along):
 
 @program_cache(SMALL)
 def _gather_fn(x_lay: Layout, idx_lay: Layout, out_lay: Layout, axis: int, along: bool,
-               rotate_data: bool):
+               mode: str):
     names = x_lay.split[axis]
     parts, c, n = x_lay.parts(axis), x_lay.chunk(axis), x_lay.shape[axis]
     mesh, ndim = x_lay.mesh, x_lay.ndim
@@ -119,10 +119,18 @@ def _gather_fn(x_lay: Layout, idx_lay: Layout, out_lay: Layout, axis: int, along
             hit = _mask_shape(owner == source_block, ndim, axis, along)
             return jnp.where(hit, _pick(source, cell, axis, along), out)
 
+        if mode == "broadcast" and parts > 1:
+            # every device of the ring answers all the ring's requests it owns (zeros
+            # elsewhere), one sum brings each answer to all and each keeps its own block
+            every = _share_blocks(idx, names, parts, me, 0)
+            answers = fill(jnp.zeros(out_shape[:axis] + every.shape + out_shape[axis + idx.ndim:],
+                                     block.dtype), block, me, every)
+            return jax.lax.dynamic_slice_in_dim(_sum_bits(answers, names), me * idx.shape[0],
+                                                idx.shape[0], axis)
         out = fill(jnp.zeros(out_shape, block.dtype), block, me, idx)
         if parts == 1:
             return out
-        if rotate_data:
+        if mode == "data":
             # step s: the block of (me + s) mod P visits; each device keeps its own requests
             def step(s, carry):
                 visiting, out = carry
@@ -147,6 +155,27 @@ def _gather_fn(x_lay: Layout, idx_lay: Layout, out_lay: Layout, axis: int, along
                                check_vma=False)(data, idx)
         return physical.constrain(out, out_lay)
     return jax.jit(run)
+
+
+def _sum_bits(a, names):
+    """psum of arrays of which at most one device holds a nonzero cell: summed as unsigned
+    bit patterns, so each cell arrives exactly (a float sum would turn -0.0 into 0.0)."""
+    if a.dtype == jnp.bool_:
+        return jax.lax.psum(a.astype(jnp.uint8), names).astype(jnp.bool_)
+    if jnp.issubdtype(a.dtype, jnp.complexfloating):
+        return jax.lax.complex(_sum_bits(jnp.real(a), names), _sum_bits(jnp.imag(a), names))
+    bits = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}[a.dtype.itemsize]
+    summed = jax.lax.psum(jax.lax.bitcast_convert_type(a, bits), names)
+    return jax.lax.bitcast_convert_type(summed, a.dtype)
+
+
+def _share_blocks(a, names, parts, me, axis):
+    """Every block of the ring (along `axis`, block order) on every device of the ring: each
+    device's block placed at its offset in zeros, one bit-pattern sum (an all-reduce)."""
+    size = a.shape[axis]
+    shape = a.shape[:axis] + (parts * size,) + a.shape[axis + 1:]
+    placed = jax.lax.dynamic_update_slice_in_dim(jnp.zeros(shape, a.dtype), a, me * size, axis)
+    return _sum_bits(placed, names)
 
 
 def _free_split(split, taken: set) -> tuple[str, ...]:
@@ -211,9 +240,18 @@ def gather(x: DistArray, indices: DistArray, axis: int, out_layout: Layout, *,
     idx_lay, kern = kernel_layouts(x.layout, indices.shape, axis, along, out_layout)
     idx = move(indices, idx_lay)
     x_block = math.prod(x.layout.block_shape) * x.dtype.itemsize
-    request = math.prod(kern.block_shape) * x.dtype.itemsize \
-        + math.prod(idx_lay.block_shape) * 8
-    fn = _gather_fn(x.layout, idx_lay, kern, axis, along, x_block <= request)
+    out_block = math.prod(kern.block_shape) * x.dtype.itemsize
+    idx_block = math.prod(idx_lay.block_shape) * 8
+    parts = x.layout.parts(axis)
+    if x_block <= out_block + idx_block:
+        mode = "data"
+    elif not along and idx_lay.split[1:] == ((),) * (indices.ndim - 1) \
+            and idx_lay.split[0] == x.layout.split[axis] \
+            and parts * (2 * out_block + idx_block) <= 2 * x_block:
+        mode = "broadcast"  # small requests: two all-reduces of them instead of P ppermutes
+    else:
+        mode = "requests"
+    fn = _gather_fn(x.layout, idx_lay, kern, axis, along, mode)
     out = DistArray._new(fn(x.data, idx.data), kern)
     return move(out, out_layout)
 
@@ -257,7 +295,8 @@ def _apply_counts(block, counts, value, axis, how):
 
 
 @program_cache(SMALL)
-def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout | None, axis: int, how: str):
+def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout | None, axis: int, how: str,
+                broadcast: bool):
     names = x_lay.split[axis]
     parts, c, n = x_lay.parts(axis), x_lay.chunk(axis), x_lay.shape[axis]
     mesh = x_lay.mesh
@@ -290,8 +329,16 @@ def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout | None, axis: in
             ref = target.at[(slice(None),) * axis + (mine,)]
             return getattr(ref, kind)(updates.astype(block.dtype), mode="drop")
 
-        target = apply(target, i, updates)
-        if parts > 1:
+        if broadcast and parts > 1:
+            # small requests: all of the ring's on every device (one all-reduce each), each
+            # device applies those it owns, no ring
+            i = _share_blocks(i, names, parts, me, 0)
+            if not scalar:
+                updates = _share_blocks(updates, names, parts, me, axis)
+            target = apply(target, i, updates)
+        elif parts > 1:
+            target = apply(target, i, updates)
+
             def turn(s, carry):
                 target, i, updates = carry
                 i = _ring(i, names, parts, mesh, 1)
@@ -299,6 +346,8 @@ def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout | None, axis: in
                     updates = _ring(updates, names, parts, mesh, 1)
                 return apply(target, i, updates), i, updates
             target = jax.lax.fori_loop(1, parts, turn, (target, i, updates))[0]
+        else:
+            target = apply(target, i, updates)
         if scalar:
             return _apply_counts(block, target, updates, axis, how)
         return combine(block, target).astype(block.dtype) if combine else target
@@ -335,5 +384,9 @@ def scatter(x: DistArray, indices: DistArray, updates, axis: int, how: str) -> D
         updates = move(updates, upd_lay).data
     else:
         updates = jnp.asarray(updates, x.dtype)
-    fn = _scatter_fn(x.layout, idx_lay, upd_lay, axis, how)
+    x_block = math.prod(x.layout.block_shape) * x.dtype.itemsize
+    requests = math.prod(idx_lay.block_shape) * 8 + (
+        math.prod(upd_lay.block_shape) * x.dtype.itemsize if upd_lay is not None else 0)
+    broadcast = x.layout.parts(axis) * requests <= x_block
+    fn = _scatter_fn(x.layout, idx_lay, upd_lay, axis, how, broadcast)
     return DistArray._new(fn(x.data, idx.data, updates), x.layout)
