@@ -1,5 +1,5 @@
 """Covers: darray/_src/engine/exchange_gather.py, darray/_src/api/indexing.py
-Covers: darray/_src/extras/at.py
+Covers: darray/_src/api/taking.py, darray/_src/extras/at.py
 
 Integer-array indexing along a split axis plans at most 3 blocks of temporaries per device and
 no all-gather (issue 49, item 2): XLA's accounting of the jitted call

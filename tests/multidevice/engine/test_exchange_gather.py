@@ -1,5 +1,5 @@
 """Covers: darray/_src/engine/exchange_gather.py, darray/_src/api/indexing.py
-Covers: darray/_src/extras/at.py
+Covers: darray/_src/api/taking.py, darray/_src/extras/at.py
 
 Integer-array indexing along a split axis by a ring of ppermutes (issue 49, item 2): `take`,
 ``x[..., i]``, `take_along_axis`, ``x.at[i].<op>`` and ``x[i] = v`` never gather x. Values
