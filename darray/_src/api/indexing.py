@@ -1,4 +1,4 @@
-"""Indexing: `x[key]`, `x[key] = v`, `take`, `take_along_axis`.
+"""Indexing: `x[key]` and `x[key] = v` (`take`, `take_along_axis`: taking.py, re-exported).
 
 Basic keys (ints, slices, Ellipsis, None) are normalised on the host into a static *plan* (one
 entry per key item) plus the integer values, which are passed as runtime arguments so that
@@ -15,13 +15,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api.creation import asarray
+from darray._src.api.manipulation import broadcast_to
+
+# `take`, `take_along_axis` and `dynamic_slice` live in taking.py (this module reads keys);
+# re-exported here, where the namespace and its callers have always found them
+from darray._src.api.taking import dynamic_slice as dynamic_slice
+from darray._src.api.taking import take as take
+from darray._src.api.taking import take_along_axis as take_along_axis
 from darray._src.base import compat
 from darray._src.distarray.array import DistArray, settle
-from darray._src.engine import compaction, slicing, views
+from darray._src.engine import compaction, exchange_gather, slicing, views
 from darray._src.engine.apply import apply_logical
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes, placed
-from darray._src.layout.axes import normalize_axis
 from darray._src.layout.layout import Layout, default_layout, make_out_layout
 
 _INT = "int"
@@ -213,7 +219,10 @@ def getitem(x: DistArray, key) -> DistArray:
       shared with one psum of the result (``x[3, 4, 5]`` moves one element); a slice of a split
       axis re-blocks it with a few ppermute shifts of output-sized buffers. Layouts with
       ghosts or a transposed order take the logical path. Integer-array and boolean-mask keys
-      use the logical path into the default layout for the output shape; a boolean mask needs
+      give the default layout for the output shape (layout.default_layout). One integer array
+      along a split axis (other items whole slices, x of 64 KiB or more) is read by a ring of
+      ppermutes (engine/exchange_gather.py; x is never gathered, the result moved block-wise
+      into that layout); other advanced keys take the logical path. A boolean mask needs
       a concrete mask (its count sets the shape). A basic key gives a view of x
       (engine/views.py): writing it writes x, as in numpy. Under jit, an int may be a traced
       integer: read as JAX reads it (negative from the end, out-of-range clamped); slice
@@ -375,6 +384,11 @@ def _advanced_get(x: DistArray, key: tuple) -> DistArray:
         # values and their positions compacted in one pass over the blocks
         (out,) = compaction.compact(mask, [x], with_indices=False)
         return out
+    single = single_index_array(x, key)
+    if single is not None:
+        axis, idx = single
+        shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+        return exchange_gather.gather(x, idx, axis, default_layout(shape, x.layout))
     template, operands = advanced_parts(x, key)
     # a numpy index array is int64; with x64 off (JAX's default) JAX holds it as int32, and a
     # ShapeDtypeStruct asking for int64 would warn (jax 0.12)
@@ -383,6 +397,30 @@ def _advanced_get(x: DistArray, key: tuple) -> DistArray:
     shape = jax.eval_shape(lambda a, *ops: _advanced_read(a, *ops, template), *shapes).shape
     out = default_layout(shape, x.layout)
     return apply_logical(_advanced_read, [x, *operands], out, static=(template,))
+
+
+def single_index_array(x: DistArray, key: tuple):
+    """(axis, indices as a DistArray on x's mesh) when `key` is one integer array (of rank >= 1)
+    along a split axis of x that the ring handles, every other item a whole slice or ...;
+    else None."""
+    arrays = [i for i, k in enumerate(key) if is_array_like(k)]
+    if len(arrays) != 1 or sum(k is Ellipsis for k in key) > 1 or any(
+            not is_array_like(k) and k is not Ellipsis and not _whole(k) for k in key):
+        return None
+    expanded = expand_ellipsis(key, x.ndim)
+    axis = next(i for i, k in enumerate(expanded) if is_array_like(k))
+    idx = expanded[axis]
+    dtype = idx.dtype if hasattr(idx, "dtype") else np.asarray(idx).dtype
+    if np.dtype(dtype).kind not in "iu" or np.ndim(idx) == 0 or not np.size(idx) \
+            or not exchange_gather.applies(x, axis):
+        return None
+    if not isinstance(idx, DistArray):
+        idx = asarray(np.asarray(idx), mesh=x.mesh)
+    return axis, idx
+
+
+def _whole(k) -> bool:
+    return isinstance(k, slice) and k == slice(None)
 
 
 # -- writes -----------------------------------------------------------------------------------
@@ -418,7 +456,10 @@ def setitem(x: DistArray, key, value) -> DistArray:
       communication for a scalar value; an array value is brought to the key's read layout
       and shifted to the blocks that own its cells, slicing.py: x is never gathered).
       A boolean mask of x's leading shape with a scalar value is an elementwise select (local,
-      works under jit). Other advanced keys use the logical path.
+      works under jit). One integer array along a split axis (x of 64 KiB or more): the
+      (index, value) blocks travel round a ring and each owner writes its cells
+      (engine/exchange_gather.py; which of repeated indices wins is unspecified, as in JAX).
+      Other advanced keys use the logical path.
     """
     x = ensure_array("setitem", x)
     key = _as_tuple(key)
@@ -434,6 +475,9 @@ def setitem(x: DistArray, key, value) -> DistArray:
         if mask is not None:
             return compaction.expand(x, mask, val)
         check_advanced_bounds(x, key)
+        single = single_index_array(x, key)
+        if single is not None:
+            return _ring_update(x, single, val, "set")
         template, operands = advanced_parts(x, key)
         return apply_logical(_advanced_write, [x, val, *operands],
                                     x.layout.without_halo(), static=(template,))
@@ -459,114 +503,37 @@ def setitem(x: DistArray, key, value) -> DistArray:
     return DistArray._new(write(x.data, vdata, values), x.layout)
 
 
+def _ring_update(x: DistArray, single, val, how: str) -> DistArray:
+    """x with ``x[(:,) * axis + (indices,)]`` combined with `val` by a ring
+    (engine/exchange_gather.py): the value is broadcast to the indexed shape, x never
+    gathered."""
+    axis, idx = single
+    shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+    if not isinstance(val, DistArray) and np.ndim(val) == 0:
+        return exchange_gather.scatter(x, idx, val, axis, how)
+    if not _broadcasts_to(np.shape(val), shape):
+        raise ValueError(f"value of shape {np.shape(val)} cannot be broadcast to the indexed "
+                         f"shape {shape}")
+    if not isinstance(val, DistArray):
+        val = asarray(np.broadcast_to(np.asarray(val), shape), mesh=x.mesh)
+    elif val.shape != shape:
+        val = broadcast_to(val, shape)
+    return exchange_gather.scatter(x, idx, val, axis, how)
+
+
+def ring_update(x: DistArray, keys: tuple, value, how: str):
+    """`x.at[keys].<how>(value)` by the ring when `keys` is one integer array along a split
+    axis (single_index_array), else None. `value` is x's dtype (value_operand) on x's mesh."""
+    single = single_index_array(x, keys)
+    if single is None:
+        return None
+    if how in ("divide", "power") and x.dtype.kind not in "fc":
+        return None  # JAX's integer divide/power change the dtype: left to the logical path
+    return _ring_update(x, single, value, how)
+
+
 def _broadcasts_to(src, dst) -> bool:
     try:
         return np.broadcast_shapes(tuple(src), tuple(dst)) == tuple(dst)
     except ValueError:
         return False
-
-
-# -- take -------------------------------------------------------------------------------------
-def _wrap(idx, n):
-    """Negative indices count from the end, as in the Array API."""
-    return jnp.where(idx < 0, idx + n, idx)
-
-
-def _take(a, idx, axis):
-    return compaction.exact_read(lambda b, i: jnp.take(b, i, axis=axis, mode="clip"), a,
-                                 _wrap(idx, a.shape[axis]))
-
-
-def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
-    """Elements of `x` at integer `indices` (1-D) along `axis` (optional for 1-D x).
-
-    Layout: x's split on every axis (the taken axis keeps its mesh axes at its new length).
-    Logical path: XLA reads the taken cells from their owners.
-    """
-    x = ensure_array("take", x)
-    if axis is None:
-        if x.ndim != 1:
-            raise ValueError(f"take needs axis= for an array of rank {x.ndim}")
-        axis = 0
-    axis = normalize_axis(axis, x.ndim)
-    idx = ensure_array("take_along_axis", indices, "indices")
-    if idx.dtype.kind not in "iu":
-        raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
-    if idx.ndim != 1:
-        raise ValueError(f"indices must be 1-D, got shape {idx.shape}")
-    x, idx = check_operand_meshes("take", (x, "x"), (idx, "indices"))
-    shape = list(x.shape)
-    shape[axis] = idx.shape[0]
-    out = make_out_layout(x.mesh, shape, x.layout.split)
-    return apply_logical(_take, [x, idx], out, static=(axis,))
-
-
-def _take_along(a, idx, axis):
-    return compaction.exact_read(
-        lambda b, i: jnp.take_along_axis(b, i, axis=axis, mode="clip"), a,
-        _wrap(idx, a.shape[axis]))
-
-
-def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
-    """Pick values along `axis` at `indices` (same rank as x, broadcast on the other axes).
-
-    Layout: x's split where the output shape equals x's, else the indices' (logical path).
-    """
-    x = ensure_array("take_along_axis", x)
-    axis = normalize_axis(axis, x.ndim)
-    idx = ensure_array("take_along_axis", indices, "indices")
-    if idx.dtype.kind not in "iu":
-        raise TypeError(f"indices must have an integer dtype, got {idx.dtype}")
-    if idx.ndim != x.ndim:
-        raise ValueError(f"indices must have x's rank {x.ndim}, got shape {idx.shape}")
-    x, idx = check_operand_meshes("take_along_axis", (x, "x"), (idx, "indices"))
-    shape = list(np.broadcast_shapes(tuple(n for i, n in enumerate(x.shape) if i != axis),
-                                     tuple(n for i, n in enumerate(idx.shape) if i != axis)))
-    shape.insert(axis, idx.shape[axis])
-    like = x if tuple(shape) == x.shape or not isinstance(idx, DistArray) else idx
-    out = make_out_layout(x.mesh, shape, like.layout.split)
-    return apply_logical(_take_along, [x, idx], out, static=(axis,))
-
-
-# -- a window at a traced start ------------------------------------------------------------------
-def dynamic_slice(x: DistArray, start_indices, slice_sizes) -> DistArray:
-    """`jax.lax.dynamic_slice` for a DistArray: the window of static shape `slice_sizes` at
-    `start_indices`, which may be traced (``x[i:i + k]`` inside `jax.jit`, where slice bounds
-    must be static).
-
-    Args:
-      x: DistArray.
-      start_indices: one integer per axis (Python ints, 0-d integer arrays or tracers).
-        As in JAX, a negative start counts from the end, and a start is clamped so that the
-        window fits in the array.
-      slice_sizes: one static int per axis, 0 <= size <= x.shape[axis].
-
-    Layout:
-      x's split on every axis (at the window's length). Logical path: XLA's partitioner
-      reads the window at its runtime offset, which gathers each split axis whose window it
-      cannot place statically (a window of a split axis is read from all of its blocks).
-    """
-    x = ensure_array("dynamic_slice", x)
-    starts, sizes = tuple(start_indices), tuple(slice_sizes)
-    if len(starts) != x.ndim or len(sizes) != x.ndim:
-        raise ValueError(f"dynamic_slice: start_indices ({len(starts)} given) and slice_sizes "
-                         f"({len(sizes)} given) need one entry per axis of x (x has shape "
-                         f"{x.shape})")
-    try:
-        sizes = tuple(operator.index(n) for n in sizes)
-    except TypeError:
-        raise TypeError(f"dynamic_slice: slice_sizes={slice_sizes!r} must be static ints (the "
-                        "result's shape)") from None
-    for axis, (n, m) in enumerate(zip(sizes, x.shape)):
-        if not 0 <= n <= m:
-            raise ValueError(f"dynamic_slice: slice_sizes[{axis}]={n} must be in 0..{m} "
-                             f"(x.shape[{axis}])")
-    dtype = jnp.int64 if jax.config.read("jax_enable_x64") else jnp.int32
-    start = jnp.stack([jnp.asarray(s.data if isinstance(s, DistArray) else s, dtype)
-                       for s in starts]) if starts else jnp.zeros((0,), dtype)
-    out = make_out_layout(x.mesh, sizes, x.layout.split)
-    return apply_logical(_dynamic_slice_fn, [x, start], out, static=(sizes,))
-
-
-def _dynamic_slice_fn(a, start, sizes):
-    return jax.lax.dynamic_slice(a, [start[i] for i in range(len(sizes))], sizes)

@@ -17,6 +17,7 @@ from darray._src.api import elementwise, indexing
 from darray._src.api.data_type_functions import astype
 from darray._src.distarray.array import DistArray
 from darray._src.engine.apply import apply_logical, apply_physical
+from darray._src.engine.operands import placed
 
 _COMBINE = {"add": "add", "multiply": "multiply", "divide": "divide", "power": "pow",
             "min": "minimum", "max": "maximum"}
@@ -39,8 +40,10 @@ class _AtRef:
     scalar value (Python, numpy or 0-d DistArray): one elementwise select on the blocks, no
     communication, compiled once per layout. With an array value: the indexed cells are
     read, combined and written back through `x[key]` and `setitem` (their communication).
-    Keys with integer or boolean arrays scatter on the logical path, as ``x[key] = v`` does,
-    with JAX's rule that repeated indices accumulate.
+    Keys with integer or boolean arrays scatter with JAX's rule that repeated indices
+    accumulate: one integer array along a split axis (x of 64 KiB or more) by a ring of
+    ppermutes that brings the (index, update) blocks to their owners (engine/exchange_gather.py,
+    x never gathered); other keys on the logical path, as ``x[key] = v`` does.
     """
     __slots__ = ("_x", "_key")
 
@@ -160,8 +163,11 @@ def _scatter(x, keys, values, how):
     for pos, k in enumerate(keys):
         indexing.check_item(k, pos)
     indexing.check_advanced_bounds(x, keys)
+    val = placed(indexing.value_operand(values, x.dtype), x.mesh)
+    ring = indexing.ring_update(x, tuple(keys), val, how)
+    if ring is not None:
+        return ring
     template, operands = indexing.advanced_parts(x, keys)
-    val = indexing.value_operand(values, x.dtype)
     return apply_logical(_scatter_kernel, [x, val, *operands], x.layout.without_halo(),
                                 static=(tuple(template), how))
 
