@@ -38,12 +38,6 @@ OVER: dict[tuple[str, str], tuple[float, str]] = {
     ("fft.idctn", "8 uneven"): (3.50, _FFT),
     ("fft.dstn", "2x4 uneven"): (3.51, _FFT),
     ("fft.idstn", "8 uneven"): (4.00, _FFT),
-    ("tile", "2x4 uneven"): (8.00, "g: XLA gathers the tiled split axis"),
-    ("tile", "8 uneven"): (8.00, "g: XLA gathers the tiled split axis"),
-    ("repeat", "2x4 uneven"): (46.83, "g: repeat over the flattened array gathers it and "
-                                      "builds the repeated copy on every device"),
-    ("repeat", "2x4 even"): (45.00, "g: as on the uneven layout"),
-    ("repeat", "8 uneven"): (46.85, "g: as on the 2x4 layout"),
     ("interp", "2x4 uneven"): (3.0007, _SCALARS),
     ("interp", "2x4 even"): (3.0002, _SCALARS),
     ("interp", "8 uneven"): (3.0017, _SCALARS),
@@ -60,10 +54,6 @@ OVER: dict[tuple[str, str], tuple[float, str]] = {
     ("nanargmin", "2x4 uneven"): (3.02, _ARG),
     ("nanargmin", "2x4 even"): (3.02, _ARG),
     ("nanargmin", "8 uneven"): (4.00, _ARG),
-    ("isin", "2x4 uneven"): (45278.27, "g: compares every element with every test element "
-                                       "after gathering both"),
-    ("isin", "2x4 even"): (47340.75, "g: as on the uneven layout"),
-    ("isin", "8 uneven"): (27527.77, "g: as on the 2x4 layout"),
 }
 
 # case -> why it is not compiled as one program (its test asserts it still is not)

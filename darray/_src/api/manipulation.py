@@ -19,7 +19,7 @@ from darray._src.api.creation import asarray
 from darray._src.base import compat
 from darray._src.base.errors import AxisError
 from darray._src.distarray.array import DistArray, settle
-from darray._src.engine import compaction, joining, reshaping, views
+from darray._src.engine import compaction, joining, repeating, reshaping, views
 from darray._src.engine.apply import apply_logical, run_physical
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes, check_same_mesh, placed
@@ -506,7 +506,9 @@ def tile(x: DistArray, repetitions, /) -> DistArray:
     """Repeat the whole array `repetitions[i]` times along each axis.
 
     Layout: x's split (aligned to the trailing axes; prepended axes unsplit). Local when every
-    split axis has repetition 1, otherwise the logical path.
+    split axis has repetition 1. Along a split axis the output is r copies of x joined: each
+    output block is assembled from the input blocks it overlaps by ppermute rounds
+    (engine/repeating.py), never an all-gather.
     """
     x = ensure_array("tile", x)
     reps = _shape_arg(repetitions, "repetitions")
@@ -520,7 +522,10 @@ def tile(x: DistArray, repetitions, /) -> DistArray:
     out = make_out_layout(x.mesh, shape, split)
     if not x.layout.has_halo and all(r == 1 for s, r in zip(split, reps_full) if s):
         return run_physical(_tile, [x], out, static=(reps_full,))
-    return apply_logical(_tile, [x], out, static=(reps_full,))
+    if 0 in shape:
+        return apply_logical(_tile, [x], out, static=(reps_full,))
+    x = x if not x.layout.has_halo else apply_logical(_identity, [x], x.layout.without_halo())
+    return DistArray._new(repeating.tile_fn(x.layout, out, reps_full)(x.data), out)
 
 
 def _repeat(a, repeats, axis, total):
@@ -537,7 +542,9 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
     """Repeat each element `repeats` times (an int, or one count per element along `axis`).
 
     Layout: with `axis`, x's split; with axis=None the 1-D result is split over all of x's mesh
-    axes. One count for all: logical path (a broadcast). Per-element counts: read to the host
+    axes. One count for all: each device repeats its own block and the cells move to the
+    output's blocks by ppermute rounds (engine/repeating.py; x is first flattened block by
+    block when axis is None): never an all-gather. Per-element counts: read to the host
     first (the output shape depends on them, so under jit they must be concrete: jax's
     ConcretizationTypeError otherwise), then every device builds the result whole from the
     replicated input inside shard_map (compaction.run_replicated): jnp.repeat with
@@ -577,7 +584,15 @@ def repeat(x: DistArray, repeats, /, *, axis=None) -> DistArray:
         shape[axis] = total
         out = make_out_layout(x.mesh, shape, x.layout.split)
     if counts is not None:
-        return apply_logical(_repeat, [x], out, static=(counts, axis, total))
+        if total == 0 or x.size == 0:
+            return apply_logical(_repeat, [x], out, static=(counts, axis, total))
+        if axis is None:
+            x, axis = (reshape(x, (-1,), copy=True) if x.ndim != 1 else x), 0
+        if x.layout.has_halo:
+            x = apply_logical(_identity, [x], x.layout.without_halo())
+        if x.layout.split != out.split:  # (a flattened x split otherwise than the result)
+            return apply_logical(_repeat, [x], out, static=(counts, axis, total))
+        return DistArray._new(repeating.repeat_fn(x.layout, out, counts, axis)(x.data), out)
     each = asarray(host, mesh=x.mesh, spec=())
     (result,) = compaction.run_replicated(_repeat_each, [x, each], (out,), static=(axis, total))
     return result

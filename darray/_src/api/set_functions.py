@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from darray._src.api.creation import asarray
+from darray._src.api.statistical import plain
 from darray._src.distarray.array import DistArray
-from darray._src.engine import compaction
+from darray._src.engine import compaction, membership
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes, same_mesh
 from darray._src.layout.layout import default_layout
@@ -131,8 +133,13 @@ def _isin(block, b, invert):
 def isin(x1, x2, /, *, invert=False) -> DistArray:
     """For each element of x1, whether it occurs in x2 (negated with invert=True).
 
-    Layout: x1's layout. x2 is made available to every device (replicated), x1 stays where it
-    is; each device tests its own block (inside shard_map: no communication beyond x2).
+    Numpy's semantics: NaN is in nothing, -0.0 equals 0.0, x1 and x2 are compared in their
+    promoted dtype.
+
+    Layout: x1's layout. Neither array is gathered: each device sorts its block of x2, and the
+    sorted blocks travel around a ring of devices (lax.ppermute over the mesh axes splitting
+    x2); each device looks its block of x1 up in every visiting block (engine/membership.py).
+    A non-distributed x2 is replicated.
     """
     if not isinstance(x1, DistArray) and not isinstance(x2, DistArray):
         x1 = ensure_array("isin", x1, "x1")  # the argument policy: placed as asarray
@@ -148,7 +155,17 @@ def isin(x1, x2, /, *, invert=False) -> DistArray:
         b = x2
     else:
         b = _on(x2, x1.mesh)
-    return compaction.blockwise_with_whole(_isin, x1, [b], static=(bool(invert),))
+    dtype = np.result_type(x1.dtype, b.dtype)  # numpy's promotion: int64 with float32 is
+    if jax.dtypes.canonicalize_dtype(dtype) != dtype:  # float64 (x64 off: JAX's promotion)
+        dtype = jnp.result_type(x1.dtype, b.dtype)
+    if dtype.kind not in "biuf" or x1.size == 0 or b.size == 0:
+        # complex values have no order to search in; empty operands need no ring
+        return compaction.blockwise_with_whole(_isin, x1, [b], static=(bool(invert),))
+    if dtype.kind == "b":
+        dtype = np.dtype(np.uint8)
+    x1, b = plain(x1), plain(b)
+    fn = membership.isin_fn(x1.layout, b.layout, dtype, bool(invert))
+    return DistArray._new(fn(x1.data, b.data), x1.layout)
 
 
 def _on(value, mesh) -> DistArray:

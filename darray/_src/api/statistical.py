@@ -19,7 +19,7 @@ from darray._src.api.creation import redistribute
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine import reduce_scatter
+from darray._src.engine import reduce_scatter, scanning
 from darray._src.engine.apply import apply_logical, run_physical
 from darray._src.engine.arguments import ensure_array
 from darray._src.layout.axes import normalize_axes, normalize_axis
@@ -301,26 +301,6 @@ for _f in (sum, prod, max, min, mean, var, std):
 _CUM = {"sum": (jnp.cumsum, 0), "prod": (jnp.cumprod, 1)}
 
 
-def _cumulative_kernel(data, layout, axis, dtype, op):
-    cum, identity = _CUM[op]
-    data = masked_physical(data, layout, identity).astype(dtype)
-    p, c = layout.parts(axis), layout.chunk(axis)
-    if p == 1 or c == 0:
-        return cum(data, axis=axis)
-    # Blocks along the split axis are whole per device: scan each block locally, then carry
-    # the running totals of the blocks before it (one value per block and row).
-    shape = data.shape
-    blocks = data.reshape(shape[:axis] + (p, c) + shape[axis + 1:])
-    local = cum(blocks, axis=axis + 1)
-    totals = jax.lax.slice_in_dim(local, c - 1, c, axis=axis + 1)
-    running = cum(totals, axis=axis)
-    before = jnp.concatenate([jnp.full_like(jax.lax.slice_in_dim(running, 0, 1, axis=axis),
-                                            identity),
-                              jax.lax.slice_in_dim(running, 0, p - 1, axis=axis)], axis=axis)
-    out = local + before if op == "sum" else local * before
-    return out.reshape(shape)
-
-
 def _with_initial(logical, axis, dtype, op):
     cum, identity = _CUM[op]
     body = cum(logical.astype(dtype), axis=axis)
@@ -343,12 +323,21 @@ def _cumulative(x, axis, dtype, include_initial, op):
         _check_widened_count(x, axis, dtype, fname)
     dtype = sum_dtype(x.dtype, dtype, fname)
     x = plain(x)
-    if include_initial:
-        shape = list(x.shape)
-        shape[axis] += 1
-        out = Layout(tuple(shape), x.mesh, x.layout.split, ((0, 0),) * x.ndim)
-        return apply_logical(_with_initial, [x], out, static=(axis, dtype, op))
-    return run_physical(_cumulative_kernel, [x], x.layout, static=(x.layout, axis, dtype, op))
+    shape = list(x.shape)
+    shape[axis] += bool(include_initial)
+    out = Layout(tuple(shape), x.mesh, x.layout.split, ((0, 0),) * x.ndim)
+    if x.size == 0:  # nothing to scan: the identity prepended, or an empty result
+        return apply_logical(_with_initial if include_initial else _plain_scan, [x], out,
+                             static=(axis, dtype, op))
+    # block by block: a local scan plus a scan of the block totals over collective-permutes
+    # (engine/scanning.py); XLA's partitioner all-gathers the totals, and with include_initial
+    # the whole axis
+    fn = scanning.cumulative_fn(x.layout, out, axis, dtype, op, bool(include_initial))
+    return DistArray._new(fn(x.data), out)
+
+
+def _plain_scan(logical, axis, dtype, op):
+    return _CUM[op][0](logical.astype(dtype), axis=axis)
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False) -> DistArray:
@@ -362,10 +351,10 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False) -> Dis
 
     Layout:
       x's layout. Each device scans its block; the block totals (one value per block and row)
-      are scanned across devices and added back: no gather of the array. Only those totals
-      travel (XLA moves them by collective-permute, or all-gathers the p totals of each row
-      when the axis is split in p > 2 parts). With
-      include_initial the axis grows by one and XLA shifts the cells between blocks.
+      are scanned across the blocks of the axis by 1 + ceil(log2 p) collective-permutes and
+      combined with the local scan: no all-gather, about one block of temporaries
+      (engine/scanning.py). With include_initial the axis grows by one and each block's cells
+      shift by ppermute rounds (engine/joining.py).
     """
     return _cumulative(x, axis, dtype, include_initial, "sum")
 

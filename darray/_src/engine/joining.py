@@ -54,14 +54,15 @@ class _Round(NamedTuple):
     keep_hi: tuple[int, ...]
 
 
-def _pieces(sizes, parts: int):
+def _pieces(sizes, parts: int, chunks=None):
     """Every overlapping (input block b, output block q) pair of every input, as (b, q, start
     in b's source, start in q's block, length). A device's source is its blocks of all inputs
-    side by side (input k's block holds ceil(n_k / parts) cells, padding included)."""
+    side by side (input k's block holds ceil(n_k / parts) cells, padding included, or
+    `chunks[k]` cells where given: block b then owns cells [b*c, min(n, (b+1)*c)))."""
     out_chunk = -(-sum(sizes) // parts)
     pieces, out_at, src_at = [], 0, 0
-    for n in sizes:
-        c = -(-n // parts)
+    for k, n in enumerate(sizes):
+        c = -(-n // parts) if chunks is None else chunks[k]
         for b in range(parts):
             lo, hi = out_at + b * c, out_at + min(n, (b + 1) * c)
             for q in range(lo // out_chunk, (hi - 1) // out_chunk + 1) if lo < hi else ():
@@ -73,9 +74,10 @@ def _pieces(sizes, parts: int):
 
 
 @functools.lru_cache(maxsize=1024)
-def plan_rounds(sizes: tuple[int, ...], parts: int) -> tuple[_Round, ...]:
-    """The ppermute rounds that join inputs of `sizes` cells (each cut in `parts` blocks) into
-    an output cut in `parts` blocks.
+def plan_rounds(sizes: tuple[int, ...], parts: int,
+                chunks: tuple[int, ...] | None = None) -> tuple[_Round, ...]:
+    """The ppermute rounds that join inputs of `sizes` cells (each cut in `parts` blocks, of
+    `chunks[k]` cells where given: see _pieces) into an output cut in `parts` blocks.
 
     A round is one permutation whose window is as long as its longest piece, so what a device
     holds in flight is the sum of the rounds' windows. Pieces go largest first into the first
@@ -85,7 +87,7 @@ def plan_rounds(sizes: tuple[int, ...], parts: int) -> tuple[_Round, ...]:
     to 1.6 blocks for 2 to 50 inputs on 8 to 1024 blocks), in about one round per input.
     Rounds of one fixed block offset per input would need up to `parts` windows per input.
     """
-    pieces, source = _pieces(sizes, parts)
+    pieces, source = _pieces(sizes, parts, chunks)
     out_chunk = -(-sum(sizes) // parts)
     pieces.sort(key=lambda p: (-p[4], p[0], p[1]))
     rounds: list[list] = []
@@ -133,10 +135,21 @@ def source_frame(rounds, source: int) -> int:
 def _join_split_axis(blocks, lays, out: Layout, axis: int, dtype):
     """My output block along the split join `axis` (module doc): the pieces of every input
     travel in a few ppermute rounds and are written where they belong."""
+    return join_blocks(blocks, tuple(lay.shape[axis] for lay in lays), None, out, axis, dtype)
+
+
+def join_blocks(blocks, sizes: tuple[int, ...], chunks: tuple[int, ...] | None, out: Layout,
+                axis: int, dtype):
+    """Inside shard_map: my block of `out` along its split `axis`, joined from my `blocks` of
+    inputs of `sizes` cells along `axis` (block b of input k owns its cells [b*c, (b+1)*c),
+    c = chunks[k], or ceil(n_k / parts) when chunks is None; the rest is padding). Other axes
+    of every block have out's block extent. Used by concat, tile (copies of one input) and
+    repeat (a locally repeated block, c = count * x's chunk) and by include_initial scans."""
     split = out.split[axis]
     names = split[0] if len(split) == 1 else split
     me = jax.lax.axis_index(names)  # block number in the split's order
-    rounds = plan_rounds(tuple(lay.shape[axis] for lay in lays), out.parts(axis))
+    rounds = plan_rounds(tuple(sizes), out.parts(axis),
+                         None if chunks is None else tuple(chunks))
     # my blocks of all inputs side by side, framed by zeros where some window reaches past
     # them (dynamic_slice would clamp the window's start, not clip it)
     frame = source_frame(rounds, sum(block.shape[axis] for block in blocks))
