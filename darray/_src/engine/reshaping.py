@@ -63,6 +63,10 @@ def xla_is_blockwise(src: Layout, dst: Layout) -> bool:
     program is then kept. Decided once per pair of layouts from the compiled program: on
     uneven shapes, and on some even ones, it gathers the operand. Only the answer is cached;
     the program compiled to find it is dropped (_xla_reshape_plan)."""
+    if math.prod(src.shape) > _INT32_MAX:
+        # XLA's CPU reshape of a logical array past 2^31 elements returned zeros (1291^3
+        # int8 into (-1,), jax 0.10): the rows exchange indexes per device instead
+        return False
     return _xla_reshape_plan(src, dst)
 
 
@@ -284,6 +288,8 @@ def _read(have, first: int, layout: Layout, f, idx):
     (the rows `_to_rows` gave, its logical rows from row `first` on), gathered past the
     padding of unevenly split axes rather than cutting it off first (a copy of the rows)."""
     flat = have.reshape(-1)
+    if tuple(have.shape[1:]) == tuple(layout.shape[1:]):  # no padding: flat is logical
+        return jnp.take(flat, f + first * math.prod(have.shape[1:]), mode="clip")
     pos = jnp.zeros(f.shape, idx)
     stride = 1
     for a in range(layout.ndim - 1, 0, -1):
