@@ -48,9 +48,6 @@ OVER: dict[tuple[str, str], tuple[float, str]] = {
     ("interp", "2x4 uneven"): (3.0007, _SCALARS),
     ("interp", "2x4 even"): (3.0002, _SCALARS),
     ("interp", "8 uneven"): (3.0017, _SCALARS),
-    ("histogram", "2x4 uneven"): (4.50, "bin indices and the padded-cell mask of a block"),
-    ("histogram", "2x4 even"): (3.0011, _SCALARS),
-    ("histogram", "8 uneven"): (4.50, "bin indices and the padded-cell mask of a block"),
     ("sort", "2x4 uneven"): (3.98, _SORT),
     ("argsort", "2x4 uneven"): (4.97, _SORT),
     ("isin", "2x4 uneven"): (45278.27, "g: compares every element with every test element "

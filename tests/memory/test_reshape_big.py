@@ -41,7 +41,7 @@ before = status("VmRSS")
 x = darray.fromfunction(lambda i, j, k: ((i * 7 + j * 3 + k) % 101).astype("int8"), (n,) * 3,
                         dtype=darray.int32, mesh=mesh, spec=("x",))
 y = x.reshape(-1)
-flat = (n * n * n) // 2 + 12345
+flat = n ** 3 - 1  # past 2^31 at 1291^3: the read's index arithmetic must not wrap
 i, rest = divmod(flat, n * n)
 j, k = divmod(rest, n)
 value = int(y[flat])
