@@ -30,7 +30,7 @@ def _as_given(value):
 @dataclasses.dataclass(frozen=True)
 class Option:
     name: str
-    type: type
+    type: Any  # a type, or a union of types (isinstance accepts both)
     default: Any
     help: str
     check: Callable[[Any], bool]  # applied to the canonical spelling

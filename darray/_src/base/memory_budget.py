@@ -161,7 +161,7 @@ _WRAPPERS = frozenset({"forward", "reflected", "inplace", "compute"})
 def _public_caller() -> str | None:
     """The darray function the user called: the outermost frame of the innermost run of darray
     frames on the stack, preferring public names (``darray.argmax``, ``DistArray.reshape``)."""
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
     run: list = []
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
