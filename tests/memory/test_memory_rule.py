@@ -45,9 +45,6 @@ OVER: dict[tuple[str, str], tuple[float, str]] = {
     ("repeat", "8 uneven"): (46.85, "g: as on the 2x4 layout"),
     ("getitem[integer array]", "2x4 uneven"): (11.96, "g: integer indices gather the operand "
                                                       "(needs a request-and-reply exchange)"),
-    ("interp", "2x4 uneven"): (3.0007, _SCALARS),
-    ("interp", "2x4 even"): (3.0002, _SCALARS),
-    ("interp", "8 uneven"): (3.0017, _SCALARS),
     ("sort", "2x4 uneven"): (3.98, _SORT),
     ("argsort", "2x4 uneven"): (4.97, _SORT),
     ("isin", "2x4 uneven"): (45278.27, "g: compares every element with every test element "
