@@ -5,6 +5,7 @@ own import block (``# isort: split``), so sorting keeps every name under its sec
 """
 # -- version and core types ----------------------------------------------------------------
 from darray._src.base.errors import LayoutError as LayoutError
+from darray._src.base.errors import MemoryBudgetError as MemoryBudgetError
 from darray._src.distarray.array import DistArray as DistArray
 from darray._src.layout.layout import Layout as Layout
 from darray._src.placement.placement import default_mesh as default_mesh
@@ -240,6 +241,8 @@ from darray._src.backends.registry import record_backends as record_backends
 from darray._src.base.config import config_context as config_context
 from darray._src.base.config import get_config as get_config
 from darray._src.base.config import set_config as set_config
+from darray._src.base.memory_budget import MemoryReport as MemoryReport
+from darray._src.base.memory_budget import check_memory as check_memory
 from darray._src.base.native import build_info as build_info
 from darray._src.extras.autotune import autotune as autotune
 from darray._src.extras.io import load as load

@@ -123,6 +123,8 @@ def reduced_length(shape, axis) -> int:
 EXCLUDED = {
     "build_info": "reports the native build, no array",
     "config_context": "configuration, no array (tests/unit)",
+    "check_memory": "reports a compiled program's memory, no array "
+                    "(tests/multidevice/base/test_memory_budget.py)",
     "record_backends": "a log of backend selections, no array (test_route_backends.py)",
     "get_config": "configuration, no array",
     "set_config": "configuration, no array",

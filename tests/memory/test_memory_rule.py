@@ -29,7 +29,6 @@ from diff_registry import EXCLUDED, public_functions
 # algorithm each needs.
 _FFT = "FFT exchange on an uneven split: the received pieces land beyond the send pieces"
 _SCALARS = "3 blocks plus a few hundred bytes of per-block scalars"
-_ARG = "values, int indices and the masked copy of a block live together"
 _SORT = "g: XLA sorts the gathered axis (needs a distributed sort)"
 OVER: dict[tuple[str, str], tuple[float, str]] = {
     ("fft.irfftn", "8 uneven"): (3.08, _FFT),
@@ -38,22 +37,6 @@ OVER: dict[tuple[str, str], tuple[float, str]] = {
     ("fft.idctn", "8 uneven"): (3.50, _FFT),
     ("fft.dstn", "2x4 uneven"): (3.51, _FFT),
     ("fft.idstn", "8 uneven"): (4.00, _FFT),
-    ("interp", "2x4 uneven"): (3.0007, _SCALARS),
-    ("interp", "2x4 even"): (3.0002, _SCALARS),
-    ("interp", "8 uneven"): (3.0017, _SCALARS),
-    ("histogram", "2x4 uneven"): (4.50, "bin indices and the padded-cell mask of a block"),
-    ("histogram", "2x4 even"): (3.0011, _SCALARS),
-    ("histogram", "8 uneven"): (4.50, "bin indices and the padded-cell mask of a block"),
-    ("argmax", "2x4 uneven"): (3.03, _ARG),
-    ("argmax", "8 uneven"): (4.01, _ARG),
-    ("argmin", "2x4 uneven"): (3.03, _ARG),
-    ("argmin", "8 uneven"): (4.01, _ARG),
-    ("nanargmax", "2x4 uneven"): (3.02, _ARG),
-    ("nanargmax", "2x4 even"): (3.02, _ARG),
-    ("nanargmax", "8 uneven"): (4.00, _ARG),
-    ("nanargmin", "2x4 uneven"): (3.02, _ARG),
-    ("nanargmin", "2x4 even"): (3.02, _ARG),
-    ("nanargmin", "8 uneven"): (4.00, _ARG),
 }
 
 # case -> why it is not compiled as one program (its test asserts it still is not)

@@ -344,6 +344,9 @@ def _make(name, fn, arity, category, summary):
                 "    DistArray); they broadcast")
     function.__name__ = function.__qualname__ = name
     function.__module__ = "darray"
+    # the code's own name too: tracebacks and the memory check (base/memory_budget.py) say
+    # ``add`` rather than ``binary``
+    function.__code__ = function.__code__.replace(co_name=name, co_qualname=name)
     function.__doc__ = (f"{summary}\n\nArgs:\n{args} of {category} dtype.\n\nReturns:\n"
                         f"  DistArray of the broadcast shape and the promoted dtype.\n"
                         f"{_LAYOUT_DOC}")

@@ -135,7 +135,7 @@ def _reshaped(x: DistArray, new, copy) -> DistArray:
                          "pass copy=None")
     if local:
         return run_physical(_physical_reshape, [x], out, static=(out.physical_shape,))
-    if reshaping.supported(x.layout, out) and not reshaping.xla_is_blockwise(x.layout, out):
+    if reshaping.takes_blockwise(x.layout, out):
         # block by block: XLA's partitioner all-gathers an uneven operand here
         return DistArray._new(reshaping.reshape_fn(x.layout, out)(x.data), out)
     return apply_logical(_physical_reshape, [x], out, static=(new,))

@@ -2,8 +2,6 @@
 reduction, is in statistical.py)."""
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,7 +9,7 @@ from jax.sharding import PartitionSpec
 
 from darray._src.api.creation import asarray
 from darray._src.api.elementwise import elementwise
-from darray._src.api.statistical import highest, lowest, reduce
+from darray._src.api.statistical import highest, lowest, reduce, reduced_layout
 from darray._src.base import compat
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import MEDIUM, program_cache
@@ -24,39 +22,87 @@ from darray._src.placement import physical
 
 # -- argmax / argmin ---------------------------------------------------------------------------
 def _arg_kernel(data, layout, axes, keepdims, kind, skip_nan=False):
+    """argmax/argmin as one variadic reduction of (value, index) pairs per device, each pair
+    made as the reduction reads its cell (padding and, for nanarg*, NaNs become the worst
+    value at an index no cell has): no masked copy of the block, no index array and no
+    second pass is kept (they were 3-4 blocks together). Across devices, two all-reduces
+    (the best value, then the smallest index holding it): no gather."""
     if data.dtype == np.bool_:
         data = data.astype(np.int8)
+    names = tuple(n for a in axes for n in layout.split[a])
+    if not any(layout.split):
+        return _arg_block(data, layout, axes, keepdims, kind, skip_nan, {}, ())
+    out = reduced_layout(layout, axes, keepdims)
+    used = layout.used_mesh_axes
+
+    def body(block):
+        at = {n: jax.lax.axis_index(n) for n in used}
+        return _arg_block(block, layout, axes, keepdims, kind, skip_nan, at, names)
+
+    return compat.shard_map(body, mesh=layout.mesh, in_specs=(layout.spec,),
+                            out_specs=out.spec, check_vma=False)(data)
+
+
+def _arg_block(block, layout, axes, keepdims, kind, skip_nan, at, names):
+    """The (value, index) reduction of one device's block (`at`: its mesh coordinates), the
+    partial results combined over mesh axes `names`."""
     index_dtype = _dt.default_int()
-    worst = lowest(data.dtype) if kind == "max" else highest(data.dtype)
-    vals = physical.masked_physical(data, layout, worst)
-    skip_nan = skip_nan and data.dtype.kind == "f"
-    if skip_nan:  # nanargmax/nanargmin: a NaN is no candidate, as padding is none
-        nan = jnp.isnan(vals)
-        vals = jnp.where(nan, jnp.asarray(worst, vals.dtype), vals)
-    best = (jnp.max if kind == "max" else jnp.min)(vals, axis=axes, keepdims=True)
-    # The winning index is the smallest (logical, C-order) index holding the best value: a
-    # second reduction, so both combine across devices with an all-reduce (no gather).
-    strides = np.cumprod((1,) + tuple(layout.shape[a] for a in axes[::-1]))[:-1][::-1]
-    index = functools.reduce(jnp.add, [
-        jax.lax.broadcasted_iota(index_dtype, data.shape, a) * int(s)
-        for a, s in zip(axes, strides)])
+    worst = lowest(block.dtype) if kind == "max" else highest(block.dtype)
     none = np.iinfo(index_dtype).max
-    mask = physical.valid_mask(layout)
-    if mask is not None:
-        index = jnp.where(mask, index, none)
+    floating = block.dtype.kind == "f"
+    skip_nan = skip_nan and floating
+    strides = dict(zip(axes, np.cumprod((1,) + tuple(layout.shape[a]
+                                                     for a in axes[::-1]))[:-1][::-1]))
+    index, keep = None, None
+    for a in range(block.ndim):
+        g = jax.lax.broadcasted_iota(index_dtype, block.shape, a)
+        if layout.split[a]:
+            b = jnp.zeros((), index_dtype)
+            for n in layout.split[a]:
+                b = b * layout.mesh_shape[n] + at[n].astype(index_dtype)
+            g = g + b * layout.chunk(a)
+            if layout.chunk(a) * layout.parts(a) != layout.shape[a]:
+                ok = g < layout.shape[a]
+                keep = ok if keep is None else keep & ok
+        if a in strides:
+            term = g * int(strides[a])
+            index = term if index is None else index + term
     if skip_nan:
-        index = jnp.where(nan, none, index)
-    hit = vals == best
+        keep = ~jnp.isnan(block) if keep is None else keep & ~jnp.isnan(block)
+    vals = block if keep is None else jnp.where(keep, block, jnp.asarray(worst, block.dtype))
+    if keep is not None:
+        index = jnp.where(keep, index, jnp.asarray(none, index_dtype))
+    nan_wins = floating and not skip_nan
+
+    def pick(a, b):
+        (av, ai), (bv, bi) = a, b
+        better = (av > bv) if kind == "max" else (av < bv)
+        first = (av == bv) & (ai < bi)
+        if nan_wins:  # the first NaN wins, as in numpy
+            a_nan, b_nan = jnp.isnan(av), jnp.isnan(bv)
+            better = (a_nan & ~b_nan) | (~a_nan & ~b_nan & better)
+            first = first | (a_nan & b_nan & (ai < bi))
+        take_a = better | first
+        return jnp.where(take_a, av, bv), jnp.where(take_a, ai, bi)
+
+    init = (jnp.asarray(worst, vals.dtype), jnp.asarray(none, index_dtype))
+    best, found = jax.lax.reduce((vals, index), init, pick, tuple(axes))
+    if names:
+        # two all-reduces; NaNs apart (a max/min all-reduce may drop them, measured on CPU)
+        nan = jnp.isnan(best) if nan_wins else None
+        if nan is not None:
+            best = jnp.where(nan, jnp.asarray(worst, best.dtype), best)
+        top = (jax.lax.pmax if kind == "max" else jax.lax.pmin)(best, names)
+        hit = best == top
+        if nan is not None:
+            hit = jnp.where(jax.lax.pmax(nan.astype(np.int8), names) > 0, nan, hit)
+        found = jax.lax.pmin(jnp.where(hit, found, jnp.asarray(none, index_dtype)), names)
+    if keepdims:
+        found = jnp.expand_dims(found, tuple(axes))
     if skip_nan:
         # a slice of NaNs only has no answer: -1, as jax.numpy.nanargmax gives
-        found = jnp.min(jnp.where(hit, index, none), axis=axes, keepdims=keepdims)
         return jnp.where(found == none, jnp.asarray(-1, index_dtype), found)
-    if data.dtype.kind == "f":
-        # The first NaN wins, as in numpy. Found apart: the cross-device max/min all-reduce
-        # may drop NaNs (measured on CPU).
-        nan = jnp.isnan(vals)
-        hit = jnp.where(jnp.any(nan, axis=axes, keepdims=True), nan, hit)
-    return jnp.min(jnp.where(hit, index, none), axis=axes, keepdims=keepdims)
+    return found
 
 
 def _arg(x, axis, keepdims, kind, skip_nan=False):

@@ -30,7 +30,7 @@ def _as_given(value):
 @dataclasses.dataclass(frozen=True)
 class Option:
     name: str
-    type: type
+    type: Any  # a type, or a union of types (isinstance accepts both)
     default: Any
     help: str
     check: Callable[[Any], bool]  # applied to the canonical spelling
@@ -39,6 +39,8 @@ class Option:
     # otherwise: forgetting the mark then costs a retrace, never a stale program.
     traced: bool = True
     canonical: Callable[[Any], Any] = _as_given  # the one spelling stored and returned
+    # How the environment variable's text becomes a value (None: `type` applied to it).
+    parse: Callable[[str], Any] | None = None
 
     @property
     def env(self) -> str:
@@ -73,6 +75,16 @@ def _comm_name(*prefixes: str) -> Callable[[Any], Any]:
                 return value[len(prefix):]
         return value
     return canonical
+
+
+def _optional_int(text: str) -> int | None:
+    """An environment variable's text for an int-or-None option ('' and 'none': None)."""
+    return None if text.strip().lower() in ("", "none") else int(text)
+
+
+# The type of max_temp_blocks, one object so that `typing.get_type_hints` of the keyword
+# signatures below returns this very object (tests/unit/test_config.py compares them).
+OptionalInt = int | None
 
 
 def _one_of(values, *, any_case=False) -> str:
@@ -125,6 +137,16 @@ OPTIONS = {opt.name: opt for opt in (
            "0-d results replicated over their mesh, so that every process holds them.",
            lambda v: not isinstance(v, bool) and v >= 0, "an int >= 0",
            traced=True),
+    Option("max_temp_blocks", OptionalInt, None,
+           "None (the default) runs every program. An int refuses, with MemoryBudgetError "
+           "naming the function, any program darray compiles whose temporaries per device "
+           "exceed that many blocks (a block: the larger of a device's share of the program's "
+           "inputs and of its outputs; XLA's own plan, read before the program runs), so a "
+           "run at 64^3 finds what would run out of memory at 2048^3 (docs/performance.md, "
+           "'Memory budget'). Checked per eager operation; inside a user's jax.jit the "
+           "operations are one program: check it with darray.check_memory.",
+           lambda v: v is None or (not isinstance(v, bool) and v >= 1), "None or an int >= 1",
+           traced=False, parse=_optional_int),
 )}
 
 
@@ -150,8 +172,8 @@ def _initial() -> dict[str, Any]:
             values[name] = opt.default
         else:
             try:
-                values[name] = _validated(name, opt.type(raw))
-            except ValueError as err:
+                values[name] = _validated(name, (opt.parse or opt.type)(raw))
+            except (ValueError, TypeError) as err:
                 raise ValueError(f"environment variable {opt.env}={raw!r}: {err}") from None
     return values
 
@@ -186,9 +208,25 @@ _JIT_OVERRIDES = jax.make_user_context(())
 _KEY = [_traced_values()]
 
 
+# Whether a max_temp_blocks limit may be in force: set process-wide, or in an open
+# config_context of any thread. The program cache reads this one item on every lookup, so with
+# no limit anywhere (the default) the memory check costs nothing more; where it is True the
+# check reads the thread's own value (base/memory_budget.py).
+MEMORY_LIMITED = [False]
+_LIMITING_BLOCKS = [0]  # open config_context blocks, in any thread, that set a limit
+
+
+def _update_memory_limited() -> None:
+    MEMORY_LIMITED[0] = _VALUES["max_temp_blocks"] is not None or _LIMITING_BLOCKS[0] > 0
+
+
+_update_memory_limited()  # DARRAY_MAX_TEMP_BLOCKS may have set one
+
+
 def _store(values: dict[str, Any]) -> None:
     with _lock:
         _VALUES.update(values)
+        _update_memory_limited()
         key = _traced_values()
         if key != _KEY[0]:
             _KEY[0] = key
@@ -239,7 +277,8 @@ def _given(local_vars: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any
 def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
-               small_array_cells: int = _UNSET, **unknown: Never) -> None:
+               small_array_cells: int = _UNSET,
+               max_temp_blocks: OptionalInt = _UNSET, **unknown: Never) -> None:
     """Set options, e.g. ``darray.set_config(mismatch="raise")``; all are checked first.
 
     Options read while tracing (``OPTIONS[name].traced``) reach the next call, jitted or not:
@@ -251,7 +290,8 @@ def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
 def config_context(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                    fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                    cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
-                   small_array_cells: int = _UNSET, **unknown: Never):
+                   small_array_cells: int = _UNSET,
+                   max_temp_blocks: OptionalInt = _UNSET, **unknown: Never):
     """Set options inside a ``with`` block, for this thread only, and restore them on exit.
 
     Other threads keep their own values (as with JAX's config contexts); `set_config` changes
@@ -261,9 +301,18 @@ def config_context(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
     overrides = {**saved[0], **checked}
     traced = tuple((name, overrides[name]) for name, opt in OPTIONS.items()
                    if opt.traced and name in overrides)
+    limiting = checked.get("max_temp_blocks") is not None
+    if limiting:
+        with _lock:
+            _LIMITING_BLOCKS[0] += 1
+            _update_memory_limited()
     _LOCAL.overrides, _LOCAL.traced = overrides, traced
     try:
         with _JIT_OVERRIDES(traced):
             yield
     finally:
         _LOCAL.overrides, _LOCAL.traced = saved
+        if limiting:
+            with _lock:
+                _LIMITING_BLOCKS[0] -= 1
+                _update_memory_limited()

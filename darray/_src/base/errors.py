@@ -37,10 +37,16 @@ class BackendUnavailableError(ImportError, RuntimeError):
     both an ImportError (the native part is missing) and a RuntimeError (it cannot run here)."""
 
 
+class MemoryBudgetError(MemoryError):
+    """A program whose temporaries per device exceed the ``max_temp_blocks`` option, refused
+    before it runs (base/memory_budget.py); the message names the function, the blocks XLA
+    planned, the limit and the option. A MemoryError: it stands for one found in advance."""
+
+
 class ParticleError(ValueError):
     """A particle that cannot be painted or read: a NaN displacement, or more strays for one
     device than the bounded exchange holds."""
 
 
-__all__ = ["AxisError", "BackendUnavailableError", "LayoutError", "NonLocalDataError",
-           "ParticleError", "PlanError"]
+__all__ = ["AxisError", "BackendUnavailableError", "LayoutError", "MemoryBudgetError",
+           "NonLocalDataError", "ParticleError", "PlanError"]

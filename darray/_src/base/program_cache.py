@@ -18,6 +18,10 @@ user's own programs and to jax.
 
 A key is the decorated function's arguments plus `config.program_key()`, the options read while
 tracing (base/config.py): a program built under one backend is never returned under another.
+
+While a ``max_temp_blocks`` limit is in force (base/memory_budget.py) a program is handed out
+wrapped, so that it is measured and refused over the limit before it runs; with no limit (the
+default) the lookup costs one list read more.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ import functools
 import threading
 
 from darray._src.base import config
+from darray._src.base.memory_budget import guard
 
 # Estimated mappings the cached programs may hold together (see the module doc).
 BUDGET = 24_000
@@ -53,6 +58,8 @@ def program_cache(weight: int = SMALL):
     def decorate(fn):
         tag = object()
         stats = [0, 0]  # hits, misses
+        name = f"{fn.__module__}.{fn.__qualname__}"
+        limited = config.MEMORY_LIMITED
 
         @functools.wraps(fn)
         def cached(*args, **kwargs):
@@ -70,7 +77,7 @@ def program_cache(weight: int = SMALL):
                 except KeyError:
                     pass
                 stats[0] += 1
-                return hit[0]
+                return guard(hit[0], name) if limited[0] else hit[0]
             # Built outside the lock: building may call other cached functions (tracing
             # happens later, at the first call of the returned jit function).
             value = fn(*args, **kwargs)
@@ -79,7 +86,8 @@ def program_cache(weight: int = SMALL):
                 stats[1] += 1
                 hit = _entries.get(key)
                 if hit is not None:  # another thread built it meanwhile: keep one
-                    return hit[0]
+                    value = hit[0]
+                    return guard(value, name) if limited[0] else value
                 _entries[key] = (value, weight)
                 _held[0] += weight
                 while _held[0] > BUDGET and len(_entries) > 1:
@@ -87,7 +95,7 @@ def program_cache(weight: int = SMALL):
                     _held[0] -= w
                     dropped.append(old)
             del dropped  # freed here, outside the lock (a jit function's finalizers run)
-            return value
+            return guard(value, name) if limited[0] else value
 
         def cache_info():
             with _lock:

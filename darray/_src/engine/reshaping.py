@@ -2,28 +2,31 @@
 
 XLA's partitioner lowers a reshape that merges or cuts a split axis of an *uneven* shape
 through the logical array: it all-gathers the operand (12 blocks of temporaries per device for
-(101, 67, 45) split (x, y) merged into (6767, 45)). Here every device builds its own output
-block from the pieces the other devices send it, in rounds of one collective-permute each:
+(101, 67, 45) split (x, y) merged into (6767, 45)). Here the reshape is a redistribution of
+contiguous rows, since a row-major reshape keeps every element's flat index:
 
-* The plan (host side, static): for each output block, the range of input rows (axis 0) its
-  row-major cells come from; for each input block it overlaps, the device holding that block
-  (the one agreeing with the receiver on the mesh axes the input does not use) sends a window
-  of those rows. Pairs are grouped by the difference of the devices' linear indices, so each
-  round is a permutation (every device sends one window and receives one).
-* A round: the sender cuts a window of `rows[k]` rows (the largest any pair of the round
-  needs) at its offset, `lax.ppermute` moves it, and the receiver reads, for every cell of
-  its output block, the cell's input element from the window where that element's owner is
-  this round's sender (an index computed from iotas, fused into the gather).
-* Rounds are chained by an optimization barrier, so one window is in flight at a time: the
-  temporaries are the window sent, the window received and the output being built, about 2
-  to 3 blocks, never the whole array (tests/multidevice/engine/test_reshape_blockwise.py).
+* Input side (`rows_of`, `_to_rows`): the mesh axes of every split axis but 0 move onto axis
+  0 (an all-to-all, written as a loop of collective-permutes into one buffer), after which
+  each device holds `sub` consecutive rows of axis 0, every other axis whole: one contiguous
+  range of flat indices. The output is seen the same way: each device needs one contiguous
+  range (its rows of the output's axis 0, before the inverse all-to-all `_from_rows`).
+* The exchange (`plan`): every device's output range overlaps the input ranges of a few
+  devices. Its own piece is copied; the others' pieces are grouped by the difference of the
+  devices' linear indices (each group a permutation) and sent in windows of at most an eighth
+  of a device's rows, one window in flight at a time (a loop), placed with
+  `dynamic_update_slice`: memcpy-like work, no index arithmetic per cell except where an
+  axis is padded (`_read` then gathers past the padding instead of copying the rows).
+* Temporaries: the input rows, the output rows being built and one window each way, about 2.5
+  blocks (tests/multidevice/engine/test_reshape_blockwise.py); speed beside XLA's path:
+  benchmarks/bench_reshape.py.
 
-Where XLA's partitioner moves the blocks itself without gathering (`xla_is_blockwise`: even
-shapes merged along leading split axes, an all-to-all or no move), manipulation.reshape keeps
-its program: 10-30x faster on CPU than these rounds.
+Where XLA's partitioner moves the blocks itself within the rule (`xla_is_blockwise`: no
+all-gather and at most 3 blocks planned, e.g. even shapes merged along leading split axes,
+or a split axis merged into unsplit ones), manipulation.reshape keeps its program.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -55,32 +58,38 @@ def supported(src: Layout, dst: Layout) -> bool:
 
 @functools.lru_cache(maxsize=512)
 def xla_is_blockwise(src: Layout, dst: Layout) -> bool:
-    """Whether XLA's partitioner reshapes src into dst with no all-gather (an all-to-all, or
-    nothing at all when merging leading split axes of even shapes); it is then 10-30x faster
-    than the rounds here (CPU, 0.3-3 MB blocks). Decided once per pair of layouts from the
-    compiled HLO: on uneven shapes, and on some even ones, it gathers the operand. Only the
-    answer is cached; the program compiled to find it is dropped (_xla_reshape_hlo)."""
-    if src.is_padded or dst.is_padded:
+    """Whether XLA's partitioner reshapes src into dst with no all-gather and within 3 blocks
+    (an all-to-all, or nothing at all when merging leading split axes of even shapes); its
+    program is then kept. Decided once per pair of layouts from the compiled program: on
+    uneven shapes, and on some even ones, it gathers the operand. Only the answer is cached;
+    the program compiled to find it is dropped (_xla_reshape_plan)."""
+    if math.prod(src.shape) > _INT32_MAX:
+        # XLA's CPU reshape of a logical array past 2^31 elements returned zeros (1291^3
+        # int8 into (-1,), jax 0.10): the rows exchange indexes per device instead
         return False
-    return "all-gather" not in _xla_reshape_hlo(src, dst)
+    return _xla_reshape_plan(src, dst)
 
 
-def _xla_reshape_hlo(src: Layout, dst: Layout) -> str:
-    """The HLO of XLA's own reshape of src's logical array into dst, compiled and let go."""
+def takes_blockwise(src: Layout, dst: Layout) -> bool:
+    """Whether manipulation.reshape runs src -> dst through `reshape_fn` (else XLA's path)."""
+    return supported(src, dst) and not xla_is_blockwise(src, dst)
+
+
+def _xla_reshape_plan(src: Layout, dst: Layout) -> bool:
+    """Whether XLA's own reshape of src's logical array into dst plans no all-gather and at
+    most 3 blocks of temporaries (it does for some uneven shapes too: merging a split axis
+    into an unsplit one); compiled and let go."""
     def move(data):
         logical = physical.to_logical(data, src).reshape(dst.shape)
         return physical.logical_to_physical(logical, dst)
     arg = jax.ShapeDtypeStruct(src.physical_shape, np.float32,
                                sharding=physical.sharding_of(src))
     compiled = jax.jit(move, out_shardings=physical.sharding_of(dst)).lower(arg).compile()
-    return compiled.as_text() or "all-gather"  # no text: assume the worst, take the rounds
-
-
-def _ravel(index: Sequence[int], shape: Sequence[int]) -> int:
-    f = 0
-    for i, n in zip(index, shape):
-        f = f * n + i
-    return f
+    text, stats = compiled.as_text(), compiled.memory_analysis()
+    if not text or stats is None:
+        return False  # nothing to read: assume the worst, take the block-wise path
+    block = max(stats.argument_size_in_bytes, stats.output_size_in_bytes, 1)
+    return "all-gather" not in text and stats.temp_size_in_bytes <= 3 * block
 
 
 def _device_coords(mesh) -> list[dict[str, int]]:
@@ -91,63 +100,222 @@ def _device_coords(mesh) -> list[dict[str, int]]:
 
 
 def _linear(coords: dict[str, int], mesh) -> int:
-    return _ravel([coords[n] for n in mesh.axis_names], [mesh.shape[n] for n in mesh.axis_names])
+    f = 0
+    for n in mesh.axis_names:
+        f = f * mesh.shape[n] + coords[n]
+    return f
 
 
-def _block_coords(layout: Layout, axis: int, block: int) -> dict[str, int]:
-    """Mesh coordinates (of the axes splitting `axis`) of the devices holding `block`."""
-    out = {}
-    for name in reversed(layout.split[axis]):
-        size = layout.mesh_shape[name]
-        out[name] = block % size
-        block //= size
-    return out
+def _group_index(names: Sequence[str], coords: dict[str, int], mesh) -> int:
+    """Index of a device in the group over mesh axes `names` (major to minor)."""
+    f = 0
+    for n in names:
+        f = f * mesh.shape[n] + coords[n]
+    return f
 
 
-def plan(src: Layout, dst: Layout) -> tuple[tuple[int, tuple[tuple[int, int], ...], int,
-                                                  tuple[int, ...]], ...]:
-    """The rounds: (shift k, permutation pairs (sender, receiver), window rows (the same in
-    every round), offset of the window in each device's block (by linear index; 0 where the
-    device sends nothing))."""
+@dataclasses.dataclass(frozen=True)
+class Rows:
+    """One side of the reshape as contiguous rows: the mesh axes moved onto axis 0 (in
+    all-to-all order, one group per other split axis), the rows of axis 0 each device holds
+    once they are there, and the cells per row."""
+    groups: tuple[tuple[int, tuple[str, ...]], ...]  # (array axis, its mesh axes), axis > 0
+    padded_chunk: int     # axis 0's block rows, padded to a multiple of the groups' size
+    sub: int              # rows per device on axis 0 after the all-to-alls
+    row_cells: int        # logical cells per row of axis 0
+    starts: tuple[int, ...]  # per device (linear): first row it holds (its window of `sub`)
+    counts: tuple[int, ...]  # per device: logical rows it holds from `starts` on
+
+
+def rows_of(layout: Layout) -> Rows:
+    """`layout` seen as contiguous rows: every split axis but 0 moves its mesh axes onto
+    axis 0 by an all-to-all, after which each device holds `sub` consecutive rows of axis 0
+    (its block of axis 0, subdivided) and every other axis whole."""
+    mesh = layout.mesh
+    groups = tuple((a, tuple(layout.split[a])) for a in range(1, layout.ndim)
+                   if layout.split[a])
+    q = math.prod(layout.mesh_shape[n] for _, names in groups for n in names)
+    c0 = layout.chunk(0)
+    padded = -(-c0 // q) * q
+    sub = padded // q
+    starts, counts = [], []
+    for cd in _device_coords(mesh):
+        b0 = layout.block_index(0, cd)
+        i = _group_index([n for _, names in groups for n in names], cd, mesh)
+        lo = b0 * c0 + i * sub
+        hi = min(lo + sub, b0 * c0 + c0, layout.shape[0])
+        starts.append(lo)
+        counts.append(max(0, hi - lo))
+    return Rows(groups, padded, sub, math.prod(layout.shape[1:]), tuple(starts), tuple(counts))
+
+
+@dataclasses.dataclass(frozen=True)
+class Exchange:
+    """The rounds of the row exchange, as tables indexed by (round, device linear index)."""
+    perms: tuple[tuple[tuple[int, int], ...], ...]  # the distinct permutations (by shift)
+    perm_of: tuple[int, ...]             # per round: which permutation it runs
+    window: int                          # cells sent per round (the same in every round)
+    send: tuple[tuple[int, ...], ...]    # per round, device: where its window starts
+    put: tuple[tuple[int, ...], ...]     # per round, device: where the window's head goes
+    keep_lo: tuple[tuple[int, ...], ...]  # per round, device: the window cells it keeps,
+    keep_hi: tuple[tuple[int, ...], ...]  # [keep_lo, keep_hi) (empty: receives nothing)
+    # per device: the piece of its own rows it keeps (where it starts in its input rows,
+    # where it goes in its output rows, its cells): copied, not sent
+    own: tuple[tuple[int, int, int], ...] = ()
+
+
+def plan(src: Layout, dst: Layout, window: int | None = None) -> Exchange:
+    """The row exchange: every device needs a contiguous range of flat indices (its output
+    rows) and holds one (its input rows). The pieces are grouped by the difference of the
+    devices' linear indices, so each round is a permutation, and cut into windows of at most
+    `window` cells (default: an eighth of the larger side's rows), so that what is in flight
+    stays a fraction of a block. Of the devices holding the same input rows (replicas over
+    mesh axes the input does not use), the one agreeing with the receiver on those axes
+    sends."""
     mesh = src.mesh
     coords = _device_coords(mesh)
     p = len(coords)
-    old, new = src.shape, dst.shape
-    row = math.prod(old[1:])                      # input cells per row of axis 0
-    rows_in_block = src.block_shape[0]
-    pairs: dict[int, dict[int, tuple[int, int, int]]] = {}  # k -> receiver -> (sender, lo, hi)
+    ins, outs = rows_of(src), rows_of(dst)
+    in_cells = ins.sub * ins.row_cells
+    if window is None:
+        window = -(-max(in_cells, outs.sub * outs.row_cells) // 8)
+    window = max(1, min(window, in_cells))
+    unused = [n for n in mesh.axis_names if n not in src.used_mesh_axes]
+    pieces: dict[int, list] = {}  # shift -> [(sender, receiver, src off, dst off, cells)]
     for d, cd in enumerate(coords):
-        lo_box = [dst.block_start(b, dst.block_index(b, cd)) for b in range(dst.ndim)]
-        ext = [dst.block_extent(b, dst.block_index(b, cd)) for b in range(dst.ndim)]
-        if 0 in ext:
+        lo = outs.starts[d] * outs.row_cells
+        hi = lo + outs.counts[d] * outs.row_cells
+        if hi <= lo:
             continue
-        first = _ravel(lo_box, new) // row
-        last = _ravel([lo + e - 1 for lo, e in zip(lo_box, ext)], new) // row
-        per_axis = [range(src.parts(a)) for a in range(src.ndim)]
-        for blocks in itertools.product(*per_axis):
-            if any(src.block_extent(a, b) == 0 for a, b in enumerate(blocks)):
+        for s, cs in enumerate(coords):
+            if any(cs[n] != cd[n] for n in unused) or not ins.counts[s]:
                 continue
-            start0 = src.block_start(0, blocks[0])
-            lo = max(first, start0)
-            hi = min(last, start0 + src.block_extent(0, blocks[0]) - 1)
-            if lo > hi:
-                continue
-            cs = dict(cd)
-            for a, b in enumerate(blocks):
-                cs.update(_block_coords(src, a, b))
-            s = _linear(cs, mesh)
-            pairs.setdefault((s - d) % p, {})[d] = (s, lo - start0, hi - start0)
-    rounds = []
-    # one window size for every round: the rounds run in one loop, one buffer per window
-    rows = max(hi - lo + 1 for by_recv in pairs.values() for _, lo, hi in by_recv.values())
-    for k in sorted(pairs):
-        by_recv = pairs[k]
-        offsets = [0] * p
-        for s, lo, _ in by_recv.values():
-            offsets[s] = min(lo, rows_in_block - rows)
-        perm = tuple((s, d) for d, (s, _, _) in sorted(by_recv.items()))
-        rounds.append((k, perm, rows, tuple(offsets)))
-    return tuple(rounds)
+            s_lo = ins.starts[s] * ins.row_cells
+            s_hi = s_lo + ins.counts[s] * ins.row_cells
+            a, b = max(lo, s_lo), min(hi, s_hi)
+            if a < b:
+                pieces.setdefault((s - d) % p, []).append((s, d, a - s_lo, a - lo, b - a))
+    perms, perm_of, send, put, keep_lo, keep_hi = [], [], [], [], [], []
+    own = [(0, 0, 0)] * p
+    for s, _, s_off, d_off, c in pieces.pop(0, []):
+        own[s] = (s_off, d_off, c)
+    for k in sorted(pieces):
+        perm = tuple((s, d) for s, d, *_ in sorted(pieces[k], key=lambda t: t[1]))
+        perms.append(perm)
+        for r in range(max(-(-c // window) for *_, c in pieces[k])):
+            snd, pt, lo_, hi_ = [0] * p, [0] * p, [0] * p, [0] * p
+            for s, d, s_off, d_off, c in pieces[k]:
+                first = r * window
+                if first >= c:
+                    continue
+                # the window starts at the piece's r-th cut, moved back where it would run
+                # past the sender's rows; the receiver keeps the cut's cells of it
+                start = min(s_off + first, in_cells - window)
+                snd[s] = start
+                lo_[d] = s_off + first - start
+                hi_[d] = lo_[d] + min(window, c - first)
+                pt[d] = d_off + first - lo_[d]
+            perm_of.append(len(perms) - 1)
+            send.append(tuple(snd))
+            put.append(tuple(pt))
+            keep_lo.append(tuple(lo_))
+            keep_hi.append(tuple(hi_))
+    return Exchange(tuple(perms), tuple(perm_of), window, tuple(send), tuple(put),
+                    tuple(keep_lo), tuple(keep_hi), tuple(own))
+
+
+def _to_rows(block, layout: Layout, rows: Rows, idx):
+    """This device's block -> (its `sub` rows of axis 0 with every other axis whole, though
+    still padded where it was split unevenly; the first of them) (inside shard_map).
+
+    An all-to-all over the mesh axes of the other split axes, written as a loop of
+    collective-permutes into one buffer: XLA's all-to-all on CPU keeps the pieces sent, the
+    pieces received and their concatenation, a block more. Axis 0's block is not padded to
+    a multiple of the group either (a copy): the last pieces are cut earlier instead and
+    rolled, so that their rows come first."""
+    if not rows.groups:
+        return block, 0
+    mesh = layout.mesh
+    names = [n for _, group in rows.groups for n in group]
+    sizes = [mesh.shape[n] for n in names]
+    g = math.prod(sizes)
+    sub, chunk = rows.sub, block.shape[0]
+    cut = [min(k * sub, chunk - sub) for k in range(g)]   # where piece k starts
+    late = [k * sub - c for k, c in enumerate(cut)]       # how much earlier it starts
+    coords = _device_coords(mesh)
+    perms = []
+    for j in range(g):
+        pairs = []
+        for d, cd in enumerate(coords):
+            k = (_group_index(names, cd, mesh) + j) % g
+            to = dict(cd)
+            for n, s in zip(reversed(names), reversed(sizes)):
+                to[n] = k % s
+                k //= s
+            pairs.append((d, _linear(to, mesh)))
+        perms.append(tuple(pairs))
+    me = jnp.zeros((), idx)
+    for n, s in zip(names, sizes):
+        me = me * s + jax.lax.axis_index(n).astype(idx)
+    cut_t, late_t = jnp.asarray(np.asarray(cut, idx)), jnp.asarray(np.asarray(late, idx))
+    shape = (sub,) + tuple(layout.physical_shape[a] if layout.split[a] else
+                                    block.shape[a] for a in range(1, block.ndim))
+
+    def exchange(j):
+        return lambda piece: piece if j == 0 else jax.lax.ppermute(piece, mesh.axis_names,
+                                                                   perms[j])
+
+    def step(j, have):
+        to = (me + j) % g
+        piece = jax.lax.dynamic_slice_in_dim(block, cut_t[to], sub, axis=0)
+        if max(late):
+            piece = jnp.roll(piece, -late_t[to], axis=0)
+        got = jax.lax.switch(j, [exchange(i) for i in range(g)], piece)
+        k = (me - j) % g  # the peer it came from: its block index along each group's axis
+        starts = [jnp.zeros((), idx)] * block.ndim
+        for a, group in reversed(rows.groups):
+            n = math.prod(mesh.shape[m] for m in group)
+            starts[a] = (k % n) * layout.chunk(a)
+            k = k // n
+        return jax.lax.dynamic_update_slice(have, got, tuple(starts))
+
+    have = jax.lax.fori_loop(0, g, step, jnp.zeros(shape, block.dtype))
+    return have, 0
+
+
+def _read(have, first: int, layout: Layout, f, idx):
+    """The logical cells at flat indices `f` (an int array, clipped to the rows) of `have`
+    (the rows `_to_rows` gave, its logical rows from row `first` on), gathered past the
+    padding of unevenly split axes rather than cutting it off first (a copy of the rows)."""
+    flat = have.reshape(-1)
+    if tuple(have.shape[1:]) == tuple(layout.shape[1:]):  # no padding: flat is logical
+        return jnp.take(flat, f + first * math.prod(have.shape[1:]), mode="clip")
+    pos = jnp.zeros(f.shape, idx)
+    stride = 1
+    for a in range(layout.ndim - 1, 0, -1):
+        pos = pos + (f % layout.shape[a]) * stride
+        f = f // layout.shape[a]
+        stride *= have.shape[a]
+    pos = pos + (f + first) * stride
+    return jnp.take(flat, pos, mode="clip")
+
+
+def _window(have, first: int, layout: Layout, start, cells: int, idx):
+    """`cells` consecutive logical cells of `have` from logical flat index `start` on."""
+    if tuple(have.shape[1:]) == tuple(layout.shape[1:]):
+        row = math.prod(have.shape[1:])
+        return jax.lax.dynamic_slice(have.reshape(-1), (start + first * row,), (cells,))
+    return _read(have, first, layout, start + jnp.arange(cells, dtype=idx), idx)
+
+
+def _from_rows(flat, layout: Layout, rows: Rows):
+    """This device's `sub` output rows, flat -> its block of `layout` (inside shard_map)."""
+    block = flat.reshape((rows.sub,) + tuple(layout.shape[1:]))
+    block = jnp.pad(block, [(0, 0)] + [(0, layout.physical_shape[a] - layout.shape[a])
+                                       for a in range(1, layout.ndim)])
+    for a, names in reversed(rows.groups):
+        block = jax.lax.all_to_all(block, names, a, 0, tiled=True)
+    return block[:layout.chunk(0)]
 
 
 @program_cache(SMALL)
@@ -156,95 +324,51 @@ def reshape_fn(src: Layout, dst: Layout):
     mesh = src.mesh
     names = tuple(mesh.axis_names)
     sizes = [mesh.shape[n] for n in names]
-    p = math.prod(sizes)
-    rounds = plan(src, dst)
-    old, new = src.shape, dst.shape
-    idx = np.int32 if math.prod(old) <= _INT32_MAX else np.int64
-    in_strides = [math.prod(old[a + 1:]) for a in range(len(old))]
-    out_strides = [math.prod(new[b + 1:]) for b in range(len(new))]
+    ex = plan(src, dst)
+    ins, outs = rows_of(src), rows_of(dst)
+    in_cells, out_cells = ins.sub * ins.row_cells, outs.sub * outs.row_cells
+    w = ex.window
+    idx = np.int32 if max(in_cells, out_cells) + 2 * w <= _INT32_MAX else np.int64
+    tables = {name: np.asarray(getattr(ex, name), idx).reshape(len(ex.perm_of), mesh.size)
+              for name in ("send", "put", "keep_lo", "keep_hi")}
 
-    def block_no(layout: Layout, axis: int, coords):
-        b = jnp.zeros((), idx)
-        for n in layout.split[axis]:
-            b = b * layout.mesh_shape[n] + coords[n]
-        return b
-
-    def indices(me, start, shape):
-        """For every cell of this device's output block: whether it is a logical cell, the
-        linear index of the device owning its input element, and that element's place in the
-        owner's block (per input axis). Computed in the loop body, so XLA fuses it into the
-        round's gather instead of keeping int arrays of a block's size alive."""
-        flat = jnp.zeros(shape, idx)
-        valid = jnp.ones(shape, bool)
-        for b in range(len(new)):
-            o = jax.lax.broadcasted_iota(idx, shape, b) + block_no(dst, b, me) * dst.chunk(b)
-            if b == 0:
-                o = o + start
-            valid = valid & (o < new[b])
-            flat = flat + o * out_strides[b]
-        local, digits = [], {}
-        for a in range(len(old)):
-            i = (flat // in_strides[a]) % old[a]
-            if not src.split[a]:
-                local.append(i)
-                continue
-            q = i // src.chunk(a)
-            local.append(i - q * src.chunk(a))
-            for n in reversed(src.split[a]):
-                digits[n] = q % mesh.shape[n]
-                q = q // mesh.shape[n]
-        owner = jnp.zeros(shape, idx)
-        for n, s in zip(names, sizes):
-            owner = owner * s + digits.get(n, me[n])
-        return valid, owner, local
-
-    rows = max(r for _, _, r, _ in rounds)
-    out_rows = dst.block_shape[0]
-    tiles = min(out_rows, _TILES)
-    tile = -(-out_rows // tiles)
-    tile_shape = (tile,) + tuple(dst.block_shape[1:])
-    shifts = np.asarray([k for k, _, _, _ in rounds], idx)
-    offsets = np.asarray([o for _, _, _, o in rounds], idx).reshape(len(rounds), p)
+    def exchange(perm):
+        def run(window):
+            if all(s == d for s, d in perm):
+                return window  # the device's own rows: nothing moves
+            return jax.lax.ppermute(window, names, perm)
+        return run
 
     def body(block):
-        me = {n: jax.lax.axis_index(n).astype(idx) for n in names}
         lin = jnp.zeros((), idx)
         for n, s in zip(names, sizes):
-            lin = lin * s + me[n]
-        table = jnp.asarray(offsets)
-
-        def exchange(perm):
-            def run(window):
-                return jax.lax.ppermute(window, names, perm) if perm else window
-            return run
+            lin = lin * s + jax.lax.axis_index(n).astype(idx)
+        have, first = _to_rows(block, src, ins, idx)
+        t = {name: jnp.asarray(v) for name, v in tables.items()}
+        perm_of = jnp.asarray(np.asarray(ex.perm_of, np.int32))
+        runs = [exchange(perm) for perm in ex.perms]
 
         def round_(j, out):
             # a loop, so XLA runs the rounds one after the other and reuses one window's
-            # buffers (unrolled, it cut every window first); the switch picks the round's
-            # static permutation
-            window = jax.lax.dynamic_slice_in_dim(block, table[j, lin], rows, axis=0)
-            got = jax.lax.switch(j, [exchange(perm if k else ()) for k, perm, _, _ in rounds],
-                                 window).reshape(-1)
-            sender = (lin + jnp.asarray(shifts)[j]) % p
-            off = table[j, sender]
+            # buffers; the switch picks the round's static permutation
+            window = _window(have, first, src, t["send"][j, lin], w, idx)
+            got = jax.lax.switch(perm_of[j], runs, window)
+            at = t["put"][j, lin] + w  # `out` has a window's margin on each side
+            cell = jnp.arange(w, dtype=idx)
+            kept = (cell >= t["keep_lo"][j, lin]) & (cell < t["keep_hi"][j, lin])
+            old = jax.lax.dynamic_slice(out, (at,), (w,))
+            return jax.lax.dynamic_update_slice(out, jnp.where(kept, got, old), (at,))
 
-            def tile_(t, out):
-                # the output in tiles of rows: XLA's CPU fusion keeps the integer index
-                # arithmetic (divisions feeding several uses) as arrays, a tile's worth each
-                start = jnp.minimum(t * tile, out_rows - tile).astype(idx)
-                valid, owner, local = indices(me, start, tile_shape)
-                pos = jnp.clip(local[0] - off, 0, rows - 1)
-                for a in range(1, len(old)):
-                    pos = pos * block.shape[a] + local[a]
-                vals = jnp.take(got, pos, mode="clip")
-                old_tile = jax.lax.dynamic_slice_in_dim(out, start, tile, axis=0)
-                new_tile = jnp.where(valid & (owner == sender), vals, old_tile)
-                return jax.lax.dynamic_update_slice_in_dim(out, new_tile, start, axis=0)
-
-            return jax.lax.fori_loop(0, tiles, tile_, out)
-
-        return jax.lax.fori_loop(0, len(rounds), round_,
-                                 jnp.zeros(dst.block_shape, block.dtype))
+        # the device's own piece is copied (one gather, fused into the buffer's creation);
+        # only the pieces of other devices go through the rounds
+        cell = jnp.arange(out_cells + 2 * w, dtype=idx) - w
+        own = jnp.asarray(np.asarray(ex.own, idx).reshape(-1, 3))[lin]
+        mine = (cell >= own[1]) & (cell < own[1] + own[2])
+        start = jnp.where(mine, _read(have, first, src, jnp.clip(cell - own[1] + own[0], 0,
+                                                                   in_cells - 1), idx),
+                          jnp.zeros((), block.dtype))
+        out = jax.lax.fori_loop(0, len(ex.perm_of), round_, start) if ex.perm_of else start
+        return _from_rows(out[w:w + out_cells], dst, outs)
 
     mapped = compat.shard_map(body, mesh=mesh, in_specs=(src.spec,), out_specs=dst.spec,
                               check_vma=False)

@@ -82,6 +82,16 @@ def _names(split):
     return split[0] if len(split) == 1 else tuple(split)
 
 
+def _my_block(lay: Layout, axis: int):
+    """This device's block number along split `axis`, in an int wide enough for the axis's
+    global indices: int32 arithmetic on `block * chunk + i` wraps past 2^31 cells (a read of
+    a 1291^3 array flattened returned 0 past index 2^31 - 2)."""
+    me = jax.lax.axis_index(_names(lay.split[axis]))
+    if lay.shape[axis] + 2 * lay.chunk(axis) > 2**31 - 1 and jax.config.read("jax_enable_x64"):
+        me = me.astype(np.int64)
+    return me
+
+
 # -- read -------------------------------------------------------------------------------------
 def _gather_split_slice(block, lay: Layout, axis: int, p):
     """Output block along a split, sliced `axis`: each shift d brings, from block q + d, the
@@ -90,8 +100,7 @@ def _gather_split_slice(block, lay: Layout, axis: int, p):
     start, step, m = _slice_geometry(lay, axis, p)
     parts, c = lay.parts(axis), lay.chunk(axis)
     c_out = -(-m // parts)
-    names = _names(lay.split[axis])
-    me = jax.lax.axis_index(names)
+    me = _my_block(lay, axis)
     i = jnp.arange(c_out)
     out = None
     for d in _shifts(c, parts, start, step, m):
@@ -128,7 +137,7 @@ def read_fn(lay: Layout, plan, out: Layout):
                 i = values[int_axes.index(a)]
                 if lay.split[a]:
                     c = lay.chunk(a)
-                    lo = jax.lax.axis_index(_names(lay.split[a])) * c
+                    lo = _my_block(lay, a) * c
                     owner = owner & (i >= lo) & (i < lo + c)
                     i = jnp.clip(i - lo, 0, c - 1)
                 block = jnp.take(block, jnp.reshape(i, (1,)), axis=a)
@@ -179,8 +188,7 @@ def _scatter_split_slice(vblock, lay: Layout, axis: int, p):
     start, step, m = _slice_geometry(lay, axis, p)
     parts, c = lay.parts(axis), lay.chunk(axis)
     c_out = -(-m // parts)
-    names = _names(lay.split[axis])
-    me = jax.lax.axis_index(names)
+    me = _my_block(lay, axis)
     s = me * c + jnp.arange(c)
     hit = (s < lay.shape[axis]) & ((s - start) % step == 0)
     j = (s - start) // step
@@ -203,7 +211,7 @@ def _scatter_split_slice(vblock, lay: Layout, axis: int, p):
 def _local_geometry(lay: Layout, axis: int, p, values, int_axes):
     """(index into the value along `axis`, mask of hit cells) for my block, no communication."""
     n_local = lay.chunk(axis) if lay.split[axis] else lay.shape[axis]
-    lo = jax.lax.axis_index(_names(lay.split[axis])) * n_local if lay.split[axis] else 0
+    lo = _my_block(lay, axis) * n_local if lay.split[axis] else 0
     r = lo + jnp.arange(n_local)
     if p[0] == _INT:
         return jnp.zeros(n_local, jnp.int32), r == values[int_axes.index(axis)]

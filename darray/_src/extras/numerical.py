@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import functools
 import string
 from collections import Counter
 
@@ -171,9 +172,39 @@ def _interp_fn(layout: Layout, left, right, period):
         # the table stays whole on every device (pinned replicated, whatever its length)
         xp = compat.constrain(xp, layout.mesh, PartitionSpec())
         fp = compat.constrain(fp, layout.mesh, PartitionSpec())
-        out = jnp.interp(data, xp, fp, left=left, right=right, period=period)
+        if not layout.used_mesh_axes or not data.size:
+            out = jnp.interp(data, xp, fp, left=left, right=right, period=period)
+            return physical.constrain(out, layout)
+        # per device, in pieces (a loop): jnp.interp's search indices and the gathered table
+        # values exist for one piece at a time (for the whole block they were 3 blocks and
+        # more); padding cells are interpolated too and left as garbage, as padding is
+        out = compat.shard_map(functools.partial(_interp_block, left=left, right=right,
+                                                 period=period),
+                               mesh=layout.mesh, in_specs=(layout.spec, PartitionSpec(),
+                                                           PartitionSpec()),
+                               out_specs=layout.spec, check_vma=False)(data, xp, fp)
         return physical.constrain(out, layout)
     return jax.jit(run)
+
+
+_INTERP_PIECES = 8
+
+
+def _interp_block(block, xp, fp, *, left, right, period):
+    flat = block.reshape(-1)
+    n = flat.shape[0]
+    size = max(1, -(-n // _INTERP_PIECES))
+    dtype = jnp.result_type(jnp.interp(flat[:1], xp, fp, left=left, right=right,
+                                       period=period))
+
+    def piece(t, out):
+        first = jnp.minimum(t * size, n - size)  # the last piece ends at the block's end
+        v = jax.lax.dynamic_slice(flat, (first,), (size,))
+        got = jnp.interp(v, xp, fp, left=left, right=right, period=period).astype(dtype)
+        return jax.lax.dynamic_update_slice(out, got, (first,))
+
+    out = jax.lax.fori_loop(0, -(-n // size), piece, jnp.zeros((n,), dtype))
+    return out.reshape(block.shape)
 
 
 def _scalar(v, name: str):

@@ -274,6 +274,9 @@ def _method(name, fname, adapter):
     def method(self, *args, **kwargs):
         return adapter(fn, self, *args, method=name, **kwargs)
     method.__name__ = method.__qualname__ = name
+    # the code's own name too, so that tracebacks and the memory check's message
+    # (base/memory_budget.py) say ``DistArray.argmax`` rather than ``method``
+    method.__code__ = method.__code__.replace(co_name=name, co_qualname=f"DistArray.{name}")
     method.__doc__ = (f"numpy-style ``x.{name}(...)``: calls ``darray.{fname}`` (same result "
                       "and layout)." if fname else f"numpy-style ``x.{name}(...)``.")
     return method

@@ -74,6 +74,33 @@ def test_within_the_limit_nothing_changes(low_limit):
     assert int(darray.argmax(darray.astype(small, darray.int8))) == 0
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_flat_indices_and_size_based_means_past_the_limit(low_limit, dtype):
+    """Flat (C-order) indices of a flattened array, whose blocks the block-wise reshape
+    builds, and means divided by a size past the limit: exact with x64 on; with x64 off the
+    indices raise and the means (counted in floating point) stay right."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 7, (11, 13, 9)).astype(dtype)  # 1287 elements > LIMIT
+    a[10, 12, 3] = 9  # the maximum, at flat index 1281
+    x = darray.asarray(a, mesh=MESH, spec=("x", "y", None))
+    flat = darray.reshape(x, (-1,))
+    assert_layout(flat, split=(("x", "y"),))
+    mean = darray.mean(darray.astype(x, darray.float64 if X64 else darray.float32))
+    np.testing.assert_allclose(float(mean), a.astype(np.float64).mean(), rtol=1e-6)
+    var = darray.var(darray.astype(x, darray.float64 if X64 else darray.float32), axis=None)
+    np.testing.assert_allclose(float(var), a.astype(np.float64).var(), rtol=1e-5)
+    if not X64:
+        for name, call in (("argmax", lambda: darray.argmax(flat)),
+                           ("nonzero", lambda: darray.nonzero(flat))):
+            with pytest.raises(OverflowError, match=rf"{name}: .*1287|{name}: .*128[67]"):
+                call()
+        return
+    got = darray.argmax(flat)
+    assert got.dtype == np.int64 and int(got) == 1281 == int(np.argmax(a))
+    np.testing.assert_array_equal(np.asarray(darray.nonzero(flat)[0]), np.nonzero(a.ravel())[0])
+    np.testing.assert_array_equal(np.asarray(flat), a.ravel())
+
+
 def test_searchsorted_index_past_the_limit(low_limit):
     a = np.arange(LIMIT + 5, dtype=np.int16)
     x1 = darray.asarray(a, mesh=MESH, spec=(("x", "y"),))

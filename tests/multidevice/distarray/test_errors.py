@@ -24,6 +24,7 @@ BASES = {
     "NonLocalDataError": (RuntimeError,),
     "BackendUnavailableError": (ImportError, RuntimeError),
     "ParticleError": (ValueError,),
+    "MemoryBudgetError": (MemoryError,),
 }
 
 
@@ -42,6 +43,7 @@ def test_every_exception_is_public_and_the_same_class_everywhere():
     assert backend_errors.BackendUnavailableError is e.BackendUnavailableError
     assert backend_registry.BackendUnavailableError is e.BackendUnavailableError
     assert darray.particles.ParticleError is e.ParticleError
+    assert darray.MemoryBudgetError is e.MemoryBudgetError
 
 
 def test_axis_error_is_caught_by_name():
