@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import string
 from typing import NamedTuple
 
 import jax
@@ -29,7 +30,7 @@ from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_same_mesh
 from darray._src.layout.axes import normalize_axes, normalize_axis
 from darray._src.layout.layout import Layout, make_out_layout
-from darray._src.linalg import tall_skinny
+from darray._src.linalg import contraction, tall_skinny
 from darray._src.linalg.least_squares import LstsqResult as LstsqResult
 from darray._src.linalg.least_squares import lstsq as lstsq
 
@@ -173,7 +174,19 @@ def matmul(x1, x2, /) -> DistArray:
     if cols:
         split[nd - 1] = x2.layout.split[-1]
     out = make_out_layout(x1.mesh, shape, split)
+    fast = _contraction_plan(x1, x2, contraction.matmul_terms(x1.ndim, x2.ndim), out)
+    if fast is not None:
+        return contraction.run_plan(fast, x1, x2)
     return apply_logical(_matmul, [x1, x2], out)
+
+
+def _contraction_plan(x1, x2, terms, out: Layout, conj_a: bool = False):
+    """The gather-free plan (linalg/contraction.py) when one fits and gives the layout `out`
+    this function promises; None keeps XLA's path."""
+    if terms is None:
+        return None
+    plan = contraction.plan_contraction(x1, x2, *terms, conj_a=conj_a)
+    return plan if plan is not None and plan.out_layout == out else None
 
 
 def _tensordot(a, b, axes):
@@ -208,6 +221,14 @@ def tensordot(x1, x2, /, *, axes=2) -> DistArray:
     shape = [x1.shape[i] for i in free1] + [x2.shape[j] for j in free2]
     split = [x1.layout.split[i] for i in free1] + [x2.layout.split[j] for j in free2]
     out = make_out_layout(x1.mesh, shape, split)
+    t1 = string.ascii_letters[:x1.ndim]
+    t2 = list(string.ascii_letters[x1.ndim:x1.ndim + x2.ndim])
+    for i, j in zip(a1, a2):
+        t2[j] = t1[i]
+    terms = (t1, "".join(t2), "".join([t1[i] for i in free1] + [t2[j] for j in free2]))
+    fast = _contraction_plan(x1, x2, terms, out)
+    if fast is not None:
+        return contraction.run_plan(fast, x1, x2)
     return apply_logical(_tensordot, [x1, x2], out, static=((a1, a2),))
 
 
@@ -243,6 +264,12 @@ def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
                 s = x.layout.split[j]
         split.append(s)
     out = make_out_layout(x1.mesh, [n for i, n in enumerate(shape) if i != axis], split)
+    labels = string.ascii_letters[:nd]
+    terms = (labels[nd - x1.ndim:], labels[nd - x2.ndim:],
+             "".join(c for i, c in enumerate(labels) if i != axis))
+    fast = _contraction_plan(x1, x2, terms, out, conj_a=True)
+    if fast is not None:
+        return contraction.run_plan(fast, x1, x2)
     return apply_logical(_vecdot, [x1, x2], out, static=(axis - nd,))
 
 

@@ -28,6 +28,7 @@ from darray._src.engine.apply import run_physical
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_same_mesh
 from darray._src.layout.layout import Layout, make_out_layout
+from darray._src.linalg import contraction
 from darray._src.placement import physical
 
 
@@ -136,6 +137,10 @@ def einsum(subscripts, /, *operands) -> DistArray:
     ops = [ensure_array("einsum", op, f"operands[{i}]") for i, op in enumerate(operands)]
     ops = check_same_mesh("einsum", ops, ", ".join(f"operands[{i}]" for i in range(len(ops))))
     terms, out = _parse(subscripts, [op.ndim for op in ops])
+    if len(ops) == 2:
+        fast = contraction.contract(ops[0], ops[1], terms[0], terms[1], out)
+        if fast is not None:
+            return fast
     mesh = next((op.mesh for op in ops if op.ndim), ops[0].mesh)
     splits = _label_splits(ops, terms)
     placed = []

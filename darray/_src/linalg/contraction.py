@@ -1,0 +1,398 @@
+"""Two-operand contractions that never gather an operand (issue 50 item 2, issue 49 item 2).
+
+`contract(a, b, ta, tb, out)` computes ``einsum(f"{ta},{tb}->{out}", a, b)`` on the devices'
+blocks inside one shard_map, choosing by the splits of the operands one of these plans:
+
+``local``
+  No contracted label is split and every output label keeps its operand's split: each device
+  contracts its own blocks, no communication.
+``psum``
+  The one split contracted label k is split the same way in both operands, or in one operand
+  only over mesh axes that split no output axis of the other: a local partial product (the
+  unsplit operand sliced to the matching piece of k) and one all-reduce over k's mesh axes
+  (X.T @ X of a row-split X, vecdot along a split axis). The output is replicated over them.
+``ring_a`` / ``ring_b``
+  k is split in one operand only, over mesh axes that also split the other operand's output
+  axes (A row-split @ B row-split): the split operand's k-blocks travel around a ring of
+  collective-permutes over those mesh axes; at each step a device multiplies the block it
+  holds with the matching piece of its own (unsplit-k) operand and accumulates its output.
+``ring_n``
+  No contracted label split, but a free label of b is split over mesh axes that an output axis
+  of a already uses (a batched matmul with rows and columns over the same mesh axis): b's
+  blocks of that label travel around a ring and each device writes the output columns of the
+  block it holds; that output axis comes back unsplit.
+``summa``
+  k is split in both operands over different mesh axes (A and B split over rows and columns of
+  a 2-D mesh): a panel loop over a's k-blocks. Panel t of a is broadcast over a's k mesh axes
+  by a masked psum (the owner contributes, the others add zeros), the matching rows of b are
+  cut from whichever devices along b's k mesh axes hold them (a masked local gather, then a
+  psum over those axes), and every device accumulates its own output block.
+
+Every plan holds at most one operand block, one panel and the output block at a time: no
+all-gather, a few blocks of temporaries. Padding of uneven splits holds garbage: both
+operands are masked to zero first, so padded cells never reach a sum.
+
+Anything else (a label split in one operand's batch and differently in the other's, broadcast
+labels of extent 1, repeated labels, two split contracted labels, a split label summed within
+one operand, halos) returns None: the caller keeps its general path. Small problems (below
+`MIN_ELEMENTS` elements in all) return None too: one XLA program is faster there.
+
+Output layout: each output label keeps the split it has in its operand (a's first); a label of
+b whose mesh axes a's output labels already use comes back unsplit. For a matmul that is
+today's rule: rows split as a's rows, columns as b's columns, batch axes as the batch.
+
+Gradients: JAX differentiates the shard_map (the transpose of a ring of ppermutes is the
+reverse ring, of a psum broadcast a psum), so `jax.grad` through these programs equals
+single-device jax's and the cotangents keep the operands' layouts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from darray._src.base import compat
+from darray._src.base.program_cache import MEDIUM, program_cache
+from darray._src.distarray.array import DistArray
+from darray._src.layout.layout import Layout
+from darray._src.placement import physical
+
+# Below this many elements (both operands and the output together) one XLA program on the
+# logical arrays is faster than a shard_map panel loop (benchmarks/bench_matmul.py).
+MIN_ELEMENTS = 1 << 15
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How one contraction runs: the plan kind (module doc), the block-level einsum, the
+    contracted label k that is split (or the ring label of b for ring_n) and the layouts."""
+
+    kind: str
+    subscripts: str
+    label: str | None
+    a_layout: Layout
+    b_layout: Layout
+    out_layout: Layout
+    conj_a: bool
+    dtype: np.dtype
+
+
+def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: bool,
+              min_elements: int) -> Plan | None:
+    la, lb = a.layout, b.layout
+    mesh = la.mesh
+    if lb.mesh != mesh or la.has_halo or lb.has_halo or mesh.size < 2:
+        return None
+    if len(set(ta)) != len(ta) or len(set(tb)) != len(tb) or len(set(to)) != len(to):
+        return None
+    if not set(to) <= set(ta) | set(tb) or len(ta) != a.ndim or len(tb) != b.ndim:
+        return None
+    if 0 in a.shape or 0 in b.shape:
+        return None
+    dtype = np.dtype(jnp.result_type(a.dtype, b.dtype))
+    if dtype == np.bool_ or not (jnp.issubdtype(dtype, jnp.number)):
+        return None
+    sa = dict(zip(ta, la.split))
+    sb = dict(zip(tb, lb.split))
+    na = dict(zip(ta, a.shape))
+    nb = dict(zip(tb, b.shape))
+    shared = [lab for lab in ta if lab in sb]
+    for lab in shared:
+        if na[lab] != nb[lab]:
+            return None  # broadcasting (extent 1 against n): the general path
+        if lab in to and sa[lab] != sb[lab]:
+            return None  # a batch label split differently: the general path moves one
+    # labels summed within one operand must be local
+    for lab in ta:
+        if lab not in to and lab not in sb and sa[lab]:
+            return None
+    for lab in tb:
+        if lab not in to and lab not in sa and sb[lab]:
+            return None
+    contracted = [lab for lab in shared if lab not in to]
+    split_k = [lab for lab in contracted if sa[lab] or sb[lab]]
+    if len(split_k) > 1:
+        return None
+    # output splits: a's labels first, b's where their mesh axes are still free
+    used_a = {name for lab in to if lab in sa for name in sa[lab]}
+    out_split, ring_n = [], []
+    for lab in to:
+        if lab in sa:
+            out_split.append(sa[lab])
+        elif set(sb[lab]) & used_a:
+            out_split.append(())
+            ring_n.append(lab)
+        else:
+            out_split.append(sb[lab])
+    shape = tuple(na.get(lab, nb.get(lab)) for lab in to)
+    out_layout = Layout(shape, mesh, tuple(tuple(s) for s in out_split), ((0, 0),) * len(to))
+    if a.size + b.size + math.prod(shape) < min_elements:
+        return None
+    subscripts = f"{ta},{tb}->{to}"
+    make = lambda kind, label: Plan(kind, subscripts, label, la, lb, out_layout,  # noqa: E731
+                                    conj_a, dtype)
+    if len(ring_n) > 1 or (ring_n and split_k):
+        return None
+    if ring_n:
+        return make("ring_n", ring_n[0])
+    if not split_k:
+        return make("local", None)
+    k = split_k[0]
+    ga, gb = tuple(sa[k]), tuple(sb[k])
+    out_a = {n for lab in to if lab in sa for n in sa[lab]}
+    out_b = {n for lab, s in zip(to, out_split) if lab not in sa for n in s}
+    if ga == gb:
+        return make("psum", k)
+    if not gb:
+        return make("psum" if not set(ga) & out_b else "ring_a", k)
+    if not ga:
+        return make("psum" if not set(gb) & out_a else "ring_b", k)
+    return make("summa", k)
+
+
+# -- block helpers (inside shard_map) -----------------------------------------------------------
+def _block_index(names, mesh):
+    """This device's block number over the mesh axes `names` (major first, as Layout counts)."""
+    sizes = dict(mesh.shape)
+    index = 0
+    for name in names:
+        index = index * sizes[name] + lax.axis_index(name)
+    return index
+
+
+def _zero_padding(x, axis: int, layout: Layout):
+    """x's block with the padding cells of `axis` (split in `layout`) set to zero: they hold
+    garbage (NaN even), and the other operand's zeros would not cancel it."""
+    c = x.shape[axis]
+    if layout.parts(axis) * c == layout.shape[axis]:
+        return x
+    cells = _block_index(layout.split[axis], layout.mesh) * c + jnp.arange(c)
+    mask = (cells < layout.shape[axis]).reshape([-1 if i == axis else 1 for i in range(x.ndim)])
+    return jnp.where(mask, x, jnp.zeros((), x.dtype))
+
+
+def _padded(x, axis: int, length: int):
+    if x.shape[axis] >= length:
+        return x
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, length - x.shape[axis])
+    return jnp.pad(x, widths)
+
+
+def _ring_pairs(parts: int):
+    # block j+1 sends to block j: after s steps block j holds block (j + s) % parts
+    return [((j + 1) % parts, j) for j in range(parts)]
+
+
+def _kernel(a, b, *, plan: Plan):
+    mesh = plan.a_layout.mesh
+    ta, rest = plan.subscripts.split(",")
+    tb, to = rest.split("->")
+    a = a.astype(plan.dtype)
+    b = b.astype(plan.dtype)
+    if plan.conj_a:
+        a = jnp.conj(a)
+
+    def product(x, y):
+        return jnp.einsum(plan.subscripts, x, y, preferred_element_type=plan.dtype)
+
+    if plan.kind == "local":
+        return product(a, b)
+    k = plan.label
+    if plan.kind == "psum":
+        ia, ib = ta.index(k), tb.index(k)
+        ga, gb = plan.a_layout.split[ia], plan.b_layout.split[ib]
+        if ga:
+            a = _zero_padding(a, ia, plan.a_layout)
+        if gb:
+            b = _zero_padding(b, ib, plan.b_layout)
+        if ga and gb:
+            return lax.psum(product(a, b), ga)
+        if ga:  # cut b to a's piece of k
+            c = a.shape[ia]
+            piece = lax.dynamic_slice_in_dim(_padded(b, ib, plan.a_layout.parts(ia) * c),
+                                             _block_index(ga, mesh) * c, c, axis=ib)
+            return lax.psum(product(a, piece), ga)
+        c = b.shape[ib]
+        piece = lax.dynamic_slice_in_dim(_padded(a, ia, plan.b_layout.parts(ib) * c),
+                                         _block_index(gb, mesh) * c, c, axis=ia)
+        return lax.psum(product(piece, b), gb)
+    if plan.kind in ("ring_a", "ring_b"):
+        return _ring_k(a, b, plan, ta, tb, product)
+    if plan.kind == "ring_n":
+        return _ring_n(a, b, plan, tb, to, product)
+    return _summa(a, b, plan, ta, tb, product)
+
+
+def _ring_k(a, b, plan: Plan, ta: str, tb: str, product):
+    """The operand whose k is split travels around the ring of its k mesh axes."""
+    mesh = plan.a_layout.mesh
+    k = plan.label
+    ia, ib = ta.index(k), tb.index(k)
+    moving_a = plan.kind == "ring_a"
+    names = plan.a_layout.split[ia] if moving_a else plan.b_layout.split[ib]
+    parts = (plan.a_layout if moving_a else plan.b_layout).parts(ia if moving_a else ib)
+    c = (a if moving_a else b).shape[ia if moving_a else ib]
+    staying = _padded(b, ib, parts * c) if moving_a else _padded(a, ia, parts * c)
+    axis = ib if moving_a else ia
+    me = _block_index(names, mesh)
+    pairs = _ring_pairs(parts)
+
+    def step(s, buf):
+        piece = lax.dynamic_slice_in_dim(staying, ((me + s) % parts) * c, c, axis=axis)
+        return product(buf, piece) if moving_a else product(piece, buf)
+
+    def body(s, carry):
+        acc, buf = carry
+        buf = compat.ppermute_blocks(buf, names, pairs, mesh)
+        return acc + step(s, buf), buf
+
+    moving = _zero_padding(a, ia, plan.a_layout) if moving_a else \
+        _zero_padding(b, ib, plan.b_layout)
+    acc, _ = lax.fori_loop(1, parts, body, (step(0, moving), moving))
+    return acc
+
+
+def _ring_n(a, b, plan: Plan, tb: str, to: str, product):
+    """b's blocks of the label n (unsplit in the output) travel around their ring; each device
+    writes the output slab of the block it holds."""
+    mesh = plan.a_layout.mesh
+    n = plan.label
+    ib, io = tb.index(n), to.index(n)
+    names = plan.b_layout.split[ib]
+    parts = plan.b_layout.parts(ib)
+    c = b.shape[ib]
+    me = _block_index(names, mesh)
+    pairs = _ring_pairs(parts)
+    first = product(a, b)
+    shape = list(first.shape)
+    shape[io] = parts * c
+    acc = lax.dynamic_update_slice_in_dim(jnp.zeros(shape, first.dtype), first, me * c, axis=io)
+
+    def body(s, carry):
+        acc, buf = carry
+        buf = compat.ppermute_blocks(buf, names, pairs, mesh)
+        slab = product(a, buf)
+        return lax.dynamic_update_slice_in_dim(acc, slab, ((me + s) % parts) * c, axis=io), buf
+
+    acc, _ = lax.fori_loop(1, parts, body, (acc, b))
+    return lax.slice_in_dim(acc, 0, plan.out_layout.shape[io], axis=io)
+
+
+def _panel_of(x, axis: int, names, start, width: int, extent: int, mesh):
+    """Cells [start, start + width) of the contracted axis, assembled on every device along
+    the mesh axes `names` that split it: each device cuts the cells its block holds (zeros
+    elsewhere) and a psum adds the pieces (a masked broadcast, never an all-gather)."""
+    c = x.shape[axis]
+    cells = start + jnp.arange(width)
+    rows = cells - _block_index(names, mesh) * c
+    valid = (rows >= 0) & (rows < c) & (cells < extent)
+    piece = jnp.take(x, jnp.clip(rows, 0, c - 1), axis=axis)
+    mask = valid.reshape([-1 if i == axis else 1 for i in range(x.ndim)])
+    return lax.psum(jnp.where(mask, piece, jnp.zeros((), x.dtype)), names)
+
+
+def _summa(a, b, plan: Plan, ta: str, tb: str, product):
+    """Panels of k as wide as the smaller of the two operands' k-blocks, each assembled on
+    every device from the devices holding it (a over a's k mesh axes, b over b's)."""
+    mesh = plan.a_layout.mesh
+    k = plan.label
+    ia, ib = ta.index(k), tb.index(k)
+    ga, gb = plan.a_layout.split[ia], plan.b_layout.split[ib]
+    width = min(a.shape[ia], b.shape[ib])
+    count = -(-plan.a_layout.shape[ia] // width)
+
+    def panel(t):
+        start = t * width
+        extent = plan.a_layout.shape[ia]
+        return product(_panel_of(a, ia, ga, start, width, extent, mesh),
+                       _panel_of(b, ib, gb, start, width, extent, mesh))
+
+    return lax.fori_loop(1, count, lambda t, acc: acc + panel(t), panel(0))
+
+
+# -- running ------------------------------------------------------------------------------------
+@program_cache(MEDIUM)
+def _program(plan: Plan):
+    mesh = plan.a_layout.mesh
+    lays = (plan.a_layout, plan.b_layout)
+
+    def body(a, b):
+        return _kernel(a, b, plan=plan)
+
+    def run(a, b):
+        # the kernels zero the padding of the contracted axis (the only one that reaches a
+        # sum) block by block, where they read it
+        a, b = (physical.constrain(d, lay) for d, lay in zip((a, b), lays))
+        out = compat.shard_map(body, mesh=mesh, in_specs=(lays[0].spec, lays[1].spec),
+                               out_specs=plan.out_layout.spec)(a, b)
+        return physical.constrain(out, plan.out_layout)
+    return jax.jit(run)
+
+
+def plan_contraction(a: DistArray, b: DistArray, ta: str, tb: str, to: str, *,
+                     conj_a: bool = False, min_elements: int | None = None) -> Plan | None:
+    """The Plan for ``einsum(f"{ta},{tb}->{to}", a, b)`` (a conjugated if `conj_a`), or None
+    when the layouts do not fit one (module doc) or the problem is below `min_elements`
+    (default MIN_ELEMENTS) elements."""
+    return _plan_for(a, b, ta, tb, to, conj_a,
+                     MIN_ELEMENTS if min_elements is None else min_elements)
+
+
+def run_plan(plan: Plan, a: DistArray, b: DistArray) -> DistArray:
+    """Run a Plan made for these operands' layouts."""
+    return DistArray._new(_program(plan)(a.data, b.data), plan.out_layout)
+
+
+def contract(a: DistArray, b: DistArray, ta: str, tb: str, to: str, *, conj_a: bool = False,
+             min_elements: int | None = None) -> DistArray | None:
+    """``einsum(f"{ta},{tb}->{to}", conj(a) if conj_a else a, b)`` without gathering either
+    operand, or None where no plan fits (the caller keeps its general path)."""
+    plan = plan_contraction(a, b, ta, tb, to, conj_a=conj_a, min_elements=min_elements)
+    if plan is None:
+        return None
+    return DistArray._new(_program(plan)(a.data, b.data), plan.out_layout)
+
+
+def matmul_terms(nd1: int, nd2: int) -> tuple[str, str, str] | None:
+    """The einsum labels of ``matmul`` for operands of ranks nd1, nd2 whose batch axes align
+    right-to-left (broadcasting of extent-1 axes is refused later by the plan); None for a 0-d
+    operand."""
+    if nd1 == 0 or nd2 == 0:
+        return None
+    nb = max(nd1 - 2, nd2 - 2, 0)
+    batch = "abcdefghij"[:nb]
+    t1 = batch[nb - (nd1 - 2):] + "mk" if nd1 >= 2 else "k"
+    t2 = batch[nb - (nd2 - 2):] + "kn" if nd2 >= 2 else "k"
+    out = batch + ("m" if nd1 >= 2 else "") + ("n" if nd2 >= 2 else "")
+    return t1, t2, out
+
+
+def distributed_matmul(a: DistArray, b: DistArray, *, min_elements: int = 0) -> DistArray:
+    """``a @ b`` for distributed operands of rank >= 2 without gathering either (for the
+    factorizations built on matmul: blocked Cholesky, LU, QDWH).
+
+    Args:
+      a: (..., M, K) DistArray, any split of its matrix axes.
+      b: (..., K, N) DistArray on the same mesh, batch axes equal to a's and split alike.
+      min_elements: below this many elements the general path is taken (default 0: never).
+
+    Returns:
+      The (..., M, N) product: rows split as a's rows, columns as b's columns (unsplit where
+      a's rows use the same mesh axes), batch axes as the operands'.
+
+    Raises:
+      ValueError: where no plan fits (batch axes split differently, broadcasting); callers
+        then use `darray.matmul`.
+    """
+    terms = matmul_terms(a.ndim, b.ndim)
+    out = None if terms is None or a.ndim < 2 or b.ndim < 2 else \
+        contract(a, b, *terms, min_elements=min_elements)
+    if out is None:
+        raise ValueError(f"distributed_matmul: no gather-free plan for layouts {a.layout} and "
+                         f"{b.layout}; use darray.matmul")
+    return out
