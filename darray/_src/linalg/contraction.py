@@ -34,8 +34,8 @@ operands are masked to zero first, so padded cells never reach a sum.
 
 Anything else (a label split in one operand's batch and differently in the other's, broadcast
 labels of extent 1, repeated labels, two split contracted labels, a split label summed within
-one operand, halos) returns None: the caller keeps its general path. Small problems (below
-`MIN_ELEMENTS` elements in all) return None too: one XLA program is faster there.
+one operand, halos) returns None: the caller keeps its general path. Small problems return
+None too (`MIN_ELEMENTS`, `MIN_STEP_WORK`): one XLA program is faster there.
 
 Output layout: each output label keeps the split it has in its operand (a's first); a label of
 b whose mesh axes a's output labels already use comes back unsplit. For a matmul that is
@@ -61,9 +61,15 @@ from darray._src.distarray.array import DistArray
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
 
-# Below this many elements (both operands and the output together) one XLA program on the
-# logical arrays is faster than a shard_map panel loop (benchmarks/bench_matmul.py).
+# Size thresholds below which XLA's single program on the logical arrays is faster (measured
+# with benchmarks/bench_matmul.py on 8 CPU devices, where every collective step is a
+# rendezvous of all device threads): the one-collective plans (local, psum) need this many
+# elements in both operands and the output together ...
 MIN_ELEMENTS = 1 << 15
+# ... and the loop plans (rings, SUMMA) this many multiply-adds per device and step: a ring of
+# 512^2 row blocks over 8 devices (2^21 per step) ran 3x slower than XLA's gather, 4096x1024
+# (2^26) 1.8x faster, SUMMA of 384^2 on 2x4 (2^21) already 1.2x faster.
+MIN_STEP_WORK = 1 << 23
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +143,13 @@ def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: boo
                                     conj_a, dtype)
     if len(ring_n) > 1 or (ring_n and split_k):
         return None
+    plan = _choose(make, split_k, ring_n, sa, sb, to, out_split)
+    if plan.kind in ("local", "psum") or not min_elements:
+        return plan
+    return plan if _step_work(plan) >= MIN_STEP_WORK else None
+
+
+def _choose(make, split_k, ring_n, sa, sb, to, out_split) -> Plan:
     if ring_n:
         return make("ring_n", ring_n[0])
     if not split_k:
@@ -152,6 +165,22 @@ def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: boo
     if not ga:
         return make("psum" if not set(gb) & out_a else "ring_b", k)
     return make("summa", k)
+
+
+def _step_work(plan: Plan) -> int:
+    """Multiply-adds per device in one step of a loop plan: the product of the extents of
+    every label in the blocks one step multiplies."""
+    ta, rest = plan.subscripts.split(",")
+    tb = rest.split("->")[0]
+    la, lb = plan.a_layout, plan.b_layout
+    extent = {lab: lb.chunk(i) for i, lab in enumerate(tb)}
+    extent.update({lab: la.chunk(i) for i, lab in enumerate(ta)})
+    if plan.kind == "summa":
+        k = plan.label
+        extent[k] = min(la.chunk(ta.index(k)), lb.chunk(tb.index(k)))
+    elif plan.kind == "ring_b":
+        extent[plan.label] = lb.chunk(tb.index(plan.label))
+    return math.prod(extent.values())
 
 
 # -- block helpers (inside shard_map) -----------------------------------------------------------
@@ -337,8 +366,9 @@ def _program(plan: Plan):
 def plan_contraction(a: DistArray, b: DistArray, ta: str, tb: str, to: str, *,
                      conj_a: bool = False, min_elements: int | None = None) -> Plan | None:
     """The Plan for ``einsum(f"{ta},{tb}->{to}", a, b)`` (a conjugated if `conj_a`), or None
-    when the layouts do not fit one (module doc) or the problem is below `min_elements`
-    (default MIN_ELEMENTS) elements."""
+    when the layouts do not fit one (module doc) or the problem is small: below
+    `min_elements` (default MIN_ELEMENTS) elements, or a loop plan below MIN_STEP_WORK
+    multiply-adds per step. ``min_elements=0`` turns both size thresholds off."""
     return _plan_for(a, b, ta, tb, to, conj_a,
                      MIN_ELEMENTS if min_elements is None else min_elements)
 

@@ -20,6 +20,16 @@ from darray._src.layout.layout import Layout
 from darray._src.linalg import contraction
 from darray._src.placement import physical
 
+THRESHOLDS = (contraction.MIN_ELEMENTS, contraction.MIN_STEP_WORK)
+
+
+@pytest.fixture(autouse=True)
+def no_size_thresholds(monkeypatch):
+    """Small shapes keep the tests quick: turn off the sizes below which darray keeps XLA's
+    single program (test_small_products_keep_the_single_program_path restores them)."""
+    monkeypatch.setattr(contraction, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(contraction, "MIN_STEP_WORK", 0)
+
 
 def dist(a, mesh_shape, spec):
     return darray.asarray(a, mesh=mesh_of(mesh_shape), spec=spec)
@@ -120,12 +130,24 @@ def test_distributed_matmul_refuses_what_it_cannot_plan():
     assert_close(darray.matmul(x1, x2), np.asarray(x1) @ np.asarray(x2), np.float64)
 
 
-def test_small_products_keep_the_single_program_path():
+def test_small_products_keep_the_single_program_path(monkeypatch):
+    monkeypatch.setattr(contraction, "MIN_ELEMENTS", THRESHOLDS[0])
+    monkeypatch.setattr(contraction, "MIN_STEP_WORK", THRESHOLDS[1])
     x1, x2 = dist(rand((64, 64)), (8,), ("x",)), dist(rand((64, 64)), (8,), ("x",))
     assert contraction.plan_contraction(x1, x2, "mk", "kn", "mn") is None
     assert contraction.plan_contraction(x1, x2, "mk", "kn", "mn", min_elements=0) is not None
     assert_layout(x1 @ x2, split=("x", None))
     assert_close(x1 @ x2, np.asarray(x1) @ np.asarray(x2), np.float64)
+    # a ring of 512^2 row blocks is below the loop threshold, 2048 x 1024 above it
+    for m, k, taken in ((512, 512, False), (2048, 1024, True)):
+        y1 = dist(np.zeros((m, k)), (8,), ("x",))
+        y2 = dist(np.zeros((k, 1024)), (8,), ("x",))
+        plan = contraction.plan_contraction(y1, y2, "mk", "kn", "mn")
+        assert (plan is not None and plan.kind == "ring_b") == taken, (m, k, plan)
+    # the one-collective plans have no loop: only the element threshold applies
+    g1 = dist(np.zeros((45, 1001)), (8,), (None, "x"))
+    g2 = dist(np.zeros((1001, 45)), (8,), ("x",))
+    assert contraction.plan_contraction(g1, g2, "mk", "kn", "mn").kind == "psum"
 
 
 # -- tensordot, vecdot, einsum ---------------------------------------------------------------------
