@@ -185,7 +185,7 @@ def _contraction_plan(x1, x2, terms, out: Layout, conj_a: bool = False):
     this function promises; None keeps XLA's path."""
     if terms is None:
         return None
-    plan = contraction.plan_contraction(x1, x2, *terms, conj_a=conj_a)
+    plan = contraction.plan_contraction(x1, x2, *terms, conj_a=conj_a, target=out.split)
     return plan if plan is not None and plan.out_layout == out else None
 
 

@@ -137,12 +137,13 @@ def einsum(subscripts, /, *operands) -> DistArray:
     ops = [ensure_array("einsum", op, f"operands[{i}]") for i, op in enumerate(operands)]
     ops = check_same_mesh("einsum", ops, ", ".join(f"operands[{i}]" for i in range(len(ops))))
     terms, out = _parse(subscripts, [op.ndim for op in ops])
-    if len(ops) == 2:
-        fast = contraction.contract(ops[0], ops[1], terms[0], terms[1], out)
-        if fast is not None:
-            return fast
     mesh = next((op.mesh for op in ops if op.ndim), ops[0].mesh)
     splits = _label_splits(ops, terms)
+    if len(ops) == 2:  # a gather-free plan (SUMMA, rings, psum) giving the same layout
+        fast = contraction.contract(ops[0], ops[1], terms[0], terms[1], out,
+                                    target=[splits.get(lab, ()) for lab in out])
+        if fast is not None:
+            return fast
     placed = []
     for op, t in zip(ops, terms):
         target = tuple(splits.get(lab, ()) for lab in t)

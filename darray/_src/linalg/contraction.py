@@ -85,10 +85,11 @@ class Plan:
     out_layout: Layout
     conj_a: bool
     dtype: np.dtype
+    whole: str | None = None  # summa: a label of b split in b, unsplit in the output
 
 
 def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: bool,
-              min_elements: int) -> Plan | None:
+              min_elements: int, target) -> Plan | None:
     la, lb = a.layout, b.layout
     mesh = la.mesh
     if lb.mesh != mesh or la.has_halo or lb.has_halo or mesh.size < 2:
@@ -123,17 +124,20 @@ def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: boo
     split_k = [lab for lab in contracted if sa[lab] or sb[lab]]
     if len(split_k) > 1:
         return None
-    # output splits: a's labels first, b's where their mesh axes are still free
+    # output splits: a's labels first, b's where their mesh axes are still free (or as the
+    # caller's `target` asks: a's labels as a's, b's as b's or unsplit)
     used_a = {name for lab in to if lab in sa for name in sa[lab]}
     out_split, ring_n = [], []
-    for lab in to:
-        if lab in sa:
-            out_split.append(sa[lab])
-        elif set(sb[lab]) & used_a:
-            out_split.append(())
+    for i, lab in enumerate(to):
+        want = None if target is None else tuple(target[i])
+        have = tuple(sa[lab]) if lab in sa else tuple(sb[lab])
+        if want is None:
+            want = () if lab not in sa and set(have) & used_a else have
+        if want != have and (lab in sa or want):
+            return None
+        out_split.append(want)
+        if want != have:
             ring_n.append(lab)
-        else:
-            out_split.append(sb[lab])
     shape = tuple(na.get(lab, nb.get(lab)) for lab in to)
     out_layout = Layout(shape, mesh, tuple(tuple(s) for s in out_split), ((0, 0),) * len(to))
     if a.size + b.size + math.prod(shape) < min_elements:
@@ -141,9 +145,12 @@ def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: boo
     subscripts = f"{ta},{tb}->{to}"
     make = lambda kind, label: Plan(kind, subscripts, label, la, lb, out_layout,  # noqa: E731
                                     conj_a, dtype)
-    if len(ring_n) > 1 or (ring_n and split_k):
+    if len(ring_n) > 1:
         return None
-    plan = _choose(make, split_k, ring_n, sa, sb, to, out_split)
+    if ring_n and split_k:
+        plan = dataclasses.replace(make("summa", split_k[0]), whole=ring_n[0])
+    else:
+        plan = _choose(make, split_k, ring_n, sa, sb, to, out_split)
     if plan.kind in ("local", "psum") or not min_elements:
         return plan
     return plan if _step_work(plan) >= MIN_STEP_WORK else None
@@ -178,6 +185,8 @@ def _step_work(plan: Plan) -> int:
     if plan.kind == "summa":
         k = plan.label
         extent[k] = min(la.chunk(ta.index(k)), lb.chunk(tb.index(k)))
+        if plan.whole:
+            extent[plan.whole] = lb.shape[tb.index(plan.whole)]
     elif plan.kind == "ring_b":
         extent[plan.label] = lb.chunk(tb.index(plan.label))
     return math.prod(extent.values())
@@ -312,34 +321,58 @@ def _ring_n(a, b, plan: Plan, tb: str, to: str, product):
     return lax.slice_in_dim(acc, 0, plan.out_layout.shape[io], axis=io)
 
 
-def _panel_of(x, axis: int, names, start, width: int, extent: int, mesh):
-    """Cells [start, start + width) of the contracted axis, assembled on every device along
-    the mesh axes `names` that split it: each device cuts the cells its block holds (zeros
-    elsewhere) and a psum adds the pieces (a masked broadcast, never an all-gather)."""
+def _piece_of(x, axis: int, names, start, width: int, extent: int, mesh):
+    """The cells [start, start + width) of the contracted axis that this device's block holds
+    (zeros elsewhere, and past the logical `extent`): summed over the mesh axes `names` that
+    split the axis, the pieces give the whole panel (a masked broadcast, never an all-gather).
+    """
     c = x.shape[axis]
     cells = start + jnp.arange(width)
     rows = cells - _block_index(names, mesh) * c
     valid = (rows >= 0) & (rows < c) & (cells < extent)
     piece = jnp.take(x, jnp.clip(rows, 0, c - 1), axis=axis)
     mask = valid.reshape([-1 if i == axis else 1 for i in range(x.ndim)])
-    return lax.psum(jnp.where(mask, piece, jnp.zeros((), x.dtype)), names)
+    return jnp.where(mask, piece, jnp.zeros((), x.dtype))
+
+
+def _summed(x, names):
+    return lax.psum(x, tuple(names)) if names else x
 
 
 def _summa(a, b, plan: Plan, ta: str, tb: str, product):
     """Panels of k as wide as the smaller of the two operands' k-blocks, each assembled on
-    every device from the devices holding it (a over a's k mesh axes, b over b's)."""
+    every device from the devices holding it (a over a's k mesh axes, b over b's; with
+    `plan.whole`, b's pieces are also placed at their offset along that label and summed over
+    its mesh axes, so that the panel holds all of it)."""
     mesh = plan.a_layout.mesh
     k = plan.label
     ia, ib = ta.index(k), tb.index(k)
     ga, gb = plan.a_layout.split[ia], plan.b_layout.split[ib]
     width = min(a.shape[ia], b.shape[ib])
-    count = -(-plan.a_layout.shape[ia] // width)
+    extent = plan.a_layout.shape[ia]
+    count = -(-extent // width)
+    whole = plan.whole
+    if whole:
+        iw = tb.index(whole)
+        names_w = plan.b_layout.split[iw]
+        cw = b.shape[iw]
+        offset = _block_index(names_w, mesh) * cw
+
+    def b_panel(start):
+        piece = _piece_of(b, ib, gb, start, width, extent, mesh)
+        if not whole:
+            return _summed(piece, gb)
+        shape = list(piece.shape)
+        shape[iw] = plan.b_layout.parts(iw) * cw
+        placed = lax.dynamic_update_slice_in_dim(jnp.zeros(shape, piece.dtype), piece, offset,
+                                                 axis=iw)
+        placed = _summed(placed, tuple(gb) + tuple(names_w))
+        return lax.slice_in_dim(placed, 0, plan.b_layout.shape[iw], axis=iw)
 
     def panel(t):
         start = t * width
-        extent = plan.a_layout.shape[ia]
-        return product(_panel_of(a, ia, ga, start, width, extent, mesh),
-                       _panel_of(b, ib, gb, start, width, extent, mesh))
+        return product(_summed(_piece_of(a, ia, ga, start, width, extent, mesh), ga),
+                       b_panel(start))
 
     return lax.fori_loop(1, count, lambda t, acc: acc + panel(t), panel(0))
 
@@ -364,13 +397,16 @@ def _program(plan: Plan):
 
 
 def plan_contraction(a: DistArray, b: DistArray, ta: str, tb: str, to: str, *,
-                     conj_a: bool = False, min_elements: int | None = None) -> Plan | None:
+                     conj_a: bool = False, min_elements: int | None = None,
+                     target=None) -> Plan | None:
     """The Plan for ``einsum(f"{ta},{tb}->{to}", a, b)`` (a conjugated if `conj_a`), or None
     when the layouts do not fit one (module doc) or the problem is small: below
     `min_elements` (default MIN_ELEMENTS) elements, or a loop plan below MIN_STEP_WORK
-    multiply-adds per step. ``min_elements=0`` turns both size thresholds off."""
+    multiply-adds per step. ``min_elements=0`` turns both size thresholds off. `target`: the
+    output split the caller promises (one tuple of mesh axes per output label); a label of b
+    split in b may come back unsplit there, anything else must equal its operand's split."""
     return _plan_for(a, b, ta, tb, to, conj_a,
-                     MIN_ELEMENTS if min_elements is None else min_elements)
+                     MIN_ELEMENTS if min_elements is None else min_elements, target)
 
 
 def run_plan(plan: Plan, a: DistArray, b: DistArray) -> DistArray:
@@ -379,10 +415,11 @@ def run_plan(plan: Plan, a: DistArray, b: DistArray) -> DistArray:
 
 
 def contract(a: DistArray, b: DistArray, ta: str, tb: str, to: str, *, conj_a: bool = False,
-             min_elements: int | None = None) -> DistArray | None:
+             min_elements: int | None = None, target=None) -> DistArray | None:
     """``einsum(f"{ta},{tb}->{to}", conj(a) if conj_a else a, b)`` without gathering either
     operand, or None where no plan fits (the caller keeps its general path)."""
-    plan = plan_contraction(a, b, ta, tb, to, conj_a=conj_a, min_elements=min_elements)
+    plan = plan_contraction(a, b, ta, tb, to, conj_a=conj_a, min_elements=min_elements,
+                            target=target)
     if plan is None:
         return None
     return DistArray._new(_program(plan)(a.data, b.data), plan.out_layout)

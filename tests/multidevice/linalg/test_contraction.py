@@ -187,14 +187,19 @@ def test_einsum_two_operands(subscripts):
     assert_close(out, ref, np.float64)
 
 
-def test_einsum_output_keeps_the_second_operands_split_where_free():
-    """A split contracted label no longer claims its mesh axis from the output: the columns of
-    'ij,jk->ik' with j over y stay split over y (the old rule left them unsplit and moved b)."""
+def test_einsum_keeps_its_label_rule_and_needs_no_gather():
+    """'ij,jk->ik' with j over y in a: y serves j, so k comes back unsplit (einsum's rule) and
+    the plan assembles b's panels whole along k (SUMMA with a whole label), no gather."""
     a, b = rand((301, 403), seed=15), rand((403, 201), seed=16)
     x1, x2 = dist(a, (2, 4), ("x", "y")), dist(b, (2, 4), ("x", "y"))
+    plan = contraction.plan_contraction(x1, x2, "ij", "jk", "ik", target=(("x",), ()))
+    assert plan is not None and plan.kind == "summa" and plan.whole == "k", plan
     out = darray.einsum("ij,jk->ik", x1, x2)
-    assert_layout(out, split=("x", "y"))
+    assert_layout(out, split=("x", None))
     assert_close(out, a @ b, np.float64)
+    out = darray.einsum("ij,jk->ki", x1, x2)
+    assert_layout(out, split=(None, "x"))
+    assert_close(out, (a @ b).T, np.float64)
 
 
 # -- gradients -------------------------------------------------------------------------------------
