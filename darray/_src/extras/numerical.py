@@ -127,7 +127,9 @@ def einsum(subscripts, /, *operands) -> DistArray:
       splits first (one resharding each; none in the usual case; a diagonal of split axes
       or a mesh axis claimed by two labels moves that operand). A contraction over a split
       label is a local partial contraction plus one all-reduce over its mesh axes; the
-      operands are never all-gathered.
+      operands are never all-gathered. Two operands take the gather-free plans of
+      darray/_src/linalg/contraction.py where they fit (same layout): operands split
+      differently along the contracted label (a SUMMA panel loop, a ring) are then not moved.
     """
     if not isinstance(subscripts, str):
         raise TypeError(f"einsum: subscripts={subscripts!r} must be a string such as "

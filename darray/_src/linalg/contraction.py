@@ -23,14 +23,19 @@ blocks inside one shard_map, choosing by the splits of the operands one of these
   block it holds; that output axis comes back unsplit.
 ``summa``
   k is split in both operands over different mesh axes (A and B split over rows and columns of
-  a 2-D mesh): a panel loop over a's k-blocks. Panel t of a is broadcast over a's k mesh axes
-  by a masked psum (the owner contributes, the others add zeros), the matching rows of b are
-  cut from whichever devices along b's k mesh axes hold them (a masked local gather, then a
-  psum over those axes), and every device accumulates its own output block.
+  a 2-D mesh), or k is split and a label of b must come back unsplit: a panel loop over
+  a's k-blocks. Panel t of a is broadcast over a's k mesh axes by a masked psum (the owner
+  contributes, the others add zeros), the matching rows of b are cut from whichever devices
+  along b's k mesh axes hold them (a masked local gather, then a psum over those axes), and
+  every device accumulates its own output block. Panels are as
+  wide as the narrower of the two operands' k-blocks. With a label of b that the output wants
+  unsplit (einsum's rule: a mesh axis serves the first label that splits it), b's panel is
+  also assembled whole along that label (`Plan.whole`).
 
 Every plan holds at most one operand block, one panel and the output block at a time: no
-all-gather, a few blocks of temporaries. Padding of uneven splits holds garbage: both
-operands are masked to zero first, so padded cells never reach a sum.
+all-gather, a few blocks of temporaries. Padding of uneven splits holds garbage (NaN even):
+the kernels zero the padding cells of the contracted label where they read them, so they
+never reach a sum (padding of the other labels only reaches the output's padding).
 
 Anything else (a label split in one operand's batch and differently in the other's, broadcast
 labels of extent 1, repeated labels, two split contracted labels, a split label summed within
@@ -39,7 +44,9 @@ None too (`MIN_ELEMENTS`, `MIN_STEP_WORK`): one XLA program is faster there.
 
 Output layout: each output label keeps the split it has in its operand (a's first); a label of
 b whose mesh axes a's output labels already use comes back unsplit. For a matmul that is
-today's rule: rows split as a's rows, columns as b's columns, batch axes as the batch.
+darray's rule: rows split as a's rows, columns as b's columns, batch axes as the batch. A
+caller may pass the layout it promises (`target`): labels of b may then come back unsplit
+where b splits them (ring_n, or SUMMA with a whole label).
 
 Gradients: JAX differentiates the shard_map (the transpose of a ring of ppermutes is the
 reverse ring, of a psum broadcast a psum), so `jax.grad` through these programs equals
@@ -75,7 +82,8 @@ MIN_STEP_WORK = 1 << 23
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """How one contraction runs: the plan kind (module doc), the block-level einsum, the
-    contracted label k that is split (or the ring label of b for ring_n) and the layouts."""
+    contracted label k that is split (or the ring label of b for ring_n), the layouts, and
+    for SUMMA the label of b assembled whole in each panel (None: none)."""
 
     kind: str
     subscripts: str
@@ -149,6 +157,8 @@ def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: boo
         return None
     if ring_n and split_k:
         plan = dataclasses.replace(make("summa", split_k[0]), whole=ring_n[0])
+    elif ring_n and not set(sb[ring_n[0]]) <= used_a:
+        return None  # a ring over mesh axes the output does not split: not planned
     else:
         plan = _choose(make, split_k, ring_n, sa, sb, to, out_split)
     if plan.kind in ("local", "psum") or not min_elements:
@@ -267,32 +277,50 @@ def _kernel(a, b, *, plan: Plan):
 
 
 def _ring_k(a, b, plan: Plan, ta: str, tb: str, product):
-    """The operand whose k is split travels around the ring of its k mesh axes."""
+    """The operand whose k is split travels around the ring of those of its k mesh axes that
+    split the output; over the others (which leave the output replicated) each device sums
+    what its ring saw and a psum adds the rings' partial sums."""
     mesh = plan.a_layout.mesh
+    sizes = dict(mesh.shape)
     k = plan.label
     ia, ib = ta.index(k), tb.index(k)
     moving_a = plan.kind == "ring_a"
-    names = plan.a_layout.split[ia] if moving_a else plan.b_layout.split[ib]
-    parts = (plan.a_layout if moving_a else plan.b_layout).parts(ia if moving_a else ib)
-    c = (a if moving_a else b).shape[ia if moving_a else ib]
-    staying = _padded(b, ib, parts * c) if moving_a else _padded(a, ia, parts * c)
+    lay, at = (plan.a_layout, ia) if moving_a else (plan.b_layout, ib)
+    names = lay.split[at]
+    used = set(plan.out_layout.used_mesh_axes)
+    ring = tuple(n for n in names if n in used)
+    rest = tuple(n for n in names if n not in used)
+    parts = math.prod(sizes[n] for n in ring)
+    c = (a if moving_a else b).shape[at]
+    staying = _padded(b, ib, lay.parts(at) * c) if moving_a else \
+        _padded(a, ia, lay.parts(at) * c)
     axis = ib if moving_a else ia
-    me = _block_index(names, mesh)
+    me = _block_index(ring, mesh)
     pairs = _ring_pairs(parts)
 
+    def held(s):
+        """The k-block this device holds after s steps of the ring."""
+        r, digits = (me + s) % parts, {}
+        for n in reversed(ring):
+            r, digits[n] = r // sizes[n], r % sizes[n]
+        index = 0
+        for n in names:
+            index = index * sizes[n] + (digits[n] if n in digits else lax.axis_index(n))
+        return index
+
     def step(s, buf):
-        piece = lax.dynamic_slice_in_dim(staying, ((me + s) % parts) * c, c, axis=axis)
+        piece = lax.dynamic_slice_in_dim(staying, held(s) * c, c, axis=axis)
         return product(buf, piece) if moving_a else product(piece, buf)
 
     def body(s, carry):
         acc, buf = carry
-        buf = compat.ppermute_blocks(buf, names, pairs, mesh)
+        buf = compat.ppermute_blocks(buf, ring, pairs, mesh)
         return acc + step(s, buf), buf
 
     moving = _zero_padding(a, ia, plan.a_layout) if moving_a else \
         _zero_padding(b, ib, plan.b_layout)
     acc, _ = lax.fori_loop(1, parts, body, (step(0, moving), moving))
-    return acc
+    return _summed(acc, rest)
 
 
 def _ring_n(a, b, plan: Plan, tb: str, to: str, product):

@@ -66,6 +66,8 @@ MATMUL = {
                     (None, "x")),
     "ring-rows-2x4": ((2, 4), (203, 301), (("x", "y"),), (301, 99), (("x", "y"),), "ring_b",
                       (("x", "y"), None)),
+    "ring-and-psum-2x4": ((2, 4), (203, 301), ("y",), (301, 99), (("x", "y"),), "ring_b",
+                          ("y", None)),
     "gram-8": ((8,), (45, 1001), (None, "x"), (1001, 45), ("x",), "psum", (None, None)),
     "batched-psum-8": ((8,), (5, 203, 19), (None, None, "x"), (5, 19, 203), (None, "x"),
                        "psum", (None, None, None)),
