@@ -87,7 +87,7 @@ class Plan:
 
     kind: str
     subscripts: str
-    label: str | None
+    label: str  # '' for the local plan
     a_layout: Layout
     b_layout: Layout
     out_layout: Layout
@@ -146,7 +146,7 @@ def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: boo
         out_split.append(want)
         if want != have:
             ring_n.append(lab)
-    shape = tuple(na.get(lab, nb.get(lab)) for lab in to)
+    shape = tuple(na[lab] if lab in na else nb[lab] for lab in to)
     out_layout = Layout(shape, mesh, tuple(tuple(s) for s in out_split), ((0, 0),) * len(to))
     if a.size + b.size + math.prod(shape) < min_elements:
         return None
@@ -170,7 +170,7 @@ def _choose(make, split_k, ring_n, sa, sb, to, out_split) -> Plan:
     if ring_n:
         return make("ring_n", ring_n[0])
     if not split_k:
-        return make("local", None)
+        return make("local", "")
     k = split_k[0]
     ga, gb = tuple(sa[k]), tuple(sb[k])
     out_a = {n for lab in to if lab in sa for n in sa[lab]}
