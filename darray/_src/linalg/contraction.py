@@ -55,6 +55,7 @@ single-device jax's and the cotangents keep the operands' layouts.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import jax
@@ -96,25 +97,25 @@ class Plan:
     whole: str | None = None  # summa: a label of b split in b, unsplit in the output
 
 
-def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: bool,
-              min_elements: int, target) -> Plan | None:
-    la, lb = a.layout, b.layout
+@functools.lru_cache(maxsize=1024)  # plain data; read on every eager call (about 50 us)
+def _plan_for(la: Layout, lb: Layout, dtype_a, dtype_b, ta: str, tb: str, to: str,
+              conj_a: bool, min_elements: int, target, min_step_work: int) -> Plan | None:
     mesh = la.mesh
     if lb.mesh != mesh or la.has_halo or lb.has_halo or mesh.size < 2:
         return None
     if len(set(ta)) != len(ta) or len(set(tb)) != len(tb) or len(set(to)) != len(to):
         return None
-    if not set(to) <= set(ta) | set(tb) or len(ta) != a.ndim or len(tb) != b.ndim:
+    if not set(to) <= set(ta) | set(tb) or len(ta) != la.ndim or len(tb) != lb.ndim:
         return None
-    if 0 in a.shape or 0 in b.shape:
+    if 0 in la.shape or 0 in lb.shape:
         return None
-    dtype = np.dtype(jnp.result_type(a.dtype, b.dtype))
+    dtype = np.dtype(jnp.result_type(dtype_a, dtype_b))
     if dtype == np.bool_ or not (jnp.issubdtype(dtype, jnp.number)):
         return None
     sa = dict(zip(ta, la.split))
     sb = dict(zip(tb, lb.split))
-    na = dict(zip(ta, a.shape))
-    nb = dict(zip(tb, b.shape))
+    na = dict(zip(ta, la.shape))
+    nb = dict(zip(tb, lb.shape))
     shared = [lab for lab in ta if lab in sb]
     for lab in shared:
         if na[lab] != nb[lab]:
@@ -148,7 +149,7 @@ def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: boo
             ring_n.append(lab)
     shape = tuple(na[lab] if lab in na else nb[lab] for lab in to)
     out_layout = Layout(shape, mesh, tuple(tuple(s) for s in out_split), ((0, 0),) * len(to))
-    if a.size + b.size + math.prod(shape) < min_elements:
+    if math.prod(la.shape) + math.prod(lb.shape) + math.prod(shape) < min_elements:
         return None
     subscripts = f"{ta},{tb}->{to}"
     make = lambda kind, label: Plan(kind, subscripts, label, la, lb, out_layout,  # noqa: E731
@@ -163,7 +164,7 @@ def _plan_for(a: DistArray, b: DistArray, ta: str, tb: str, to: str, conj_a: boo
         plan = _choose(make, split_k, ring_n, sa, sb, to, out_split)
     if plan.kind in ("local", "psum") or not min_elements:
         return plan
-    return plan if _step_work(plan) >= MIN_STEP_WORK else None
+    return plan if _step_work(plan) >= min_step_work else None
 
 
 def _choose(make, split_k, ring_n, sa, sb, to, out_split) -> Plan:
@@ -433,8 +434,11 @@ def plan_contraction(a: DistArray, b: DistArray, ta: str, tb: str, to: str, *,
     multiply-adds per step. ``min_elements=0`` turns both size thresholds off. `target`: the
     output split the caller promises (one tuple of mesh axes per output label); a label of b
     split in b may come back unsplit there, anything else must equal its operand's split."""
-    return _plan_for(a, b, ta, tb, to, conj_a,
-                     MIN_ELEMENTS if min_elements is None else min_elements, target)
+    if target is not None:
+        target = tuple(tuple(s) for s in target)
+    return _plan_for(a.layout, b.layout, np.dtype(a.dtype), np.dtype(b.dtype), ta, tb, to,
+                     bool(conj_a), MIN_ELEMENTS if min_elements is None else min_elements,
+                     target, MIN_STEP_WORK)
 
 
 def run_plan(plan: Plan, a: DistArray, b: DistArray) -> DistArray:
