@@ -10,12 +10,16 @@ all-reduce / reduce-scatter; for factorizations it gathers the matrix axes of ea
 element). Exception: a tall-skinny or short-wide matrix (one matrix axis split, the other
 small: darray/_src/linalg/tall_skinny.py states the rule) goes to the TSQR path for qr, svd
 (full_matrices=False), svdvals, pinv, matrix_rank and matrix_norm (2, -2, 'nuc'), which never
-gathers the matrix and returns the long factor split like the input's long axis.
+gathers the matrix and returns the long factor split like the input's long axis. And matmul,
+tensordot and vecdot over split matrix or contracted axes run the gather-free plans of
+darray/_src/linalg/contraction.py (SUMMA panels, rings of collective-permutes, partial products
+plus a psum) where the layout fits and the arrays are not small; XLA's path otherwise.
 """
 from __future__ import annotations
 
 import functools
 import operator
+import string
 from typing import NamedTuple
 
 import jax
@@ -29,7 +33,7 @@ from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_same_mesh
 from darray._src.layout.axes import normalize_axes, normalize_axis
 from darray._src.layout.layout import Layout, make_out_layout
-from darray._src.linalg import tall_skinny
+from darray._src.linalg import contraction, tall_skinny
 from darray._src.linalg.least_squares import LstsqResult as LstsqResult
 from darray._src.linalg.least_squares import lstsq as lstsq
 
@@ -146,8 +150,13 @@ def matmul(x1, x2, /) -> DistArray:
 
     Layout:
       Batch axes keep x1's split (x2's where x1 broadcasts), the row axis keeps x1's row split,
-      the column axis x2's column split. No communication when only batch, row and column axes
-      are split; a split contraction axis costs XLA's partial product plus a reduction.
+      the column axis x2's column split (unsplit where x1's rows use the same mesh axes). No
+      communication when only batch, row and column axes are split. Split matrix axes take a
+      gather-free plan (darray/_src/linalg/contraction.py): a SUMMA panel loop for 2-D
+      splits, a ring of collective-permutes when the contracted axis of one operand is split
+      (row-split @ row-split), a partial product plus a psum when the contracted axis alone
+      is split (X.T @ X). Below a size threshold, and where batch axes broadcast or are split
+      differently, XLA partitions the product (it may gather an operand there).
     """
     x1 = ensure_array("matmul", x1, "x1")
     x2 = ensure_array("matmul", x2, "x2")
@@ -173,7 +182,19 @@ def matmul(x1, x2, /) -> DistArray:
     if cols:
         split[nd - 1] = x2.layout.split[-1]
     out = make_out_layout(x1.mesh, shape, split)
+    fast = _contraction_plan(x1, x2, contraction.matmul_terms(x1.ndim, x2.ndim), out)
+    if fast is not None:
+        return contraction.run_plan(fast, x1, x2)
     return apply_logical(_matmul, [x1, x2], out)
+
+
+def _contraction_plan(x1, x2, terms, out: Layout, conj_a: bool = False):
+    """The gather-free plan (linalg/contraction.py) when one fits and gives the layout `out`
+    this function promises; None keeps XLA's path."""
+    if terms is None:
+        return None
+    plan = contraction.plan_contraction(x1, x2, *terms, conj_a=conj_a, target=out.split)
+    return plan if plan is not None and plan.out_layout == out else None
 
 
 def _tensordot(a, b, axes):
@@ -183,8 +204,10 @@ def _tensordot(a, b, axes):
 def tensordot(x1, x2, /, *, axes=2) -> DistArray:
     """Sum of products over `axes` (an int: last/first axes; or two sequences of axes).
 
-    Layout: the free axes of x1 then of x2, each keeping its split. Contraction over split
-    axes costs a partial product plus a reduction (XLA).
+    Layout: the free axes of x1 then of x2, each keeping its split (x2's unsplit where x1's
+    free axes use its mesh axes). A contraction over one split axis takes the gather-free
+    plans of matmul (darray/_src/linalg/contraction.py); over two or more split axes, XLA's
+    partitioner.
     """
     x1 = ensure_array("tensordot", x1, "x1")
     x2 = ensure_array("tensordot", x2, "x2")
@@ -208,6 +231,14 @@ def tensordot(x1, x2, /, *, axes=2) -> DistArray:
     shape = [x1.shape[i] for i in free1] + [x2.shape[j] for j in free2]
     split = [x1.layout.split[i] for i in free1] + [x2.layout.split[j] for j in free2]
     out = make_out_layout(x1.mesh, shape, split)
+    t1 = string.ascii_letters[:x1.ndim]
+    t2 = list(string.ascii_letters[x1.ndim:x1.ndim + x2.ndim])
+    for i, j in zip(a1, a2):
+        t2[j] = t1[i]
+    terms = (t1, "".join(t2), "".join([t1[i] for i in free1] + [t2[j] for j in free2]))
+    fast = _contraction_plan(x1, x2, terms, out)
+    if fast is not None:
+        return contraction.run_plan(fast, x1, x2)
     return apply_logical(_tensordot, [x1, x2], out, static=((a1, a2),))
 
 
@@ -219,7 +250,8 @@ def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
     """Dot product of vectors along `axis` (x1 conjugated), broadcasting the other axes.
 
     Layout: the remaining axes keep x1's split (x2's where x1 broadcasts); reducing a split
-    axis costs one all-reduce of the result.
+    axis costs one all-reduce of the result (a partial product plus a psum; where x1 and x2
+    split that axis differently, a panel loop: darray/_src/linalg/contraction.py).
     """
     x1 = ensure_array("vecdot", x1, "x1")
     x2 = ensure_array("vecdot", x2, "x2")
@@ -243,6 +275,12 @@ def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
                 s = x.layout.split[j]
         split.append(s)
     out = make_out_layout(x1.mesh, [n for i, n in enumerate(shape) if i != axis], split)
+    labels = string.ascii_letters[:nd]
+    terms = (labels[nd - x1.ndim:], labels[nd - x2.ndim:],
+             "".join(c for i, c in enumerate(labels) if i != axis))
+    fast = _contraction_plan(x1, x2, terms, out, conj_a=True)
+    if fast is not None:
+        return contraction.run_plan(fast, x1, x2)
     return apply_logical(_vecdot, [x1, x2], out, static=(axis - nd,))
 
 

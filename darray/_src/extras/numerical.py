@@ -29,6 +29,7 @@ from darray._src.engine.apply import run_physical
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_same_mesh
 from darray._src.layout.layout import Layout, make_out_layout
+from darray._src.linalg import contraction
 from darray._src.placement import physical
 
 
@@ -127,7 +128,9 @@ def einsum(subscripts, /, *operands) -> DistArray:
       splits first (one resharding each; none in the usual case; a diagonal of split axes
       or a mesh axis claimed by two labels moves that operand). A contraction over a split
       label is a local partial contraction plus one all-reduce over its mesh axes; the
-      operands are never all-gathered.
+      operands are never all-gathered. Two operands take the gather-free plans of
+      darray/_src/linalg/contraction.py where they fit (same layout): operands split
+      differently along the contracted label (a SUMMA panel loop, a ring) are then not moved.
     """
     if not isinstance(subscripts, str):
         raise TypeError(f"einsum: subscripts={subscripts!r} must be a string such as "
@@ -139,6 +142,11 @@ def einsum(subscripts, /, *operands) -> DistArray:
     terms, out = _parse(subscripts, [op.ndim for op in ops])
     mesh = next((op.mesh for op in ops if op.ndim), ops[0].mesh)
     splits = _label_splits(ops, terms)
+    if len(ops) == 2:  # a gather-free plan (SUMMA, rings, psum) giving the same layout
+        fast = contraction.contract(ops[0], ops[1], terms[0], terms[1], out,
+                                    target=[splits.get(lab, ()) for lab in out])
+        if fast is not None:
+            return fast
     placed = []
     for op, t in zip(ops, terms):
         target = tuple(splits.get(lab, ()) for lab in t)
