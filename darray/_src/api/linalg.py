@@ -13,7 +13,11 @@ small: darray/_src/linalg/tall_skinny.py states the rule) goes to the TSQR path 
 gathers the matrix and returns the long factor split like the input's long axis. And matmul,
 tensordot and vecdot over split matrix or contracted axes run the gather-free plans of
 darray/_src/linalg/contraction.py (SUMMA panels, rings of collective-permutes, partial products
-plus a psum) where the layout fits and the arrays are not small; XLA's path otherwise.
+plus a psum) where the layout fits and the arrays are not small; XLA's path otherwise. A
+square 2-D matrix with a split matrix axis goes to the blocked column-panel path for cholesky
+(darray/_src/linalg/blocked_cholesky.py) and for solve, inv, det and slogdet (a blocked LU with
+partial pivoting, darray/_src/linalg/blocked_lu.py): no all-gather of the matrix, results in
+the input's layout (solve: the right-hand side's).
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_same_mesh
 from darray._src.layout.axes import normalize_axes, normalize_axis
 from darray._src.layout.layout import Layout, make_out_layout
-from darray._src.linalg import contraction, tall_skinny
+from darray._src.linalg import blocked_cholesky, blocked_lu, contraction, tall_skinny
 from darray._src.linalg.least_squares import LstsqResult as LstsqResult
 from darray._src.linalg.least_squares import lstsq as lstsq
 
@@ -288,10 +292,15 @@ def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
 def cholesky(x, /, *, upper=False) -> DistArray:
     """Cholesky factor of Hermitian positive-definite matrices (lower, or upper if asked).
 
-    Layout: batch axes keep their split; matrix axes unsplit (a split matrix axis is gathered
-    per batch element by XLA).
+    Layout: a 2-D matrix with a split matrix axis is factored by blocked column panels and
+    the factor keeps its layout (no gather); stacks keep their batch split, matrix axes
+    unsplit (a split matrix axis of a stack is gathered per batch element by XLA).
     """
-    return _batched("cholesky", [_square("cholesky", x)], 2, kwargs=(("upper", bool(upper)),))
+    x = _square("cholesky", x)
+    fast = blocked_cholesky.cholesky(x, bool(upper))
+    if fast is not None:
+        return fast
+    return _batched("cholesky", [x], 2, kwargs=(("upper", bool(upper)),))
 
 
 def cross(x1, x2, /, *, axis=-1) -> DistArray:
@@ -302,8 +311,13 @@ def cross(x1, x2, /, *, axis=-1) -> DistArray:
 
 
 def det(x, /) -> DistArray:
-    """Determinants of a stack of square matrices. Layout: batch axes keep their split."""
-    return _batched("det", [_square("det", x)], 2)
+    """Determinants of a stack of square matrices. Layout: batch axes keep their split (a 2-D
+    matrix with a split matrix axis: a blocked LU, no gather; the result replicated)."""
+    x = _square("det", x)
+    fast = blocked_lu.det(x)
+    if fast is not None:
+        return fast
+    return _batched("det", [x], 2)
 
 
 def diagonal(x, /, *, offset=0) -> DistArray:
@@ -339,8 +353,14 @@ def eigvals(x, /) -> DistArray:
 
 
 def inv(x, /) -> DistArray:
-    """Inverses of a stack of square matrices. Layout: batch axes keep their split."""
-    return _batched("inv", [_square("inv", x)], 2)
+    """Inverses of a stack of square matrices. Layout: batch axes keep their split; a 2-D
+    matrix with a split matrix axis is inverted by a blocked LU, in its own layout (no gather).
+    """
+    x = _square("inv", x)
+    fast = blocked_lu.inv(x)
+    if fast is not None:
+        return fast
+    return _batched("inv", [x], 2)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro") -> DistArray:
@@ -407,14 +427,28 @@ def qr(x, /, *, mode="reduced") -> QRResult:
 
 
 def slogdet(x, /) -> SlogdetResult:
-    """Sign and log of the absolute determinant. Layout: batch axes keep their split."""
-    return SlogdetResult(*_batched("slogdet", [_square("slogdet", x)], 2))
+    """Sign and log of the absolute determinant. Layout: batch axes keep their split (a 2-D
+    matrix with a split matrix axis: a blocked LU, no gather; results replicated)."""
+    x = _square("slogdet", x)
+    fast = blocked_lu.slogdet(x)
+    if fast is not None:
+        return SlogdetResult(*fast)
+    return SlogdetResult(*_batched("slogdet", [x], 2))
 
 
 def solve(x1, x2, /) -> DistArray:
-    """Solve x1 @ y = x2 for y (x2 a stack of matrices, or a vector). Layout: batch split kept."""
+    """Solve x1 @ y = x2 for y (x2 a stack of matrices, or a vector).
+
+    Layout: batch split kept. A 2-D x1 with a split matrix axis and a 1-D or 2-D x2 go to the
+    blocked LU (no gather): y comes back in x2's layout.
+    """
     x1 = _square("solve", x1, "x1")
     x2 = ensure_array("solve", x2, "x2")
+    if x2.ndim in (1, 2):
+        x1, x2 = check_same_mesh("solve", [x1, x2], "x1, x2")
+        fast = blocked_lu.solve(x1, x2)
+        if fast is not None:
+            return fast
     return _batched("solve", [x1, x2], 2)
 
 
