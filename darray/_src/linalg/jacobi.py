@@ -296,10 +296,12 @@ def _iterate(wv, plan: Plan, tol: float):
         new = lax.pmax(new, plan.names)
         return wv, new, off, count + 1
 
+    floor = float(np.finfo(wv.dtype).eps) ** 0.75  # 2e-12 in float64: residuals far below 1e-10
+
     def going(state):
         _, off, before, count = state
         # converged, or stuck at the rounding floor (no longer shrinking quadratically)
-        stalled = (off < 1e-4) & (off > 0.25 * before)
+        stalled = (off < floor) & (off > 0.25 * before)
         return (count < MAX_SWEEPS) & (off > tol) & ~stalled
 
     real = jnp.finfo(wv.dtype).dtype
