@@ -17,7 +17,10 @@ plus a psum) where the layout fits and the arrays are not small; XLA's path othe
 square 2-D matrix with a split matrix axis goes to the blocked column-panel path for cholesky
 (darray/_src/linalg/blocked_cholesky.py) and for solve, inv, det and slogdet (a blocked LU with
 partial pivoting, darray/_src/linalg/blocked_lu.py): no all-gather of the matrix, results in
-the input's layout (solve: the right-hand side's).
+the input's layout (solve: the right-hand side's). A square 2-D matrix with a split matrix
+axis (n >= 64) goes to the one-sided block Jacobi path for eigh, eigvalsh, svd and svdvals
+(darray/_src/linalg/jacobi.py), which never gathers the matrix either and returns
+eigenvectors, U and Vh in the input's layout (the values replicated).
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_same_mesh
 from darray._src.layout.axes import normalize_axes, normalize_axis
 from darray._src.layout.layout import Layout, make_out_layout
-from darray._src.linalg import blocked_cholesky, blocked_lu, contraction, tall_skinny
+from darray._src.linalg import blocked_cholesky, blocked_lu, contraction, jacobi, tall_skinny
 from darray._src.linalg.least_squares import LstsqResult as LstsqResult
 from darray._src.linalg.least_squares import lstsq as lstsq
 
@@ -329,14 +332,24 @@ def diagonal(x, /, *, offset=0) -> DistArray:
 def eigh(x, /) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of Hermitian matrices.
 
-    Layout: batch axes keep their split; matrix axes unsplit.
+    Layout: batch axes keep their split; matrix axes unsplit. A 2-D matrix with a split
+    matrix axis (n >= 64): eigenvectors in x's layout, eigenvalues replicated, never gathered.
     """
-    return EighResult(*_batched("eigh", [_square("eigh", x)], 2))
+    x = _square("eigh", x)
+    fast = jacobi.eigh(x)
+    if fast is not None:
+        return EighResult(*fast)
+    return EighResult(*_batched("eigh", [x], 2))
 
 
 def eigvalsh(x, /) -> DistArray:
-    """Eigenvalues (ascending) of Hermitian matrices. Layout: batch axes keep their split."""
-    return _batched("eigvalsh", [_square("eigvalsh", x)], 2)
+    """Eigenvalues (ascending) of Hermitian matrices. Layout: batch axes keep their split
+    (replicated for a 2-D matrix with a split matrix axis, computed without gathering it)."""
+    x = _square("eigvalsh", x)
+    fast = jacobi.eigvalsh(x)
+    if fast is not None:
+        return fast
+    return _batched("eigvalsh", [x], 2)
 
 
 def eig(x, /) -> EigResult:
@@ -456,6 +469,8 @@ def svd(x, /, *, full_matrices=True) -> SVDResult:
     """Singular value decomposition x = U @ diag(S) @ Vh. Layout: batch axes keep their split."""
     x = _matrix("svd", x)
     fast = tall_skinny.svd(x, bool(full_matrices))
+    if fast is None and x.shape[-1] == x.shape[-2]:  # square: full and reduced agree
+        fast = jacobi.svd(x)
     if fast is not None:
         return SVDResult(*fast)
     return SVDResult(*_batched("svd", [x], 2,
@@ -466,6 +481,8 @@ def svdvals(x, /) -> DistArray:
     """Singular values (descending). Layout: batch axes keep their split."""
     x = _matrix("svdvals", x)
     fast = tall_skinny.svdvals(x)
+    if fast is None and x.shape[-1] == x.shape[-2]:
+        fast = jacobi.svdvals(x)
     if fast is not None:
         return fast
     return _batched("svdvals", [x], 2)
