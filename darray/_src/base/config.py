@@ -61,6 +61,14 @@ def backend_name(name: str) -> str:
     return name
 
 
+LOCAL_FFT_PROVIDERS = ("xla", "fftw", "auto")
+FFTW_PLANNERS = ("estimate", "measure")
+
+
+def _lower(value):
+    return value.lower() if isinstance(value, str) else value
+
+
 def _comm_name(*prefixes: str) -> Callable[[Any], Any]:
     """cuDecomp comm names in any case, with or without the prefix of cuDecomp's enum
     (``CUDECOMP_TRANSPOSE_COMM_``) or jaxDecomp's constant (``TRANSPOSE_COMM_``)."""
@@ -125,6 +133,20 @@ OPTIONS = {opt.name: opt for opt in (
            "0-d results replicated over their mesh, so that every process holds them.",
            lambda v: not isinstance(v, bool) and v >= 0, "an int >= 0",
            traced=True),
+    Option("local_fft", str, "xla",
+           "Which library runs the local FFT of each block on CPU: 'xla' (XLA's own, the "
+           "default), 'fftw' (FFTW, which the user installs: the pyFFTW wheel or a system "
+           "libfftw3, found at run time and never shipped with darray; FFTW is GPL, see "
+           "docs/fftw.md) or 'auto' (FFTW where it is found, else XLA's). GPU programs always "
+           "use XLA's FFT.",
+           lambda v: v in LOCAL_FFT_PROVIDERS, _one_of(LOCAL_FFT_PROVIDERS, any_case=True),
+           traced=True, canonical=_lower),
+    Option("fftw_planner", str, "estimate",
+           "How FFTW plans a local FFT the first time it meets its shape: 'estimate' (at once, "
+           "a heuristic plan) or 'measure' (times candidate plans first; slower to plan, often "
+           "faster to run). Plans are kept for the process.",
+           lambda v: v in FFTW_PLANNERS, _one_of(FFTW_PLANNERS, any_case=True), traced=True,
+           canonical=_lower),
 )}
 
 
@@ -239,7 +261,8 @@ def _given(local_vars: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any
 def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
-               small_array_cells: int = _UNSET, **unknown: Never) -> None:
+               small_array_cells: int = _UNSET, local_fft: str = _UNSET,
+               fftw_planner: str = _UNSET, **unknown: Never) -> None:
     """Set options, e.g. ``darray.set_config(mismatch="raise")``; all are checked first.
 
     Options read while tracing (``OPTIONS[name].traced``) reach the next call, jitted or not:
@@ -251,7 +274,8 @@ def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
 def config_context(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                    fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                    cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
-                   small_array_cells: int = _UNSET, **unknown: Never):
+                   small_array_cells: int = _UNSET, local_fft: str = _UNSET,
+                   fftw_planner: str = _UNSET, **unknown: Never):
     """Set options inside a ``with`` block, for this thread only, and restore them on exit.
 
     Other threads keep their own values (as with JAX's config contexts); `set_config` changes
