@@ -209,7 +209,7 @@ def usable_for(dtype) -> bool:
     return False
 
 
-def transform(x, axes, kind: str, inverse: bool, sizes, norm):
+def transform(x, axes, kind: str, inverse: bool, sizes, norm, elsewhere=None):
     """The local FFT of block `x` (``jnp.fft`` semantics, `sizes` numpy's ``s``): FFTW in CPU
     programs when the option selects it and it has this precision, XLA's elsewhere.
 
@@ -220,6 +220,7 @@ def transform(x, axes, kind: str, inverse: bool, sizes, norm):
       inverse: c2c's direction (c2r is inverse, r2c forward).
       sizes: the logical length of each transformed axis.
       norm: numpy's ``norm`` (None means "backward").
+      elsewhere: ``elsewhere(x)`` runs the transform in non-CPU programs (default: jnp.fft).
 
     Returns:
       The transformed block, as ``jnp.fft``'s function of that kind returns it.
@@ -229,11 +230,14 @@ def transform(x, axes, kind: str, inverse: bool, sizes, norm):
     norm = norm or "backward"
     if kind != "r2c" and not jnp.issubdtype(x.dtype, jnp.complexfloating):
         x = x.astype(jnp.result_type(x.dtype, np.complex64))
+    if elsewhere is None:
+        elsewhere = functools.partial(_xla, axes=axes, kind=kind, inverse=inverse, sizes=sizes,
+                                      norm=norm)
     if not usable_for(x.dtype):
-        return _xla(x, axes, kind, inverse, sizes, norm)
+        return elsewhere(x)
+    # Decided when lowering: only CPU programs call FFTW.
     return lax.platform_dependent(
-        x, cpu=lambda b: _fftw(b, axes, kind, inverse, sizes, norm),
-        default=lambda b: _xla(b, axes, kind, inverse, sizes, norm))
+        x, cpu=lambda b: _fftw(b, axes, kind, inverse, sizes, norm), default=elsewhere)
 
 
 __all__ = ["LIBRARY_ENV", "candidates", "info", "load", "provider", "transform", "usable_for"]

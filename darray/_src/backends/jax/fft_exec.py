@@ -33,7 +33,7 @@ from darray._src.backends.jax.transpose import (
 )
 from darray._src.base import compat
 from darray._src.kernels import (  # foundation: jax and numpy only
-    local_fft,  # inverse FFTs right on GPU at any size
+    local_fft,  # inverse FFTs right on GPU at any size; FFTW on CPU when asked for
     r2r_local,
     r2r_local_2d,
 )
@@ -172,7 +172,7 @@ def apply_mixed_stage(block, axes, kernels):
         if inverse:
             block = local_fft.ifftn(block, s, group, norm)
         else:
-            block = jnp.fft.fftn(block, s=s, axes=group, norm=norm)
+            block = local_fft.fftn(block, s, group, norm)
     return block
 
 
@@ -254,15 +254,15 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None,
             block = apply_mixed_stage(block, [order.index(a) for a in stage.axes],
                                       stage.kernels)
         elif stage.kind == "r2c":
-            block = jnp.fft.rfftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
+            block = local_fft.rfftn(block, s, tuple(range(ndim - k, ndim)), norm)
         elif stage.kind == "c2r":
             block = local_fft.irfftn(block, s, tuple(range(ndim - k, ndim)), norm)
         elif i == deferred:  # unnormalised here; scaled in the closing pass below
             block = local_fft.ifftn(block, s=s, axes=tuple(range(ndim - k, ndim)),
                                     norm="forward")
         else:
-            fn = local_fft.ifftn if stage.inverse else jnp.fft.fftn
-            block = fn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
+            fn = local_fft.ifftn if stage.inverse else local_fft.fftn
+            block = fn(block, s, tuple(range(ndim - k, ndim)), norm)
     if deferred is not None:
         n = math.prod(stages[deferred].sizes)
         scale = 1.0 / n if norm == "backward" else 1.0 / math.sqrt(n)
