@@ -274,8 +274,8 @@ def round_trips(sizes, kinds, rounds, repeats, planner):
     mesh = jax.make_mesh((8,), ("x",))
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     print(f"FFTW: {fftw.info()['version']}, planner {planner!r}")
-    cases = [(n, kind, dtype) for n in sizes for kind in kinds
-             for dtype in (("complex64", "complex128") if kind == "c2c" else ("float32", "float64"))]
+    dtypes = {"c2c": ("complex64", "complex128"), "r2c": ("float32", "float64")}
+    cases = [(n, kind, dtype) for n in sizes for kind in kinds for dtype in dtypes[kind]]
     times: dict = {}
     errors: dict = {}
     for rnd in range(rounds):

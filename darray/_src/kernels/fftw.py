@@ -14,11 +14,11 @@ match wins:
 
 The transform is an XLA FFI custom call (``darray_fftw_cpu``) on one block: c2c, r2c or c2r
 along any axes, strided (FFTW's guru interface needs no transpose), normalised like numpy.
-Differentiation: a custom call has no JVP, so each transform is a ``jax.custom_jvp`` whose
-tangent is the same transform by XLA's ``jnp.fft`` (an FFT is linear: its JVP is the FFT of the
-tangent), which JAX can transpose for reverse mode; vmap batches the custom call itself
-(``vmap_method="broadcast_all"``: the batch axes are leading, and the axes go to the handler
-counted from the end). Where FFTW is asked for and missing, the error says what to install.
+Differentiation and vmap: the transform is a linear JAX primitive lowered to the custom call, so
+its JVP is the same FFTW transform of the tangent; its transpose (reverse mode) is FFTW's c2c
+again (a DFT matrix is symmetric) and, for r2c and c2r, JAX's transpose of jnp.fft's (as jnp.fft
+does it); vmap moves the batch axis to the front, which the handler treats as one more batch
+axis. Where FFTW is asked for and missing, the error says what to install.
 """
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.extend import core as jex_core
+from jax.interpreters import ad, batching, mlir
 
 from darray._src.base import config, native
 from darray._src.base.errors import BackendUnavailableError
@@ -83,17 +85,22 @@ def candidates() -> tuple[str, str, str]:
     return SYSTEM_SONAMES[0], SYSTEM_SONAMES[1], "the system (libfftw3.so.3, libfftw3f.so.3)"
 
 
-@functools.cache
 def load() -> str | None:
-    """Load FFTW into the native module once per process; None when loaded, else why not
-    (the message says what to install). Plain data: safe to cache."""
+    """Load FFTW into the native module (once per process); None when loaded, else why not
+    (the message says what to install)."""
     if not native.available():
         return (f"the FFTW provider runs in darray's native module, which is missing: "
                 f"{native.rebuild_advice()}{_INSTALL}")
+    return _load_library()
+
+
+@functools.cache
+def _load_library() -> str | None:
+    """The one load of a process. Plain data: safe to cache."""
     mod = native.require()
     if not hasattr(mod, "fftw_load"):
-        return ("this build of darray's native module predates the FFTW provider: "
-                f"{native.rebuild_advice() or 'rebuild it (docs/install.md); then '}{_INSTALL}")
+        return ("this build of darray's native module predates the FFTW provider: rebuild it "
+                f"(docs/install.md); then {_INSTALL}")
     double, single, where = candidates()
     why = mod.fftw_load(double, single)
     if why:
@@ -153,17 +160,8 @@ def _fit(x, axes, lengths):
     return x
 
 
-def _call(x, out_shape, out_dtype, axes, kind: str, forward: bool, scale: float):
-    call = jax.ffi.ffi_call(TARGET, jax.ShapeDtypeStruct(out_shape, out_dtype),
-                            vmap_method="broadcast_all")
-    measure = config.get_config("fftw_planner") == "measure"
-    return call(x, axes=np.asarray([a - x.ndim for a in axes], np.int64),
-                kind=np.int64(_KIND_CODE[kind]), forward=np.int64(forward),
-                measure=np.int64(measure), scale=np.float64(scale))
-
-
 def _xla(x, axes, kind: str, inverse: bool, sizes, norm):
-    """The same transform by jnp.fft: the tangent rule and the non-CPU branch."""
+    """The same transform by jnp.fft: the non-CPU branch, and what r2c/c2r transpose through."""
     if kind == "r2c":
         return jnp.fft.rfftn(x, s=sizes, axes=axes, norm=norm)
     if kind == "c2r":
@@ -171,27 +169,75 @@ def _xla(x, axes, kind: str, inverse: bool, sizes, norm):
     return (jnp.fft.ifftn if inverse else jnp.fft.fftn)(x, s=sizes, axes=axes, norm=norm)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3, 4, 5))
+# -- the primitive: one FFTW transform of a block whose transformed axes have the exact input
+# lengths (`transform` pads or cuts first). A primitive rather than a bare ffi_call so that its
+# abstract value keeps the input's (shard_map varying-axes type, which the MPI backend checks)
+# and so that it is linear to JAX: its JVP is itself on the tangent (FFTW in forward mode too).
+def _out_aval(x, *, axes, kind, inverse, sizes, norm, measure):
+    del inverse, norm, measure
+    shape = list(x.shape)
+    for a, n in zip(axes, sizes):
+        shape[a] = n
+    if kind == "r2c":
+        shape[axes[-1]] = sizes[-1] // 2 + 1
+        return x.update(shape=tuple(shape), dtype=jnp.result_type(x.dtype, np.complex64))
+    if kind == "c2r":
+        return x.update(shape=tuple(shape), dtype=jnp.finfo(x.dtype).dtype)
+    return x.update(shape=tuple(shape))
+
+
+_fftw_p = jex_core.Primitive("darray_fftw")
+_fftw_p.def_abstract_eval(_out_aval)
+_fftw_p.def_impl(lambda x, **params: jax.jit(lambda a: _fftw_p.bind(a, **params))(x))
+_lower = jax.ffi.ffi_lowering(TARGET)
+
+
+def _lowering(ctx, x, *, axes, kind, inverse, sizes, norm, measure):
+    scale = _scale(norm, math.prod(sizes), inverse or kind == "c2r")
+    # axes counted from the end, as the handler reads them
+    rank = len(ctx.avals_in[0].shape)
+    return _lower(ctx, x, axes=np.asarray([a - rank for a in axes], np.int64),
+                  kind=np.int64(_KIND_CODE[kind]), forward=np.int64(not inverse),
+                  measure=np.int64(measure), scale=np.float64(scale))
+
+
+mlir.register_lowering(_fftw_p, _lowering, platform="cpu")
+
+
+def _transpose(ct, x, **params):
+    """JAX's transpose (not the adjoint) of the linear map. A c2c DFT matrix is symmetric, so
+    c2c transposes to itself; r2c and c2r through JAX's transpose of jnp.fft's, as jnp.fft's
+    own rules do (their transposes are not plain transforms)."""
+    ct = ad.instantiate_zeros(ct)
+    if params["kind"] == "c2c":
+        return [_fftw_p.bind(ct, **params)]
+    fn = functools.partial(_xla, axes=params["axes"], kind=params["kind"],
+                           inverse=params["inverse"], sizes=params["sizes"], norm=params["norm"])
+    (out,) = jax.linear_transpose(fn, x.aval)(ct)
+    return [out]
+
+
+ad.deflinear2(_fftw_p, _transpose)
+
+
+def _batch(args, dims, **params):
+    (x,), (bd,) = args, dims
+    x = jnp.moveaxis(x, bd, 0)
+    return _fftw_p.bind(x, **{**params, "axes": tuple(a + 1 for a in params["axes"])}), 0
+
+
+batching.primitive_batchers[_fftw_p] = _batch
+
+
 def _fftw(x, axes, kind, inverse, sizes, norm):
-    n = math.prod(sizes)
-    scale = _scale(norm, n, inverse or kind == "c2r")
+    """FFTW's transform of `x` with numpy's treatment of `sizes` (pads or cuts first)."""
     if kind == "c2r":
         x = _fit(x, axes, sizes[:-1] + (sizes[-1] // 2 + 1,))
-        out_shape = tuple(sizes[axes.index(a)] if a in axes else d for a, d in enumerate(x.shape))
-        return _call(x, out_shape, jnp.finfo(x.dtype).dtype, axes, kind, False, scale)
-    x = _fit(x, axes, sizes)
-    if kind == "r2c":
-        out_shape = x.shape[:axes[-1]] + (sizes[-1] // 2 + 1,) + x.shape[axes[-1] + 1:]
-        return _call(x, out_shape, jnp.result_type(x.dtype, np.complex64), axes, kind, True,
-                     scale)
-    return _call(x, x.shape, x.dtype, axes, kind, not inverse, scale)
-
-
-@_fftw.defjvp
-def _fftw_jvp(axes, kind, inverse, sizes, norm, primals, tangents):
-    (x,), (t,) = primals, tangents
-    # Linear: the tangent's transform. XLA's, so that JAX can transpose it for reverse mode.
-    return _fftw(x, axes, kind, inverse, sizes, norm), _xla(t, axes, kind, inverse, sizes, norm)
+    else:
+        x = _fit(x, axes, sizes)
+    measure = config.get_config("fftw_planner") == "measure"
+    return _fftw_p.bind(x, axes=axes, kind=kind, inverse=bool(inverse), sizes=sizes, norm=norm,
+                        measure=measure)
 
 
 def usable_for(dtype) -> bool:
