@@ -174,6 +174,13 @@ int64_t CachedPlans() {
   return static_cast<int64_t>(g_plans.size());
 }
 
+int64_t UnalignedPlans() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  int64_t n = 0;
+  for (const auto& entry : g_plans) n += (std::get<3>(entry.first) & kUnaligned) != 0;
+  return n;
+}
+
 std::string Execute(const Transform& t, const void* in, void* out) {
   const int p = static_cast<int>(t.precision);
   const Api& api = g_api[p];  // written once, under the mutex, before any handler can run

@@ -31,6 +31,8 @@ std::string Version();
 std::string Path(Precision precision);
 // How many plans the cache holds (tests check that a repeated call plans nothing new).
 int64_t CachedPlans();
+// How many of them had to be made for arrays FFTW's SIMD code cannot take (FFTW_UNALIGNED).
+int64_t UnalignedPlans();
 
 struct Transform {
   Kind kind = Kind::kC2C;

@@ -104,6 +104,7 @@ NB_MODULE(_native, m) {
         d["double_path"] = darray::fftw::Path(darray::fftw::Precision::kDouble);
         d["single_path"] = darray::fftw::Path(darray::fftw::Precision::kSingle);
         d["cached_plans"] = darray::fftw::CachedPlans();
+        d["unaligned_plans"] = darray::fftw::UnalignedPlans();
         return d;
       },
       "Which FFTW libraries darray loaded, their version and how many plans are cached.");

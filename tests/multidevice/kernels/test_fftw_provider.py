@@ -190,9 +190,17 @@ def test_distributed_round_trips_on_fftw_match_numpy(mesh_shape, spec, dtype):
 
 
 @needs_fftw
-def test_auto_takes_fftw_where_found():
+def test_auto_takes_fftw_where_found_and_faster():
     with darray.config_context(local_fft="auto"):
         assert fftw.provider() == "fftw"
+        assert fftw.usable_for(np.complex64) and fftw.usable_for(np.float32)
+        assert not fftw.usable_for(np.complex128) and not fftw.usable_for(np.float64)
+        x = darray.asarray(rand((12, 10, 6), np.complex64), mesh=mesh_of((8,)),
+                           spec=("x", None, None))
+        with darray.record_backends() as log:
+            y = dfft.fftn(x)
+        assert log[0].settings == (("local_fft", "fftw"),)
+        assert _rel(y, np.fft.fftn(np.asarray(x).astype(np.complex128))) < 2e-6
 
 
 @needs_fftw
@@ -237,3 +245,29 @@ def test_vmap_batches_the_custom_call(dtype):
         spec = g(jnp.asarray(xs.real.copy()))
     assert _rel(got, np.fft.fftn(xs.astype(np.complex128), axes=(1, 3))) < _bound(dtype)
     assert _rel(spec, np.fft.rfft(xs.real.astype(np.float64), axis=2)) < _bound(dtype)
+
+
+@needs_fftw
+def test_blocks_kept_in_logical_order_give_the_same_transforms(monkeypatch):
+    """fft_exec.STRIDED_FFTW (off by default): FFTW transforms the axes where they lie, with no
+    reorder between stages; the results and layouts are those of the default path."""
+    from darray._src.backends.jax import fft_exec
+    from darray._src.base import program_cache
+    monkeypatch.setattr(fft_exec, "STRIDED_FFTW", True)
+    program_cache.clear()  # the flag is not part of the program key
+    mesh = mesh_of((2, 4))
+    host = rand((13, 10, 7), CDTYPES[-1])
+    x = darray.asarray(host, mesh=mesh, spec=("x", "y", None))
+    real = darray.asarray(host.real.copy(), mesh=mesh, spec=("x", "y", None))
+    try:
+        with darray.config_context(local_fft="fftw"):
+            y = jax.jit(lambda a: dfft.ifftn(dfft.fftn(a), norm="ortho"))(x)
+            k = dfft.rfftn(real)
+            r = dfft.irfftn(k, s=host.shape)
+    finally:
+        program_cache.clear()
+    assert _rel(y, np.fft.ifftn(np.fft.fftn(host), norm="ortho")) < 4 * _bound(host.dtype)
+    assert _rel(k, np.fft.rfftn(host.real.astype(np.float64))) < 2 * _bound(host.dtype)
+    assert _rel(r, host.real) < 4 * _bound(host.dtype)
+    assert_layout(r, real.layout)
+    assert_layout(y, shape=host.shape, mesh=mesh)
