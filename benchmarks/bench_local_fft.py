@@ -30,6 +30,10 @@ contenders:
   FFT is built from, here as its own wheel builds it (GPL-2.0: measured, never a dependency),
   which tells XLA's integration apart from the FFT code.
 
+- ``darray-fftw``: darray's FFTW provider (option ``local_fft="fftw"``): its XLA FFI handler
+  under ``jax.jit``, as darray's programs call it, FFTW_ESTIMATE plans (``local_fft`` docs:
+  docs/fftw.md); runs in this python, needs FFTW found (``pip install pyfftw``).
+
 Libraries missing from ``--peer-python`` are skipped with the reason. Every contender's output
 on its block is checked against numpy's FFT (complex128) before the timed calls; a wrong one is
 printed as WRONG and left out of the ratios.
@@ -37,6 +41,14 @@ printed as WRONG and left out of the ratios.
     python benchmarks/bench_local_fft.py --peer-python /path/to/venv/bin/python
 
 (``pip install scipy pyfftw mkl_fft ducc0`` in that venv; all have wheels.)
+
+``--round-trips`` measures darray itself instead: on 8 virtual CPU devices (one process), a
+jitted ``ifftn(fftn(x))`` (c2c) and ``irfftn(rfftn(x))`` (r2c) of a distributed n^3 array with
+``local_fft="xla"`` and ``local_fft="fftw"`` side by side, interleaved (each round's best of
+``--repeats`` calls, the median over ``--rounds``), printing the ratio and each one's max error
+against numpy:
+
+    python benchmarks/bench_local_fft.py --round-trips --sizes 128,256
 """
 from __future__ import annotations
 
@@ -58,9 +70,10 @@ from _bench_common import (  # noqa: E402
     write_table,
 )
 
-LIBRARIES = ("xla", "pocketfft", "fftw", "mkl", "ducc0")
+LIBRARIES = ("xla", "pocketfft", "fftw", "mkl", "ducc0", "darray-fftw")
 MODULES = {"xla": "jax", "pocketfft": "scipy", "fftw": "pyfftw", "mkl": "mkl_fft",
-           "ducc0": "ducc0"}
+           "ducc0": "ducc0", "darray-fftw": "darray"}
+IN_THIS_PYTHON = ("xla", "darray-fftw")  # the others run in --peer-python
 STAGES = {"c2c": ("fft2", "fft1"), "r2c": ("rfft2", "fft1", "irfft2")}
 # one thread per process in every library that reads these (FFTW and scipy are told directly)
 ONE_THREAD = {"MKL_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
@@ -103,6 +116,17 @@ def make_transform(library, stage, x, n):
             f = jax.jit({"fft2": lambda b: jnp.fft.fftn(b, axes=(1, 2)),
                          "rfft2": lambda b: jnp.fft.rfftn(b, axes=(1, 2)),
                          "irfft2": lambda b: jnp.fft.irfftn(b, s=(n, n), axes=(1, 2))}[stage])
+        return lambda: f(xj).block_until_ready()
+    if library == "darray-fftw":
+        import jax
+        import jax.numpy as jnp
+
+        from darray._src.kernels import fftw
+        xj = jnp.asarray(x)
+        axes = (2,) if stage == "fft1" else (1, 2)
+        kind = {"rfft2": "r2c", "irfft2": "c2r"}.get(stage, "c2c")
+        f = jax.jit(lambda b: fftw.transform(b, axes, kind, stage == "irfft2", (n,) * len(axes),
+                                             None))
         return lambda: f(xj).block_until_ready()
     if library == "pocketfft":
         import scipy.fft as sf
@@ -149,7 +173,7 @@ def worker(argv):
     if bind:  # before any library starts its threads: XLA sizes its pools to this mask
         cores = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, {cores[rank % len(cores)]})
-    if library == "xla":
+    if library in IN_THIS_PYTHON:
         os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=1"
         os.environ["JAX_PLATFORMS"] = "cpu"
         import jax
@@ -161,6 +185,9 @@ def worker(argv):
     if not real:
         x = x + 1j * rng.standard_normal(shape)
     want = numpy_reference(stage, x, n)
+    if library == "darray-fftw":
+        import darray
+        darray.set_config(local_fft="fftw")
     run = make_transform(library, stage, x, n)
     got = np.asarray(run()).reshape(want.shape)  # fft1 runs on a 2-D view
     error = float(np.abs(got - want).max() / np.abs(want).max())
@@ -220,11 +247,85 @@ def run_job(python, library, stage, kind, n, procs, repeats, timeout, bind, tuna
 
 
 def why_missing(python, library):
+    if library == "darray-fftw":
+        probe = subprocess.run([python, "-c", "from darray._src.kernels import fftw; "
+                                "why = fftw.load(); print(why or ''); raise SystemExit(bool(why))"],
+                               capture_output=True, text=True)
+        return None if probe.returncode == 0 else (probe.stdout + probe.stderr).strip()[-300:]
     probe = subprocess.run([python, "-c", f"import {MODULES[library]}"], capture_output=True,
                            text=True)
     if probe.returncode == 0:
         return None
     return f"{python} cannot import {MODULES[library]}: pip install {MODULES[library]}"
+
+
+def round_trips(sizes, kinds, rounds, repeats, planner):
+    """darray's jitted round trips on 8 virtual CPU devices, local_fft "xla" beside "fftw"."""
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import numpy as np
+
+    import darray
+    from darray._src.kernels import fftw
+    why = fftw.load()
+    if why:
+        sys.exit(f"--round-trips needs FFTW: {why}")
+    mesh = jax.make_mesh((8,), ("x",))
+    print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    print(f"FFTW: {fftw.info()['version']}, planner {planner!r}")
+    dtypes = {"c2c": ("complex64", "complex128"), "r2c": ("float32", "float64")}
+    cases = [(n, kind, dtype) for n in sizes for kind in kinds for dtype in dtypes[kind]]
+    times: dict = {}
+    errors: dict = {}
+    for rnd in range(rounds):
+        for n, kind, dtype in cases:
+            rng = np.random.default_rng(0)
+            host = rng.standard_normal((n, n, n))
+            if kind == "c2c":
+                host = host + 1j * rng.standard_normal((n, n, n))
+            host = host.astype(dtype)
+            x = darray.asarray(host, mesh=mesh, spec=("x", None, None))
+            order = ("xla", "fftw") if rnd % 2 == 0 else ("fftw", "xla")
+            for provider in order:
+                with darray.config_context(local_fft=provider, fftw_planner=planner):
+                    if kind == "c2c":
+                        f = jax.jit(lambda a: darray.fft.ifftn(darray.fft.fftn(a)))
+                        spec = jax.jit(darray.fft.fftn)
+                    else:
+                        f = jax.jit(lambda a, n=n: darray.fft.irfftn(darray.fft.rfftn(a),
+                                                                     s=(n, n, n)))
+                        spec = jax.jit(darray.fft.rfftn)
+                    key = (n, kind, dtype, provider)
+                    if key not in errors:  # forward vs numpy in float64, relative
+                        want = (np.fft.fftn if kind == "c2c" else np.fft.rfftn)(
+                            host.astype(np.complex128 if kind == "c2c" else np.float64))
+                        got = np.asarray(spec(x))
+                        back = np.asarray(f(x))
+                        errors[key] = (float(np.abs(got - want).max() / np.abs(want).max()),
+                                       float(np.abs(back - host).max()))
+                    f(x).data.block_until_ready()
+                    ts = []
+                    for _ in range(repeats):
+                        t0 = time.perf_counter()
+                        f(x).data.block_until_ready()
+                        ts.append(time.perf_counter() - t0)
+                    # the best call: on a shared machine the others measure the other jobs
+                    times.setdefault(key, []).append(min(ts))
+            print(f"round {rnd} {n}^3 {kind} {dtype}: " + ", ".join(
+                f"{p} {1e3 * times[(n, kind, dtype, p)][-1]:.1f} ms" for p in ("xla", "fftw")),
+                flush=True)
+    print(f"\nuptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    print(f"{'case':28s} {'xla ms':>8s} {'fftw ms':>8s} {'fftw/xla':>8s} "
+          f"{'fwd err xla':>11s} {'fwd err fftw':>12s} {'rt err fftw':>11s}")
+    for n, kind, dtype in cases:
+        xla = statistics.median(times[(n, kind, dtype, "xla")])
+        ours = statistics.median(times[(n, kind, dtype, "fftw")])
+        print(f"{f'{n}^3 {kind} {dtype}':28s} {1e3 * xla:8.1f} {1e3 * ours:8.1f} "
+              f"{ours / xla:8.2f} {errors[(n, kind, dtype, 'xla')][0]:11.1e} "
+              f"{errors[(n, kind, dtype, 'fftw')][0]:12.1e} "
+              f"{errors[(n, kind, dtype, 'fftw')][1]:11.1e}")
 
 
 def main(argv=None):
@@ -247,14 +348,20 @@ def main(argv=None):
                         help="GLIBC_TUNABLES for every process (default: darray's recommended "
                              "%(default)s; '' for none)")
     parser.add_argument("--json", default=str(default_json_path("bench_local_fft")))
+    parser.add_argument("--round-trips", action="store_true",
+                        help="darray's round trips on 8 virtual devices, local_fft xla vs fftw")
+    parser.add_argument("--planner", default="estimate", help="--round-trips: fftw_planner")
     args = parser.parse_args(argv)
+    if args.round_trips:
+        return round_trips([int(s) for s in args.sizes.split(",")], args.kinds.split(","),
+                           args.rounds, args.repeats, args.planner)
     if args.bind_to_core and not hasattr(os, "sched_setaffinity"):
         parser.error("--bind-to-core needs os.sched_setaffinity (Linux); use --no-bind-to-core")
     pythons = {}
     for library in args.libraries.split(","):
         if library not in LIBRARIES:
             parser.error(f"--libraries: {library!r} is not one of {', '.join(LIBRARIES)}")
-        python = sys.executable if library == "xla" else args.peer_python
+        python = sys.executable if library in IN_THIS_PYTHON else args.peer_python
         why = why_missing(python, library)
         if why:
             print(f"skipped {library}: {why}")

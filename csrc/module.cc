@@ -10,11 +10,14 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include "fftw_provider.h"
 #include "pad_axis.h"
 #include "xla/ffi/api/c_api.h"
 #include "xla/ffi/api/ffi.h"
 
 XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayPermuteCpu);
+// Defined in fftw_cpu.cc: the local FFT on FFTW, loaded at run time (fftw_provider.h).
+XLA_FFI_DECLARE_HANDLER_SYMBOL(DarrayFftwCpu);
 
 #ifdef DARRAY_HAS_CUDA
 #include <cuda_runtime_api.h>
@@ -86,6 +89,26 @@ NB_MODULE(_native, m) {
       "or why it failed.");
 #endif
 
+  // fftw_load(double_path, single_path) -> "" or why not; fftw_info() -> dict. FFTW is never
+  // linked: Python (darray/_src/kernels/fftw.py) finds the libraries the user installed.
+  m.def("fftw_load", &darray::fftw::Load,
+        "Load FFTW (double, single precision) from these paths for the darray_fftw_cpu "
+        "handler; returns '' or why it failed.");
+  m.def(
+      "fftw_info",
+      []() {
+        nb::dict d;
+        d["double"] = darray::fftw::Loaded(darray::fftw::Precision::kDouble);
+        d["single"] = darray::fftw::Loaded(darray::fftw::Precision::kSingle);
+        d["version"] = darray::fftw::Version();
+        d["double_path"] = darray::fftw::Path(darray::fftw::Precision::kDouble);
+        d["single_path"] = darray::fftw::Path(darray::fftw::Precision::kSingle);
+        d["cached_plans"] = darray::fftw::CachedPlans();
+        d["unaligned_plans"] = darray::fftw::UnalignedPlans();
+        return d;
+      },
+      "Which FFTW libraries darray loaded, their version and how many plans are cached.");
+
   // registrations() -> {target_name: capsule or {stage: capsule}}; one entry per
   // handler that was compiled in. CPU targets always exist; CUDA ones only with
   // DARRAY_ENABLE_CUDA.
@@ -95,6 +118,7 @@ NB_MODULE(_native, m) {
         nb::dict d;
         d["darray_pad_axis_cpu"] = EncapsulateHandler(DarrayPadAxisCpu);
         d["darray_permute_cpu"] = EncapsulateHandler(DarrayPermuteCpu);
+        d["darray_fftw_cpu"] = EncapsulateHandler(DarrayFftwCpu);
 #ifdef DARRAY_HAS_MPI
         d["darray_mpi_all_to_all_cpu"] = EncapsulateHandler(DarrayMpiAllToAllCpu);
         d["darray_mpi_sendrecv_cpu"] = EncapsulateHandler(DarrayMpiSendRecvCpu);
@@ -157,6 +181,7 @@ NB_MODULE(_native, m) {
 #else
         d["mpi"] = false;
 #endif
+        d["fftw_provider"] = true;  // the loader; the library itself comes at run time
         d["xla_ffi_api"] = std::to_string(XLA_FFI_API_MAJOR) + "." +
                            std::to_string(XLA_FFI_API_MINOR);
         d["compiler"] = DARRAY_COMPILER;

@@ -45,3 +45,31 @@ def test_tiny_run_checks_every_library_and_writes_the_ratios(tmp_path, capsys):
         assert r["error"] < 1e-14 and r["time_ms"] > 0 and r["mesh"] == "2 procs"
         assert math.isclose(r["ratio"], 1.0) if r["program"] == "xla" else r["ratio"] > 0
     assert json.loads(table.read_text())["rows"] == rows
+
+
+def test_round_trips_put_darray_fftw_beside_xla(tmp_path):
+    """--round-trips on 8 virtual devices, tiny: both providers timed, each checked against
+    numpy (skipped where FFTW is not found: it measures the optional provider)."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    from darray._src.kernels import fftw
+    why = fftw.load()
+    if why is not None:
+        pytest.skip(f"FFTW is not available: {why}")
+    root = str(BENCHMARKS.parent)
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, str(BENCHMARKS / "bench_local_fft.py"),
+                          "--round-trips", "--sizes", "8", "--rounds", "1", "--repeats", "1"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split() for line in out.stdout.splitlines() if line.startswith("8^3")]
+    assert [(r[1], r[2]) for r in rows] == [("c2c", "complex64"), ("c2c", "complex128"),
+                                             ("r2c", "float32"), ("r2c", "float64")]
+    for row in rows:
+        tol = 1e-15 if row[2] in ("complex128", "float64") else 2e-6
+        assert float(row[6]) < tol and float(row[7]) < tol and float(row[8]) < 100 * tol, row
+    assert "uptime:" in out.stdout

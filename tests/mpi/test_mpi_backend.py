@@ -1,5 +1,5 @@
 """Covers: darray/_src/backends/mpi_exec.py, darray/_src/backends/registry.py
-Covers: darray/_src/fft/api.py, darray/_src/halo/api.py
+Covers: darray/_src/fft/api.py, darray/_src/halo/api.py, darray/_src/kernels/fftw.py
 
 The "mpi" FFT and halo backend (darray/_src/backends/mpi_exec.py).
 
@@ -10,6 +10,8 @@ checks on every rank fftn/ifftn/rfftn/irfftn and halo fills / halo_reduce agains
 error paths, and two jitted fftn called in a different order per rank failing on every rank
 (then right in order); and a process without MPI initialised gets a Python exception naming the
 handler.
+Also the FFTW local-FFT provider between the MPI exchanges (mpi_fftw_worker.py; skipped where
+FFTW is not found).
 Default tier: without mpi4py, selecting "mpi" raises BackendUnavailableError with the fix.
 """
 from __future__ import annotations
@@ -38,6 +40,19 @@ def test_mpi_backend_under_mpiexec(mpi_native, ranks):
     for check in CHECKS:
         done = {line for line in out.stdout.splitlines() if line.endswith(f" ok {check}")}
         assert done == {f"RANK {r} ok {check}" for r in range(ranks)}, (check, out.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_mpi_backend_with_the_fftw_provider(mpi_native):
+    from darray._src.kernels import fftw
+    why = fftw.load()
+    if why is not None:
+        pytest.skip(f"FFTW is not available: {why}")
+    out = mpiexec(2, "mpi_fftw_worker.py", mpi_native, timeout_s=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-6000:]
+    done = {line for line in out.stdout.splitlines() if line.endswith(" ok fftw")}
+    assert done == {f"RANK {r} ok fftw" for r in range(2)}, out.stdout
 
 
 NOT_INITIALISED = r"""

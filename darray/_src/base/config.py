@@ -63,6 +63,14 @@ def backend_name(name: str) -> str:
     return name
 
 
+LOCAL_FFT_PROVIDERS = ("xla", "fftw", "auto")
+FFTW_PLANNERS = ("estimate", "measure")
+
+
+def _lower(value):
+    return value.lower() if isinstance(value, str) else value
+
+
 def _comm_name(*prefixes: str) -> Callable[[Any], Any]:
     """cuDecomp comm names in any case, with or without the prefix of cuDecomp's enum
     (``CUDECOMP_TRANSPOSE_COMM_``) or jaxDecomp's constant (``TRANSPOSE_COMM_``)."""
@@ -147,6 +155,20 @@ OPTIONS = {opt.name: opt for opt in (
            "operations are one program: check it with darray.check_memory.",
            lambda v: v is None or (not isinstance(v, bool) and v >= 1), "None or an int >= 1",
            traced=False, parse=_optional_int),
+    Option("local_fft", str, "xla",
+           "Which library runs the local FFT of each block on CPU: 'xla' (XLA's own, the "
+           "default), 'fftw' (FFTW, which the user installs: the pyFFTW wheel or a system "
+           "libfftw3, found at run time and never shipped with darray; FFTW is GPL, see "
+           "docs/fftw.md) or 'auto' (FFTW where it is found, else XLA's). GPU programs always "
+           "use XLA's FFT.",
+           lambda v: v in LOCAL_FFT_PROVIDERS, _one_of(LOCAL_FFT_PROVIDERS, any_case=True),
+           traced=True, canonical=_lower),
+    Option("fftw_planner", str, "estimate",
+           "How FFTW plans a local FFT the first time it meets its shape: 'estimate' (at once, "
+           "a heuristic plan) or 'measure' (times candidate plans first; slower to plan, often "
+           "faster to run). Plans are kept for the process.",
+           lambda v: v in FFTW_PLANNERS, _one_of(FFTW_PLANNERS, any_case=True), traced=True,
+           canonical=_lower),
 )}
 
 
@@ -277,7 +299,8 @@ def _given(local_vars: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any
 def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
-               small_array_cells: int = _UNSET,
+               small_array_cells: int = _UNSET, local_fft: str = _UNSET,
+               fftw_planner: str = _UNSET,
                max_temp_blocks: OptionalInt = _UNSET, **unknown: Never) -> None:
     """Set options, e.g. ``darray.set_config(mismatch="raise")``; all are checked first.
 
@@ -290,7 +313,8 @@ def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
 def config_context(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                    fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                    cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
-                   small_array_cells: int = _UNSET,
+                   small_array_cells: int = _UNSET, local_fft: str = _UNSET,
+                   fftw_planner: str = _UNSET,
                    max_temp_blocks: OptionalInt = _UNSET, **unknown: Never):
     """Set options inside a ``with`` block, for this thread only, and restore them on exit.
 

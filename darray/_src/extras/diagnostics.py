@@ -29,6 +29,7 @@ from darray._src.api.creation import asarray
 from darray._src.backends.registry import FFT_EXECUTORS, HALO_FILLS
 from darray._src.base import config, native
 from darray._src.fft import api as fft_api
+from darray._src.kernels import fftw
 from darray._src.placement import distributed
 
 NATIVE_BACKENDS = ("mpi", "cudecomp", "nccl")
@@ -107,8 +108,30 @@ def collect() -> dict[str, dict[str, str]]:
     backends["pure JAX ('jax')"] = "always available"
     report["backends"] = backends
 
+    report["local FFT"] = _local_fft_section()
     report["MPI"] = _mpi_section()
     return report
+
+
+def _local_fft_section() -> dict[str, str]:
+    """Which library runs the blocks' FFTs on CPU (option local_fft) and whether FFTW, the
+    optional provider, is found (loading it runs nothing)."""
+    found = fftw.info()
+    if found["loaded"]:
+        precisions = [p for p in ("double", "single") if found.get(p)]
+        path = found["double_path"] or found["single_path"]
+        fftw_line = (f"found: {found['version'] or 'unknown version'} "
+                     f"({', '.join(precisions)} precision; {path})")
+    else:
+        fftw_line = f"not available: {found['reason']}"
+    asked = config.get_config("local_fft")
+    try:
+        runs = fftw.provider()
+    except ImportError as err:
+        runs = f"none: {err}"
+    return {"provider in force": f"{runs!s} (local_fft={asked!r})",
+            "xla": "always available",
+            "fftw (optional, GPL)": fftw_line}
 
 
 def _describe_launch(launch) -> str:

@@ -27,12 +27,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from darray._src.backends.registry import FFT_EXECUTORS, Selection, record, select_exchanges
-from darray._src.base import compat
+from darray._src.base import compat, config
 from darray._src.base.program_cache import FFT, program_cache
 from darray._src.distarray.array import DistArray
 from darray._src.engine.arguments import ensure_array
 from darray._src.fft import split_axis
 from darray._src.fft.request import Request
+from darray._src.kernels import fftw
 from darray._src.layout.axes import normalize_axis, positive_length
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
@@ -154,8 +155,17 @@ def plan(layout: Layout, request: Request, backend: str | None = None,
 
 # -- running a plan -----------------------------------------------------------------------------
 def execute(x: DistArray, plan: Plan | SplitAxisPlan, request: Request) -> DistArray:
-    """Run `plan` (from `plan`, its selection set) on `x`, recording the selection."""
-    selection = record(typing.cast(Selection, plan.selection))
+    """Run `plan` (from `plan`, its selection set) on `x`, recording the selection. A plan's
+    local FFTs run on the provider of option ``local_fft``: where it is not the default, the
+    selection says which one ran (``local_fft='fftw'`` or ``'xla'``, e.g. "auto" without FFTW);
+    the split-axis route's FFTs are always XLA's."""
+    selection = typing.cast(Selection, plan.selection)
+    if isinstance(plan, Plan) and config.get_config("local_fft") != "xla":
+        dtype = request.cast if request.cast is not None else x.dtype
+        ran = "fftw" if fftw.usable_for(dtype) else "xla"  # raises for "fftw" without FFTW
+        selection = dataclasses.replace(selection,
+                                        settings=selection.settings + (("local_fft", ran),))
+    selection = record(selection)
     if isinstance(plan, SplitAxisPlan):
         return split_axis.run(x, plan, request)
     # An eager call (its program holds this op alone) may end on the backend's own reorders;

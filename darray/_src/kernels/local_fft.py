@@ -11,6 +11,10 @@ is cut into several XLA calls that each stay under it (`inverse_passes` decides 
 is unit-tested on CPU). That stays right whether or not a future XLA fixes the bug, which
 scaling by hand would not. Off GPU, and below the limit, nothing changes (one ``jnp.fft`` call).
 
+Every local FFT of a plan's stages goes through this module (`fftn`, `rfftn`, `ifftn`,
+`irfftn`), so that the option ``local_fft`` can hand CPU programs to FFTW (kernels/fftw.py);
+with the default ("xla") they are the ``jnp.fft`` calls they always were.
+
 How a call is cut: the block's leading axes that are not transformed are batch axes; running
 the transform over a batch axis in ``k`` slices (``lax.map`` over a reshaped axis: a loop whose
 slices XLA writes in place) divides each call's output by ``k``. When the transform axes alone
@@ -24,6 +28,8 @@ import math
 
 import jax.numpy as jnp
 from jax import lax
+
+from darray._src.kernels import fftw
 
 # The largest output XLA:GPU normalises correctly: cuBLAS's `int n`.
 XLA_GPU_SCALE_LIMIT = 2**31 - 1
@@ -155,14 +161,40 @@ def _inverse(block, axes, kind, sizes, norm, limit):
     return lax.platform_dependent(block, cuda=split, rocm=split, default=plain)
 
 
+def _sizes(block, s, axes):
+    return tuple(block.shape[a] for a in axes) if s is None else tuple(s)
+
+
 def ifftn(block, s, axes, norm, limit: int = XLA_GPU_SCALE_LIMIT):
-    """``jnp.fft.ifftn(block, s, axes, norm)``, right on GPU for outputs of any size."""
-    return _inverse(block, axes, "c2c", s, norm, limit)
+    """``jnp.fft.ifftn(block, s, axes, norm)``, right on GPU for outputs of any size; FFTW's
+    on CPU where the option ``local_fft`` selects it."""
+    s = _sizes(block, s, axes)
+    return fftw.transform(block, axes, "c2c", True, s, norm,
+                          elsewhere=lambda b: _inverse(b, axes, "c2c", s, norm, limit))
 
 
 def irfftn(block, s, axes, norm, limit: int = XLA_GPU_SCALE_LIMIT):
-    """``jnp.fft.irfftn(block, s, axes, norm)``, right on GPU for outputs of any size."""
-    return _inverse(block, axes, "c2r", s, norm, limit)
+    """``jnp.fft.irfftn(block, s, axes, norm)``, right on GPU for outputs of any size; FFTW's
+    on CPU where the option ``local_fft`` selects it."""
+    if s is None:
+        s = tuple(block.shape[a] for a in axes[:-1]) + (2 * (block.shape[axes[-1]] - 1),)
+    return fftw.transform(block, axes, "c2r", True, tuple(s), norm,
+                          elsewhere=lambda b: _inverse(b, axes, "c2r", s, norm, limit))
 
 
-__all__ = ["Pass", "XLA_GPU_SCALE_LIMIT", "inverse_passes", "ifftn", "irfftn", "run_passes"]
+def fftn(block, s, axes, norm):
+    """``jnp.fft.fftn(block, s, axes, norm)``; FFTW's on CPU where ``local_fft`` selects it."""
+    s = _sizes(block, s, axes)
+    return fftw.transform(block, axes, "c2c", False, s, norm,
+                          elsewhere=lambda b: jnp.fft.fftn(b, s=s, axes=axes, norm=norm))
+
+
+def rfftn(block, s, axes, norm):
+    """``jnp.fft.rfftn(block, s, axes, norm)``; FFTW's on CPU where ``local_fft`` selects it."""
+    s = _sizes(block, s, axes)
+    return fftw.transform(block, axes, "r2c", False, s, norm,
+                          elsewhere=lambda b: jnp.fft.rfftn(b, s=s, axes=axes, norm=norm))
+
+
+__all__ = ["Pass", "XLA_GPU_SCALE_LIMIT", "fftn", "ifftn", "inverse_passes", "irfftn", "rfftn",
+           "run_passes"]

@@ -30,7 +30,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 def test_report_names_versions_devices_options_and_every_native_backend():
     report = diagnostics.collect()
     assert list(report) == ["versions", "devices and processes", "options in force", "backends",
-                            "MPI"]
+                            "local FFT", "MPI"]
+    assert report["local FFT"]["provider in force"] == "xla (local_fft='xla')"
+    assert report["local FFT"]["fftw (optional, GPL)"].startswith(("found: fftw-",
+                                                                    "not available: "))
     assert report["versions"]["jax"] == jax.__version__
     assert report["versions"]["numpy"] == np.__version__
     assert report["devices and processes"]["devices"].startswith(f"{jax.device_count()} (")
@@ -95,6 +98,8 @@ def test_missing_native_module_says_why_and_how_to_rebuild(monkeypatch):
     backends = diagnostics.collect()["backends"]
     assert backends["native module"].startswith("not built: darray was installed without")
     assert backends["mpi"].startswith("not compiled in; not usable: darray was installed")
+    fftw = diagnostics.collect()["local FFT"]["fftw (optional, GPL)"]
+    assert fftw.startswith("not available: the FFTW provider runs in darray's native module"), fftw
 
 
 def test_skip_marker_on_sys_path_is_the_reason(tmp_path, monkeypatch):

@@ -33,7 +33,8 @@ from darray._src.backends.jax.transpose import (
 )
 from darray._src.base import compat
 from darray._src.kernels import (  # foundation: jax and numpy only
-    local_fft,  # inverse FFTs right on GPU at any size
+    fftw,
+    local_fft,  # inverse FFTs right on GPU at any size; FFTW on CPU when asked for
     r2r_local,
     r2r_local_2d,
 )
@@ -172,7 +173,7 @@ def apply_mixed_stage(block, axes, kernels):
         if inverse:
             block = local_fft.ifftn(block, s, group, norm)
         else:
-            block = jnp.fft.fftn(block, s=s, axes=group, norm=norm)
+            block = local_fft.fftn(block, s, group, norm)
     return block
 
 
@@ -218,17 +219,24 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None,
     ndim = block.ndim
     ends = permute if standalone else jnp.transpose
     order = list(range(ndim))  # order[p]: the logical axis held by axis p of `block`
-    if plan.stages:
+    stages = _fused(plan.stages)
+    # FFTW's strided plans transform any axis where it lies: the block then stays in logical
+    # order, and no stage pays a transposing copy for XLA's minor-axis FFTs.
+    strided = STRIDED_FFTW and fftw.usable_for(block.dtype)
+    if plan.stages and not strided:
         start = _start_order(plan, ndim)
         block, order = _reorder(block, order, start, ends), start
-    stages = _fused(plan.stages)
     deferred = _deferred_stage(stages, order, norm)
     for i, stage in enumerate(stages):
         if move is not None and isinstance(stage, (Transpose, Merge)):
             block = move(block, stage, order)
             continue
         following = stages[i + 1] if i + 1 < len(stages) else None
-        if _orders_before_exchange(stage, following, plan.in_layout.mesh.size):
+        if strided and isinstance(stage, LocalFFT) and not stage.kernels:
+            block = _strided_fft(block, stage, order, norm,
+                                 "forward" if i == deferred else norm)
+            continue
+        if not strided and _orders_before_exchange(stage, following, plan.in_layout.mesh.size):
             assert isinstance(following, LocalFFT)  # _orders_before_exchange checked it
             new = _order_for(order, following)
             block, order = _reorder(block, order, new, permute), new
@@ -254,20 +262,42 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None,
             block = apply_mixed_stage(block, [order.index(a) for a in stage.axes],
                                       stage.kernels)
         elif stage.kind == "r2c":
-            block = jnp.fft.rfftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
+            block = local_fft.rfftn(block, s, tuple(range(ndim - k, ndim)), norm)
         elif stage.kind == "c2r":
             block = local_fft.irfftn(block, s, tuple(range(ndim - k, ndim)), norm)
         elif i == deferred:  # unnormalised here; scaled in the closing pass below
             block = local_fft.ifftn(block, s=s, axes=tuple(range(ndim - k, ndim)),
                                     norm="forward")
         else:
-            fn = local_fft.ifftn if stage.inverse else jnp.fft.fftn
-            block = fn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm=norm)
+            fn = local_fft.ifftn if stage.inverse else local_fft.fftn
+            block = fn(block, s, tuple(range(ndim - k, ndim)), norm)
     if deferred is not None:
         n = math.prod(stages[deferred].sizes)
         scale = 1.0 / n if norm == "backward" else 1.0 / math.sqrt(n)
         block = block * np.asarray(scale, dtype=jnp.finfo(block.dtype).dtype)
     return _reorder(block, order, list(range(ndim)), ends)
+
+
+# Whether blocks stay in logical order where FFTW runs the local FFTs (see run_stages). Off:
+# measured on 8 virtual CPU devices (2 cores, heavily loaded, so only indicative), keeping the
+# working order was as fast or faster for complex128 (128^3 round trip: 147 ms against 171 ms
+# strided), while strided helped complex64 (33 against 48 ms); the exchanges' own slices already
+# do most of the reordering, so the strided order saved one transposing copy only in irfftn.
+STRIDED_FFTW = False
+
+
+def _strided_fft(block, stage: LocalFFT, order: list, norm: str, stage_norm: str):
+    """`stage` on the block's axes where they lie (FFTW's strided plans; XLA's FFT, where a GPU
+    program takes it, transposes internally). `stage_norm` is "forward" for the deferred
+    inverse stage (its 1/n is applied in run_stages' closing pass)."""
+    del norm
+    axes = tuple(order.index(a) for a in stage.axes)  # r2c/c2r: the halved axis last
+    if stage.kind == "r2c":
+        return local_fft.rfftn(block, stage.sizes, axes, stage_norm)
+    if stage.kind == "c2r":
+        return local_fft.irfftn(block, stage.sizes, axes, stage_norm)
+    fn = local_fft.ifftn if stage.inverse else local_fft.fftn
+    return fn(block, stage.sizes, axes, stage_norm)
 
 
 def execute(plan: Plan, data, norm: str, standalone: bool = False):

@@ -1,0 +1,287 @@
+// fftw_provider.cc: see fftw_provider.h. FFTW's guru64 interface, resolved with dlsym.
+#include "fftw_provider.h"
+
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+namespace darray::fftw {
+namespace {
+
+// FFTW's documented ABI (fftw3.h): the guru64 dimension, plan flags and signs.
+struct IoDim64 {
+  ptrdiff_t n, is, os;
+};
+using Plan = void*;
+constexpr unsigned kMeasure = 0U;
+constexpr unsigned kUnaligned = 1U << 1;
+constexpr unsigned kEstimate = 1U << 6;
+constexpr int kForward = -1;
+constexpr int kBackward = +1;
+
+// The calls darray makes, one table per precision; `Real` is double or float and FFTW's
+// complex type is Real[2], so pointers to it are passed as void*.
+struct Api {
+  void* handle = nullptr;
+  std::string path;
+  std::string version;
+  Plan (*plan_dft)(int, const IoDim64*, int, const IoDim64*, void*, void*, int,
+                   unsigned) = nullptr;
+  Plan (*plan_r2c)(int, const IoDim64*, int, const IoDim64*, void*, void*, unsigned) = nullptr;
+  Plan (*plan_c2r)(int, const IoDim64*, int, const IoDim64*, void*, void*, unsigned) = nullptr;
+  void (*execute_dft)(Plan, void*, void*) = nullptr;
+  void (*execute_r2c)(Plan, void*, void*) = nullptr;
+  void (*execute_c2r)(Plan, void*, void*) = nullptr;
+  void (*destroy_plan)(Plan) = nullptr;
+  int (*alignment_of)(void*) = nullptr;
+};
+
+Api g_api[2];
+std::mutex g_mutex;  // guards g_api while loading, the plan cache and every planner call
+
+template <typename Fn>
+bool Resolve(void* handle, const std::string& name, Fn* fn, std::string* missing) {
+  *fn = reinterpret_cast<Fn>(dlsym(handle, name.c_str()));
+  if (*fn == nullptr) *missing += (missing->empty() ? "" : ", ") + name;
+  return *fn != nullptr;
+}
+
+std::string LoadOne(const std::string& path, const std::string& prefix, Api* api) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* err = dlerror();
+    return "cannot load " + path + ": " + (err ? err : "dlopen failed");
+  }
+  Api a;
+  std::string missing;
+  Resolve(handle, prefix + "plan_guru64_dft", &a.plan_dft, &missing);
+  Resolve(handle, prefix + "plan_guru64_dft_r2c", &a.plan_r2c, &missing);
+  Resolve(handle, prefix + "plan_guru64_dft_c2r", &a.plan_c2r, &missing);
+  Resolve(handle, prefix + "execute_dft", &a.execute_dft, &missing);
+  Resolve(handle, prefix + "execute_dft_r2c", &a.execute_r2c, &missing);
+  Resolve(handle, prefix + "execute_dft_c2r", &a.execute_c2r, &missing);
+  Resolve(handle, prefix + "destroy_plan", &a.destroy_plan, &missing);
+  Resolve(handle, prefix + "alignment_of", &a.alignment_of, &missing);
+  if (!missing.empty()) {
+    dlclose(handle);
+    return path + " is not FFTW 3.3 or newer (" + prefix + " symbols missing: " + missing + ")";
+  }
+  // fftw_version is a char array: dlsym gives its address.
+  if (const char* v = static_cast<const char*>(dlsym(handle, (prefix + "version").c_str()))) {
+    a.version = v;
+  }
+  a.handle = handle;
+  a.path = path;
+  *api = a;
+  return "";
+}
+
+// One cached plan's key: everything FFTW's plan depends on.
+using Key = std::tuple<int, int, int, unsigned, std::vector<ptrdiff_t>, std::vector<ptrdiff_t>>;
+std::map<Key, Plan> g_plans;
+
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int k = static_cast<int>(dims.size()) - 2; k >= 0; --k) s[k] = s[k + 1] * dims[k + 1];
+  return s;
+}
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+using Scratch = std::unique_ptr<unsigned char, AlignedFree>;
+
+Scratch Allocate(size_t bytes) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  return Scratch(static_cast<unsigned char*>(std::aligned_alloc(64, rounded ? rounded : 64)));
+}
+
+int64_t Product(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// The shapes `t` promises, checked: returns "" or what is wrong.
+std::string Check(const Transform& t) {
+  const size_t rank = t.in_dims.size();
+  if (rank == 0 || t.out_dims.size() != rank) return "input and output ranks differ or are 0";
+  if (t.axes.empty() || t.axes.size() > rank) return "no axes to transform";
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : t.axes) {
+    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[a]) return "axes are not distinct axes";
+    seen[a] = true;
+  }
+  const int64_t h = t.axes.back();
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t in = t.in_dims[k], out = t.out_dims[k];
+    if (in <= 0 || out <= 0) return "empty dimensions";
+    bool ok = in == out;
+    if (static_cast<int64_t>(k) == h && t.kind == Kind::kR2C) ok = out == in / 2 + 1;
+    if (static_cast<int64_t>(k) == h && t.kind == Kind::kC2R) ok = in == out / 2 + 1;
+    if (!ok) return "output dims do not match the input dims for this kind of transform";
+  }
+  return "";
+}
+
+template <typename Real>
+void Scale(void* out, int64_t reals, double scale) {
+  Real* p = static_cast<Real*>(out);
+  const Real s = static_cast<Real>(scale);
+  for (int64_t i = 0; i < reals; ++i) p[i] *= s;
+}
+
+}  // namespace
+
+std::string Load(const std::string& double_path, const std::string& single_path) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_api[0].handle != nullptr || g_api[1].handle != nullptr) return "";
+  std::string why;
+  const std::string paths[2] = {double_path, single_path};
+  const char* prefixes[2] = {"fftw_", "fftwf_"};
+  for (int p = 0; p < 2; ++p) {
+    if (paths[p].empty()) continue;
+    std::string err = LoadOne(paths[p], prefixes[p], &g_api[p]);
+    if (!err.empty()) why += (why.empty() ? "" : "; ") + err;
+  }
+  if (g_api[0].handle != nullptr || g_api[1].handle != nullptr) return "";
+  return why.empty() ? "no FFTW library path was given" : why;
+}
+
+bool Loaded(Precision precision) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_api[static_cast<int>(precision)].handle != nullptr;
+}
+
+std::string Version() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return !g_api[0].version.empty() ? g_api[0].version : g_api[1].version;
+}
+
+std::string Path(Precision precision) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_api[static_cast<int>(precision)].path;
+}
+
+int64_t CachedPlans() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return static_cast<int64_t>(g_plans.size());
+}
+
+int64_t UnalignedPlans() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  int64_t n = 0;
+  for (const auto& entry : g_plans) n += (std::get<3>(entry.first) & kUnaligned) != 0;
+  return n;
+}
+
+std::string Execute(const Transform& t, const void* in, void* out) {
+  const int p = static_cast<int>(t.precision);
+  const Api& api = g_api[p];  // written once, under the mutex, before any handler can run
+  if (api.handle == nullptr) {
+    return std::string("no FFTW library of ") + (p == 0 ? "double" : "single") +
+           " precision is loaded";
+  }
+  std::string err = Check(t);
+  if (!err.empty()) return err;
+  const size_t real_bytes = p == 0 ? sizeof(double) : sizeof(float);
+  const size_t in_elem = real_bytes * (t.kind == Kind::kR2C ? 1 : 2);
+  const size_t out_elem = real_bytes * (t.kind == Kind::kC2R ? 1 : 2);
+  const int64_t in_count = Product(t.in_dims), out_count = Product(t.out_dims);
+
+  // FFTW's c2r overwrites its input (multi-dimensional c2r cannot preserve it): it runs on a
+  // copy, since XLA's input buffer is not ours to change.
+  Scratch copy;
+  void* src = const_cast<void*>(in);
+  if (t.kind == Kind::kC2R) {
+    copy = Allocate(in_count * in_elem);
+    if (!copy) return "out of memory for the c2r input copy";
+    std::memcpy(copy.get(), in, in_count * in_elem);
+    src = copy.get();
+  }
+
+  // The guru dims: transformed axes (logical lengths), then the others as batch ("howmany")
+  // dims; strides in each array's own element units, so any axis is transformed in place
+  // of a transpose.
+  const std::vector<int64_t> is = RowMajorStrides(t.in_dims), os = RowMajorStrides(t.out_dims);
+  std::vector<IoDim64> dims, howmany;
+  std::vector<bool> transformed(t.in_dims.size(), false);
+  for (int64_t a : t.axes) {
+    transformed[a] = true;
+    const int64_t n = t.kind == Kind::kC2R ? t.out_dims[a] : t.in_dims[a];
+    dims.push_back({static_cast<ptrdiff_t>(n), static_cast<ptrdiff_t>(is[a]),
+                    static_cast<ptrdiff_t>(os[a])});
+  }
+  for (size_t k = 0; k < t.in_dims.size(); ++k) {
+    if (!transformed[k]) {
+      howmany.push_back({static_cast<ptrdiff_t>(t.in_dims[k]), static_cast<ptrdiff_t>(is[k]),
+                         static_cast<ptrdiff_t>(os[k])});
+    }
+  }
+  const bool aligned = api.alignment_of(static_cast<double*>(src)) == 0 &&
+                       api.alignment_of(static_cast<double*>(out)) == 0;
+  const unsigned flags = (t.measure ? kMeasure : kEstimate) | (aligned ? 0U : kUnaligned);
+  const int sign = t.kind == Kind::kC2C ? (t.forward ? kForward : kBackward)
+                                        : (t.kind == Kind::kR2C ? kForward : kBackward);
+  std::vector<ptrdiff_t> dim_key, howmany_key;
+  for (const IoDim64& d : dims) dim_key.insert(dim_key.end(), {d.n, d.is, d.os});
+  for (const IoDim64& d : howmany) howmany_key.insert(howmany_key.end(), {d.n, d.is, d.os});
+  const Key key{static_cast<int>(t.kind), p, sign, flags, dim_key, howmany_key};
+
+  Plan plan = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto found = g_plans.find(key);
+    if (found != g_plans.end()) {
+      plan = found->second;
+    } else {
+      // FFTW_ESTIMATE never touches the arrays, so it plans on the call's own; FFTW_MEASURE
+      // runs trial transforms, so it plans on scratch arrays of the same alignment (64 bytes).
+      Scratch plan_in, plan_out;
+      void* pi = src;
+      void* po = out;
+      if (t.measure) {
+        plan_in = Allocate(in_count * in_elem);
+        plan_out = Allocate(out_count * out_elem);
+        if (!plan_in || !plan_out) return "out of memory for FFTW_MEASURE's trial arrays";
+        pi = plan_in.get();
+        po = plan_out.get();
+      }
+      const int rank = static_cast<int>(dims.size());
+      const int hrank = static_cast<int>(howmany.size());
+      if (t.kind == Kind::kC2C) {
+        plan = api.plan_dft(rank, dims.data(), hrank, howmany.data(), pi, po, sign, flags);
+      } else if (t.kind == Kind::kR2C) {
+        plan = api.plan_r2c(rank, dims.data(), hrank, howmany.data(), pi, po, flags);
+      } else {
+        plan = api.plan_c2r(rank, dims.data(), hrank, howmany.data(), pi, po, flags);
+      }
+      if (plan == nullptr) return "FFTW returned no plan for this transform";
+      g_plans.emplace(key, plan);
+    }
+  }
+  if (t.kind == Kind::kC2C) {
+    api.execute_dft(plan, src, out);
+  } else if (t.kind == Kind::kR2C) {
+    api.execute_r2c(plan, src, out);
+  } else {
+    api.execute_c2r(plan, src, out);
+  }
+  if (t.scale != 1.0) {
+    const int64_t reals = out_count * static_cast<int64_t>(out_elem / real_bytes);
+    if (p == 0) {
+      Scale<double>(out, reals, t.scale);
+    } else {
+      Scale<float>(out, reals, t.scale);
+    }
+  }
+  return "";
+}
+
+}  // namespace darray::fftw
