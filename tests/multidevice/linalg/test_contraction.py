@@ -236,3 +236,19 @@ def test_plan_layout_matches_the_promised_matmul_layout():
     plan = contraction.plan_contraction(x1, x2, "amk", "akn", "amn")
     assert plan.out_layout == Layout((101, 67, 67), x1.mesh, (("x",), ("y",), ()),
                                      ((0, 0),) * 3)
+
+
+def test_explicit_mesh_plans_and_grads():
+    """On a mesh of Explicit axes (a plain jax.make_mesh) the plans run and differentiate."""
+    mesh = mesh_of((2, 4), explicit=True)
+    a, b = rand((37, 29), seed=20), rand((29, 13), seed=21)
+    for p1, p2, kind in ((("x", "y"), ("x", "y"), "summa"), (("x",), ("x",), "ring_b")):
+        x1 = darray.asarray(a, mesh=mesh, spec=p1)
+        x2 = darray.asarray(b, mesh=mesh, spec=p2)
+        assert contraction.plan_contraction(x1, x2, "mk", "kn", "mn").kind == kind
+        out = x1 @ x2
+        assert_layout(out, split=(p1[0], p2[1] if len(p2) > 1 else None))
+        assert_close(out, a @ b, np.float64)
+        g = darray.grad(lambda u: darray.sum(u @ x2))(x1)  # noqa: B023
+        assert_layout(g, x1.layout)
+        assert_close(g, np.ones((37, 13)) @ b.T, np.float64)
