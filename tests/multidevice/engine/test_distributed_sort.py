@@ -154,6 +154,7 @@ def _int32_case():
 
 def test_small_blocks_keep_xla_path(monkeypatch):
     monkeypatch.setattr(distributed_sort, "MIN_BLOCK_ELEMENTS", 4096)
+    monkeypatch.setattr(distributed_sort, "RING_MIN_ELEMENTS", 2 ** 25)
     lay = da.asarray(np.zeros(1000, np.float32), device=mesh_of((8,)), spec=("x",)).layout
     assert not distributed_sort.sortable(lay, 0)
     big = da.asarray(np.zeros(100003, np.float32), device=mesh_of((8,)), spec=("x",)).layout
