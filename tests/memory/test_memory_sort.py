@@ -16,6 +16,7 @@ import darray as da
 from darray._src.engine import distributed_sort
 
 RULE = 3.0
+ARGSORT_X64_OFF = 5.0
 # searchsorted's ring holds x1's passing block, the two bounds of its binary search, the
 # gathered probe and the sums: a bit over 3 blocks (was 6.5-8 here with x1 replicated)
 SEARCH_RULE = 4.0
@@ -47,7 +48,11 @@ def test_sort_along_split_axis_within_three_blocks(mesh_shape, shape, spec, axis
     fn = getattr(da, fname)
     blocks, gathers = blocks_of(lambda a: fn(a, axis=axis, descending=descending), x)
     assert gathers == 0
-    assert blocks <= RULE, f"{fname} {shape} {spec} axis {axis}: {blocks:.2f} blocks"
+    # argsort carries (value, int32 index) through the network: with x64 off the block is a
+    # float32 / int32 one, so the pair and the partner's pair are 4 blocks (5 on one layout);
+    # with x64 on (the memory tier's config) the int64 result makes it 2.5
+    limit = RULE if fname == "sort" or jax.config.read("jax_enable_x64") else ARGSORT_X64_OFF
+    assert blocks <= limit, f"{fname} {shape} {spec} axis {axis}: {blocks:.2f} blocks"
 
 
 @pytest.mark.parametrize("mesh_shape,n1,spec1,shape2,spec2", [
