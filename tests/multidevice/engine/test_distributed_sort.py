@@ -114,6 +114,7 @@ SEARCH = [
 ]
 
 
+@pytest.mark.distributed_placement  # the 0-d x2 is placed on the mesh, not one device
 @pytest.mark.parametrize("mesh_shape,n1,spec1,shape2,spec2", SEARCH)
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_searchsorted_against_split_x1(mesh_shape, n1, spec1, shape2, spec2, side):
