@@ -15,6 +15,7 @@ import pytest
 from helpers import mesh_of
 
 import darray as da
+from darray._src.base.dtypes import default_int
 from darray._src.engine import distributed_sort
 
 # (mesh shape, array shape, spec, axis): the sort axis split over one or two mesh axes,
@@ -66,7 +67,7 @@ def test_sort_and_argsort_match_numpy(mesh_shape, shape, spec, axis, dtype):
     np.testing.assert_array_equal(np.asarray(s).astype(np.float64), ref)
     a = da.argsort(x, axis=axis)
     np.testing.assert_array_equal(np.asarray(a), np.argsort(h, axis=axis, kind="stable"))
-    assert a.dtype == np.dtype(jnp.int_)
+    assert a.dtype == default_int()
     d = da.argsort(x, axis=axis, descending=True)
     np.testing.assert_array_equal(np.asarray(d), _stable_desc_argsort(h, axis))
     sd = da.sort(x, axis=axis, descending=True)
@@ -113,6 +114,7 @@ SEARCH = [
 ]
 
 
+@pytest.mark.distributed_placement  # the 0-d x2 is placed on the mesh, not one device
 @pytest.mark.parametrize("mesh_shape,n1,spec1,shape2,spec2", SEARCH)
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_searchsorted_against_split_x1(mesh_shape, n1, spec1, shape2, spec2, side):
@@ -127,7 +129,7 @@ def test_searchsorted_against_split_x1(mesh_shape, n1, spec1, shape2, spec2, sid
     x2 = da.asarray(h2, device=mesh, spec=spec2)
     got = da.searchsorted(x1, x2, side=side)
     np.testing.assert_array_equal(np.asarray(got), np.searchsorted(h1, h2, side=side))
-    assert got.dtype == np.dtype(jnp.int_)
+    assert got.dtype == default_int()
     assert got.layout.split == x2.layout.split
     assert got.data.sharding.spec == x2.layout.spec
 
@@ -154,6 +156,7 @@ def _int32_case():
 
 def test_small_blocks_keep_xla_path(monkeypatch):
     monkeypatch.setattr(distributed_sort, "MIN_BLOCK_ELEMENTS", 4096)
+    monkeypatch.setattr(distributed_sort, "RING_MIN_ELEMENTS", 2 ** 25)
     lay = da.asarray(np.zeros(1000, np.float32), device=mesh_of((8,)), spec=("x",)).layout
     assert not distributed_sort.sortable(lay, 0)
     big = da.asarray(np.zeros(100003, np.float32), device=mesh_of((8,)), spec=("x",)).layout
