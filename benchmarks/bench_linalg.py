@@ -17,6 +17,11 @@ Usage::
     python benchmarks/bench_linalg.py                 # 2^18 x 32 float64, mesh 8
     python benchmarks/bench_linalg.py --small         # smoke run (< 20 s)
     python benchmarks/bench_linalg.py --rows 1048576 --k 64 --dtype float32
+    python benchmarks/bench_linalg.py --square 1024   # blocked cholesky/solve/inv/det/slogdet
+
+``--square N``: an N x N matrix (split over the 2x4 mesh, rows and columns) through the blocked
+column-panel factorizations (darray/_src/linalg/blocked_*.py) beside the old gathering path
+and numpy, same columns.
 """
 from __future__ import annotations
 
@@ -83,6 +88,45 @@ def host_seconds(fn, repeats):
     return float(np.median(times))
 
 
+def square_programs(b):
+    old = lambda name: (lambda x: api_linalg._batched(name, [x], 2))  # noqa: E731
+    return {
+        "cholesky": (lambda x: la.cholesky(x), old("cholesky"), np.linalg.cholesky),
+        "solve": (lambda x: la.solve(x, b), lambda x: api_linalg._batched("solve", [x, b], 2),
+                  lambda a: np.linalg.solve(a, np.asarray(b))),
+        "inv": (la.inv, old("inv"), np.linalg.inv),
+        "det": (la.det, old("det"), np.linalg.det),
+        "slogdet": (lambda x: la.slogdet(x)[1], lambda x: api_linalg._batched(
+            "slogdet", [x], 2)[1], np.linalg.slogdet),
+    }
+
+
+def square_main(args):
+    n = args.square
+    mesh = compat.make_auto_mesh((2, 4), ("x", "y"))
+    rng = np.random.default_rng(0)
+    g = rng.standard_normal((n, n))
+    host = (g @ g.T + n * np.eye(n)).astype(args.dtype)
+    x = darray.asarray(host, mesh=mesh, spec=("x", "y"))
+    b = darray.asarray(rng.standard_normal((n, 16)).astype(args.dtype), mesh=mesh,
+                       spec=("x", None))
+    block_elems = x.layout.chunk(0) * x.layout.chunk(1)
+    block_bytes = block_elems * host.dtype.itemsize
+    print(f"square {n}x{n} {args.dtype}, mesh 2x4 split (x, y)")
+    print(f"{'function':10} {'darray ms':>10} {'gather ms':>10} {'numpy ms':>10} "
+          f"{'gather/darray':>14} {'darray/numpy':>13} {'temp blocks new/old':>20} big-gather")
+    for name, (new, old, ref) in square_programs(b).items():
+        timed = time_interleaved([("new", jax.jit(new), x), ("old", jax.jit(old), x)],
+                                 args.repeats, desc=name)
+        t_new, t_old = timed["new"][0], timed["old"][0]
+        t_np = host_seconds(lambda: ref(host), args.repeats)  # noqa: B023 (called at once)
+        mem_new, big_new = blocks_and_gathers(new, x, block_bytes, block_elems)
+        mem_old, big_old = blocks_and_gathers(old, x, block_bytes, block_elems)
+        print(f"{name:10} {t_new * 1e3:10.2f} {t_old * 1e3:10.2f} {t_np * 1e3:10.2f} "
+              f"{t_old / t_new:14.2f} {t_new / t_np:13.2f} {mem_new:9.2f} / {mem_old:7.2f} "
+              f"{big_new} / {big_old}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2 ** 18)
@@ -91,7 +135,13 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--small", action="store_true", help="smoke run: 2^14 x 16, 2 repeats")
     parser.add_argument("--json", default=str(default_json_path("bench_linalg")))
+    parser.add_argument("--square", type=int, default=0,
+                        help="N: the blocked square factorizations on an N x N matrix instead")
     args = parser.parse_args(argv)
+    if args.square:
+        if args.dtype == "float64":
+            jax.config.update("jax_enable_x64", True)
+        return square_main(args)
     if args.small:
         args.rows, args.k, args.repeats = 2 ** 14, 16, 2
     if args.dtype == "float64":

@@ -33,8 +33,8 @@ Gradients
 """
 from __future__ import annotations
 
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from darray._src.distarray.array import DistArray
@@ -43,9 +43,11 @@ from darray._src.linalg import panels
 from darray._src.linalg.blocked_cholesky import plan_for
 
 
-def factor_panels(a, side: panels.Side):
-    """(packed L\\U panels, row permutation (replicated), swap count (replicated)) of the
-    matrix whose panels are `a`: rows perm of the matrix equal L U."""
+def factor_panels(a, side: panels.Side, rhs=None):
+    """(packed L\\U panels, row permutation (replicated), swap count (replicated), L^-1 P rhs)
+    of the matrix whose panels are `a`: rows perm of the matrix equal L U. The forward
+    substitution of `rhs` (panels of right-hand sides, or None) rides on the factorization's
+    broadcasts: each step's row swaps and L panel are applied to it as to a trailing column."""
     p, c, names = side.parts, side.cf, side.names
     width = p * c
     q = lax.axis_index(names)
@@ -60,6 +62,13 @@ def factor_panels(a, side: panels.Side):
         swaps = swaps + jnp.sum(pivots != jnp.arange(c, dtype=pivots.dtype)).astype(jnp.int32)
         perm = perm.at[top:].set(perm[top:][order])
         rows = jnp.take(a[top:], order, axis=0)
+        if rhs is not None:
+            b = jnp.take(rhs[top:], order, axis=0)
+            y = lax.linalg.triangular_solve(lu[:c], b[:c], left_side=True, lower=True,
+                                            unit_diagonal=True)
+            rhs = rhs.at[top:below].set(y)
+            if k < p - 1:
+                rhs = rhs.at[below:].set(b[c:] - panels.mm(lu[c:], y))
         if k == p - 1:
             a = a.at[top:].set(jnp.where(q == k, lu, rows))
             break
@@ -68,57 +77,54 @@ def factor_panels(a, side: panels.Side):
         trailing = rows[c:] - panels.mm(lu[c:], u_kj)
         a = a.at[top:below].set(jnp.where(q == k, lu[:c], jnp.where(q > k, u_kj, rows[:c])))
         a = a.at[below:].set(jnp.where(q == k, lu[c:], jnp.where(q > k, trailing, rows[c:])))
-    return a, perm, swaps
+    return a, perm, swaps, rhs
 
 
-def substitute(lu, perm, b, side: panels.Side):
-    """x with A x = b, given A's factors in panels (`lu`, `perm`) and b's panels (any
-    columns per device): forward with L's panels, then back with U's, one broadcast each."""
+def back_substitute(lu, b, side: panels.Side):
+    """x with U x = b, given U in panels (`lu`) and b's panels (any columns per device): U's
+    panels are broadcast one by one, last first.
+
+    A rolled loop (fori_loop, full-height panels with the rows below the diagonal block
+    masked): unrolled, XLA's CPU scheduler kept every broadcast panel alive at once (17
+    blocks for inv); rolled, one panel is in flight by construction."""
     p, c, names = side.parts, side.cf, side.names
     q = lax.axis_index(names)
-    b = jnp.take(b, perm, axis=0)
-    for k in range(p):
-        top, below = k * c, (k + 1) * c
-        # the barrier orders the broadcasts after the previous step: unordered, XLA may
-        # run all of them first and hold every panel at once
-        lu, b = lax.optimization_barrier((lu, b))
-        panel = panels.broadcast(lu[top:], k, q, names)
-        y = lax.linalg.triangular_solve(panel[:c], b[top:below], left_side=True, lower=True,
-                                        unit_diagonal=True)
-        b = b.at[top:below].set(y)
-        if k < p - 1:
-            b = b.at[below:].add(-panels.mm(panel[c:], y))
-    for k in reversed(range(p)):
-        top, below = k * c, (k + 1) * c
-        lu, b = lax.optimization_barrier((lu, b))
-        panel = panels.broadcast(lu[:below], k, q, names)
-        x = lax.linalg.triangular_solve(panel[top:], b[top:below], left_side=True, lower=False)
-        b = b.at[top:below].set(x)
-        if k > 0:
-            b = b.at[:top].add(-panels.mm(panel[:top], x))
-    return b
+    rows = lax.broadcasted_iota(jnp.int32, (lu.shape[0], 1), 0)
+
+    def step(i, b):
+        k = p - 1 - i
+        top = k * c
+        panel = panels.broadcast(lu, k, q, names)
+        diag = lax.dynamic_slice_in_dim(panel, top, c, axis=0)
+        x = lax.linalg.triangular_solve(diag, lax.dynamic_slice_in_dim(b, top, c, axis=0),
+                                        left_side=True, lower=False)
+        b = b - jnp.where(rows < top, panels.mm(panel, x), jnp.zeros((), b.dtype))
+        return lax.dynamic_update_slice_in_dim(b, x, top, axis=0)
+    return lax.fori_loop(0, p, step, b)
 
 
-def _factor(block, side):
+def _factor(block, side, rhs=None):
     a = block.astype(panels.inexact(block.dtype))
     pos = side.positions()
     a = panels.square_embedding(panels.to_panels(a, side, pos, side.width), side)
-    return factor_panels(a, side), pos
+    return factor_panels(a, side, rhs), pos
 
 
 def _solve(block, rhs, *, side, rhs_side, dtype):
-    (lu, perm, _), pos = _factor(block.astype(dtype), side)
+    pos = side.positions()
     b = panels.to_panels(rhs.astype(dtype), rhs_side, pos, side.width)
-    return (panels.from_panels(substitute(lu, perm, b, side), rhs_side, pos),)
+    (lu, _, _, y), _ = _factor(block.astype(dtype), side, b)
+    return (panels.from_panels(back_substitute(lu, y, side), rhs_side, pos),)
 
 
 def _inv(block, *, side):
-    (lu, perm, _), pos = _factor(block, side)
     q = lax.axis_index(side.names)
-    rows = lax.broadcasted_iota(jnp.int32, lu.shape, 0)
-    cols = q * side.cf + lax.broadcasted_iota(jnp.int32, lu.shape, 1)
-    eye = (rows == cols).astype(lu.dtype)
-    return (panels.from_panels(substitute(lu, perm, eye, side), side, pos),)
+    shape = (side.width, side.cf)
+    rows = lax.broadcasted_iota(jnp.int32, shape, 0)
+    cols = q * side.cf + lax.broadcasted_iota(jnp.int32, shape, 1)
+    eye = (rows == cols).astype(panels.inexact(block.dtype))
+    (lu, _, _, y), pos = _factor(block, side, eye)
+    return (panels.from_panels(back_substitute(lu, y, side), side, pos),)
 
 
 def _diagonal(lu, side):
@@ -137,14 +143,14 @@ def _gathered(value, side):
 
 
 def _det(block, *, side):
-    (lu, _, swaps), _ = _factor(block, side)
+    (lu, _, swaps, _), _ = _factor(block, side)
     d = _diagonal(lu, side)
     sign = jnp.where(swaps % 2 == 1, -1, 1).astype(d.dtype)
     return (sign * jnp.prod(_gathered(jnp.prod(d), side)),)
 
 
 def _slogdet(block, *, side):
-    (lu, _, swaps), _ = _factor(block, side)
+    (lu, _, swaps, _), _ = _factor(block, side)
     d = _diagonal(lu, side)
     size = jnp.abs(d)
     unit = jnp.where(size == 0, jnp.zeros((), d.dtype), d / jnp.where(size == 0, 1, size))
