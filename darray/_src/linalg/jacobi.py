@@ -401,7 +401,7 @@ def _run(x: DistArray, plan: Plan, hermitian: bool, vectors: bool):
     return tuple(DistArray._new(d, o) for d, o in zip(datas, outs))
 
 
-# -- entry points (None: keep the gathering path) ---------------------------------------------------
+# -- entry points (None: keep the gathering path) ------------------------------------------
 def eigh(x: DistArray):
     plan = plan_for(x)
     return None if plan is None else _run(x, plan, True, True)
