@@ -64,6 +64,7 @@ from darray._src.base import compat
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
 from darray._src.layout.layout import Layout, make_out_layout
+from darray._src.linalg import spectral_grads
 from darray._src.placement import physical
 
 MIN_EXTENT = 64   # below this the gathering path is faster than 2P - 1 rounds of messages
@@ -247,10 +248,11 @@ def _setup(block, plan: Plan, shift_factor: float, vectors: bool):
     return w, shift, scale
 
 
-def _rotate(wv, rows: int):
-    """Orthogonalise the pair of blocks this device holds: [W; V] <- [W; V] J."""
-    w = wv[:rows]
-    r = jnp.linalg.qr(w, mode="r")
+def _rotate(top, bot, rows: int):
+    """Orthogonalise the pair of blocks this device holds: [W; V] <- [W; V] J, the two
+    slots kept as separate arrays (a joined copy of [W; V] would cost two more blocks)."""
+    b = top.shape[-1]
+    r = jnp.linalg.qr(jnp.concatenate([top[:rows], bot[:rows]], axis=1), mode="r")
     g = mm(ct(r), r)
     d = jnp.sqrt(jnp.abs(jnp.real(jnp.diagonal(g))))
     d = jnp.where(d > 0, d, 1)
@@ -263,51 +265,51 @@ def _rotate(wv, rows: int):
     # close to a permutation once nearly converged; undo it (column j to the row of its
     # largest entry), so that columns keep their slots and every pair meets each sweep.
     rot = rot[:, jnp.argsort(jnp.argmax(jnp.abs(rot), axis=0))]
-    return mm(wv, rot), off
+    new_top = mm(top, rot[:b, :b]) + mm(bot, rot[b:, :b])
+    new_bot = mm(top, rot[:b, b:]) + mm(bot, rot[b:, b:])
+    return new_top, new_bot, off
 
 
-def _next_pairing(wv, plan: Plan):
+def _next_pairing(top, bot, plan: Plan):
     """The circle method: slot 0 of device 0 stays; top slots move right, the last top slot
     drops to the bottom row, bottom slots move left, device 0's bottom slot rises to device 1.
     """
-    p, b = plan.parts, plan.b
+    p = plan.parts
     dev = lax.axis_index(plan.names)
-    top, bot = wv[:, :b], wv[:, b:]
     send = jnp.where(dev == 0, bot, top)
     right = lax.ppermute(send, plan.names, plan.perm([(i, i + 1) for i in range(p - 1)]))
     left = lax.ppermute(bot, plan.names, plan.perm([(i + 1, i) for i in range(p - 1)]))
-    new_top = jnp.where(dev == 0, top, right)
-    new_bot = jnp.where(dev == p - 1, top, left)
-    return jnp.concatenate([new_top, new_bot], axis=1)
+    return jnp.where(dev == 0, top, right), jnp.where(dev == p - 1, top, left)
 
 
 def _iterate(wv, plan: Plan, tol: float):
-    rows = plan.rows
+    rows, b = plan.rows, plan.b
 
     def one_round(_, state):
-        wv, off = state
-        wv, o = _rotate(wv, rows)
-        return _next_pairing(wv, plan), jnp.maximum(off, o)
+        top, bot, off = state
+        top, bot, o = _rotate(top, bot, rows)
+        top, bot = _next_pairing(top, bot, plan)
+        return top, bot, jnp.maximum(off, o)
 
     def sweep(state):
-        wv, off, _, count = state
-        zero = jnp.abs(wv[0, 0]) * 0  # varying over the devices, like each round's value
-        wv, new = lax.fori_loop(0, 2 * plan.parts - 1, one_round, (wv, zero))
+        top, bot, off, _, count = state
+        zero = jnp.abs(top[0, 0]) * 0  # varying over the devices, like each round's value
+        top, bot, new = lax.fori_loop(0, 2 * plan.parts - 1, one_round, (top, bot, zero))
         new = lax.pmax(new, plan.names)
-        return wv, new, off, count + 1
+        return top, bot, new, off, count + 1
 
     floor = float(np.finfo(wv.dtype).eps) ** 0.75  # 2e-12 in float64: residuals far below 1e-10
 
     def going(state):
-        _, off, before, count = state
+        *_, off, before, count = state
         # converged, or stuck at the rounding floor (no longer shrinking quadratically)
         stalled = (off < floor) & (off > 0.25 * before)
         return (count < MAX_SWEEPS) & (off > tol) & ~stalled
 
-    real = jnp.finfo(wv.dtype).dtype
-    one = jnp.ones((), real)
-    wv, *_ = lax.while_loop(going, sweep, (wv, one, 2 * one, jnp.zeros((), jnp.int32)))
-    return wv
+    one = jnp.ones((), jnp.finfo(wv.dtype).dtype)
+    top, bot, *_ = lax.while_loop(going, sweep, (wv[:, :b], wv[:, b:], one, 2 * one,
+                                                 jnp.zeros((), jnp.int32)))
+    return jnp.concatenate([top, bot], axis=1)
 
 
 def _values(norms, plan: Plan):
@@ -391,11 +393,15 @@ def _run(x: DistArray, plan: Plan, hermitian: bool, vectors: bool):
     values = make_out_layout(x.mesh, (n,), ((),))
     lay = x.layout
     outs = [values] if not vectors else [values, lay] if hermitian else [lay, values, lay]
-    datas = _program(x.layout, plan, hermitian, vectors)(x.data)
+    program = _program(x.layout, plan, hermitian, vectors)
+    if compat.is_tracer(x.data):  # under a transformation: the derivative rule
+        program = spectral_grads.differentiable(
+            program, _program(x.layout, plan, hermitian, True), x.layout, hermitian, vectors)
+    datas = program(x.data)
     return tuple(DistArray._new(d, o) for d, o in zip(datas, outs))
 
 
-# -- entry points (None: keep the gathering path) ---------------------------------------------------
+# -- entry points (None: keep the gathering path) ------------------------------------------
 def eigh(x: DistArray):
     plan = plan_for(x)
     return None if plan is None else _run(x, plan, True, True)

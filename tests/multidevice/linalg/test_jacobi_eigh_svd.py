@@ -1,4 +1,5 @@
 """Covers: darray/_src/linalg/jacobi.py, darray/_src/api/linalg.py
+Covers: darray/_src/linalg/spectral_grads.py
 
 eigh, eigvalsh, svd and svdvals of a square matrix with split matrix axes by the one-sided
 block Jacobi path (issue 50, item 2), against numpy's LAPACK in float64: eigh residual
@@ -6,6 +7,7 @@ block Jacobi path (issue 50, item 2), against numpy's LAPACK in float64: eigh re
 1e-12 of the largest, orthogonal vectors; uneven extents on meshes 8, 2x4 and 4x2; the
 vectors come back in the input's layout, the values replicated.
 """
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -157,3 +159,56 @@ def test_rule_and_fallbacks():
     ref = np.linalg.svd(np.asarray(ints).astype(np.float64), compute_uv=False)
     np.testing.assert_allclose(np.asarray(s), ref, atol=2e-5 * ref[0])
     assert s.dtype == jnp.result_type(ints.dtype, 1.0)
+
+
+# -- gradients ----------
+N_GRAD = 70
+_RNG = np.random.default_rng(6)
+A_GRAD = _RNG.standard_normal((N_GRAD, N_GRAD))
+C_GRAD = _RNG.standard_normal((N_GRAD, N_GRAD))
+C_GRAD = C_GRAD + C_GRAD.T
+W_GRAD = _RNG.standard_normal(N_GRAD)
+
+
+def eigh_loss(eigh, xp):
+    def loss(v):
+        w, vec = eigh(v)  # vec * vec: blind to the eigenvectors' signs
+        return (w * xp.asarray(W_GRAD)).sum() + (vec * vec * xp.asarray(C_GRAD)).sum()
+    return loss
+
+
+def svd_loss(svd, xp):
+    def loss(v):
+        u, s, vh = svd(v)
+        return (s * xp.asarray(W_GRAD)).sum() + (u * u * xp.asarray(C_GRAD)).sum() + \
+            (vh * vh * xp.asarray(C_GRAD)).sum()
+    return loss
+
+
+@pytest.mark.x64
+def test_eigh_gradients_equal_single_device_jax():
+    """darray.grad through eigh and eigvalsh equals jax.grad through jnp.linalg's (which
+    differentiates the Hermitian part), laid out like the input."""
+    h = (A_GRAD + A_GRAD.T) / 2
+    x = darray.asarray(h, mesh=mesh_of((2, 4)), spec=("x", "y"))
+    g = darray.grad(eigh_loss(la.eigh, darray))(x)
+    ref = jax.grad(eigh_loss(jnp.linalg.eigh, jnp))(jnp.asarray(h))
+    assert_layout(g, x.layout)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(ref), atol=1e-9)
+    g = darray.grad(lambda v: (la.eigvalsh(v) * darray.asarray(W_GRAD)).sum())(x)
+    ref = jax.grad(lambda v: (jnp.linalg.eigvalsh(v) * W_GRAD).sum())(jnp.asarray(h))
+    assert_layout(g, x.layout)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(ref), atol=1e-10)
+
+
+@pytest.mark.x64
+def test_svd_gradients_equal_single_device_jax():
+    x = darray.asarray(A_GRAD, mesh=mesh_of((8,)), spec=("x",))
+    g = darray.grad(svd_loss(la.svd, darray))(x)
+    ref = jax.grad(svd_loss(jnp.linalg.svd, jnp))(jnp.asarray(A_GRAD))
+    assert_layout(g, x.layout)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(ref), atol=1e-9)
+    g = darray.grad(lambda v: (la.svdvals(v) * darray.asarray(W_GRAD)).sum())(x)
+    ref = jax.grad(lambda v: (jnp.linalg.svdvals(v) * W_GRAD).sum())(jnp.asarray(A_GRAD))
+    assert_layout(g, x.layout)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(ref), atol=1e-10)
