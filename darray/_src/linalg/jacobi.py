@@ -2,19 +2,20 @@
 gathering it (issue 50, item 2): a parallel one-sided block Jacobi method.
 
 When the rule applies
-  A 2-D square matrix, n >= MIN_EXTENT, on a mesh of at least 2 devices, with at least one
-  matrix axis split and no halo (`plan_for`). A tall-skinny or short-wide matrix goes to
+  A 2-D square matrix, n >= MIN_EXTENT, with its matrix axes split over at least 2 devices
+  and no halo (`plan_for`). A tall-skinny or short-wide matrix goes to
   tall_skinny.py first; anything else returns None and the caller keeps the gathering path.
 
 Layout during the work
-  The matrix is moved to a column split over every mesh axis (XLA's all-to-all resharding;
-  it is never all-gathered) with c = ceil(n / P) columns per device. Each device then holds
-  its columns as two blocks of b = ceil(c / 2) columns ("slots"), so the P devices hold 2P
-  blocks. Missing columns (c < 2b, or a short last device) are *padded columns*. Rows are
-  extended from n to N = 2bP: padded column number k (in device order) is d * e_{n+k}, where
-  d exceeds every singular value of the real matrix. Padded columns are thus exactly
-  orthogonal to the real ones (disjoint rows) with singular value d, larger than any real
-  one: the rotations never mix them with real columns (beyond rounding), and they sort apart.
+  The devices that split the matrix axes (P = pc * pr: columns over pc, rows over pr; mesh axes
+  splitting neither repeat the work) each take c = ceil(ceil(n / pc) / pr) whole columns: an
+  all-to-all over the row axes (never a gather). Each device then holds its columns as two
+  blocks of b = ceil(c / 2) columns ("slots"), so the P devices hold 2P blocks. Missing
+  columns (c < 2b, or a short last device) are *padded columns*. Rows are extended from n to
+  N = 2bP: padded column number k (in device order) is d * e_{n+k}, where d exceeds every
+  singular value of the real matrix. Padded columns are thus exactly orthogonal to the real
+  ones (disjoint rows) with singular value d, larger than any real one: the rotations never
+  mix them with real columns (beyond rounding), and they sort apart.
 
 The iteration (one-sided block Jacobi)
   Every device stacks its two blocks of the working matrix W (N x 2b) over the same columns
@@ -24,7 +25,9 @@ The iteration (one-sided block Jacobi)
   method: two ppermutes of one block each). 2P - 1 rounds form a sweep, after which every
   pair of blocks has met and the blocks are back in their starting slots. Sweeps repeat until
   the largest scaled off-diagonal |w_i^H w_j| / (|w_i| |w_j|) seen in a sweep is below
-  tolerance, or it stops shrinking (the rounding floor, eps * cond), or MAX_SWEEPS.
+  tolerance, or it stops shrinking below eps^(3/4) (the rounding floor, eps * cond), or
+  MAX_SWEEPS. The rotation's columns are reordered to keep each column in its slot (see
+  `_rotate`).
   Then A V = U S with S the column norms: an SVD (U = W / S, V accumulated).
 
 eigh
@@ -38,13 +41,16 @@ Sorting and results
   The N values are tiny: each device writes its own into a zero vector and a psum makes them
   known everywhere (no all-gather). Padded slots are recognised by their value d. The columns
   of U / V are then put in sorted order by a ring of P - 1 ppermutes of one block each (every
-  device picks the columns it needs from the block passing by), landing column-split with c
-  columns per device, and XLA moves them to the input's layout (all-to-all). Eigenvalues and
+  device picks the columns it needs from the block passing by), landing in the working
+  column map, and an all-to-all over the row axes restores the input's layout. Eigenvalues and
   singular values come back replicated; U, eigenvectors and Vh in the input's layout.
 
 Memory
-  [W; V] is two blocks of the matrix per device; a round adds the rotated copy and the moving
-  halves. tests/memory/test_memory_spectral.py holds the compiled count under 6 blocks.
+  [W; V] is about 2.4 blocks of the input per device (V, and padding to 2P slots); a round
+  adds the rotated slots and the moving ones, the final sort a travelling block. Measured
+  (tests/memory/test_memory_spectral.py, temporaries per max(input, output) block): eigh
+  about 10, svd about 8, eigvalsh / svdvals about 3.7; issue 50's 6 is not yet met for the
+  vector-returning functions.
 
 Rank-deficient svd
   A zero singular value leaves a zero column of W, whose U column is not defined by A V = U S;
