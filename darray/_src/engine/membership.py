@@ -18,6 +18,8 @@ p2 searches of its x1 block, each log(x2 block) steps.
 """
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -96,22 +98,41 @@ def _lookup_block(hits, flat1, dtype, sorted_block, count):
     return jax.lax.fori_loop(0, pieces, piece, hits) if pieces > 1 else piece(0, hits)
 
 
+_SMALL_TEST_SET = 4096  # x2 cells (padded) up to which x2 is made whole on every device
+
+
 def _ring_local(x2_layout: Layout, dtype, invert: bool):
     names = x2_layout.used_mesh_axes
     parts = int(np.prod([x2_layout.mesh_shape[n] for n in names])) if names else 1
     ring = [(b, (b + 1) % parts) for b in range(parts)]
+    small = parts * math.prod(x2_layout.block_shape) <= _SMALL_TEST_SET
 
     def local(block1, block2):
         flat1 = block1.reshape(-1)
         sorted_block, count = _sorted_block(block2, x2_layout, dtype)
-        hits = _lookup_block(jnp.zeros(flat1.shape, bool), flat1, dtype, sorted_block, count)
+        if small and parts > 1:
+            hits = None
+        else:
+            hits = _lookup_block(jnp.zeros(flat1.shape, bool), flat1, dtype, sorted_block,
+                                 count)
 
         def visit(_, carry):
             hits, sorted_block, count = carry
             sorted_block = compat.ppermute_blocks(sorted_block, names, ring, x2_layout.mesh)
             count = compat.ppermute_blocks(count, names, ring, x2_layout.mesh)
             return _lookup_block(hits, flat1, dtype, sorted_block, count), sorted_block, count
-        if parts > 1:
+        if parts > 1 and small:
+            # a small x2 whole on every device in one all-reduce (other rows -0: x + -0 is x
+            # bit for bit), then one lookup: on CPU each ring step is a rendezvous of every
+            # device, 4.7x the old path's time for 64 test values
+            me = jax.lax.axis_index(names)
+            rows = jax.lax.broadcasted_iota(np.int32, (parts, sorted_block.shape[0]), 0)
+            neutral = jnp.asarray(-0.0 if dtype.kind == "f" else 0, dtype)
+            table = jax.lax.psum(jnp.where(rows == me, sorted_block[None], neutral), names)
+            total = jax.lax.psum(count, names)
+            hits = _lookup_block(jnp.zeros(flat1.shape, bool), flat1, dtype,
+                                 jnp.sort(table.reshape(-1)), total)
+        elif parts > 1:
             hits, _, _ = jax.lax.fori_loop(0, parts - 1, visit, (hits, sorted_block, count))
         hits = ~hits if invert else hits
         return hits.reshape(block1.shape)

@@ -180,3 +180,20 @@ def test_no_all_gather_in_the_compiled_programs(mesh_shape, shape, split):
         text = compiled_hlo(fn, x)
         assert collective_count(text, "all-gather") == 0, name
     assert jax.device_count() == 8
+
+
+@pytest.mark.parametrize("mesh_shape,split2", [((8,), ("x",)), ((2, 4), ("x", "y"))])
+def test_isin_ring_of_large_test_blocks(mesh_shape, split2):
+    """x2 beyond the small-set size (4096 cells): its sorted blocks travel around the ring."""
+    rng = np.random.default_rng(21)
+    host1 = rng.integers(-9000, 9000, (37, 29)).astype(np.float64)
+    host1[0, 0], host1[1, 1] = np.nan, -0.0
+    shape2 = (6003,) if len(split2) == 1 else (97, 71)
+    host2 = rng.integers(-9000, 9000, shape2).astype(np.float64)
+    host2.flat[0], host2.flat[5] = np.nan, 0.0
+    x1 = _dist(host1, mesh_shape, ("x", None))
+    x2 = _dist(host2, mesh_shape, split2)
+    for invert in (False, True):
+        got = darray.isin(x1, x2, invert=invert)
+        np.testing.assert_array_equal(np.asarray(got), np.isin(host1, host2, invert=invert))
+        assert_layout(got, x1.layout)
