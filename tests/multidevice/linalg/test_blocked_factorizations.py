@@ -196,7 +196,9 @@ def test_stacks_and_unsplit_keep_the_batched_path():
 @pytest.mark.parametrize("where", LAYOUTS[:4], ids=IDS[:4])
 def test_no_all_gather(where):
     x = place(spd(N), *where)
-    b = place(rand((N, 4)), where[0], (None, "x"))
+    # the right-hand side's columns over every mesh axis: one replicated over an axis gets
+    # a result replicated there, which all-gathers the RESULT's pieces (its own size)
+    b = place(rand((N, 4)), where[0], (None, tuple("xy"[:len(where[0])])))
     for fn, args in ((lambda v: la.cholesky(v), (x,)), (la.inv, (x,)), (la.det, (x,)),
                      (lambda v: la.slogdet(v)[1], (x,)), (la.solve, (x, b))):
         text = compiled_hlo(fn, *args)
