@@ -52,7 +52,10 @@ def factor_panels(a, side: panels.Side):
     q = lax.axis_index(names)
     for k in range(p):
         top, below = k * c, (k + 1) * c
-        l_kk = lax.linalg.cholesky(a[top:below], symmetrize_input=False)
+        # off the owner, factor the identity: garbage there would give NaNs whose (masked)
+        # gradients still poison the sum (NaN * 0)
+        eye = jnp.eye(c, dtype=a.dtype)
+        l_kk = lax.linalg.cholesky(jnp.where(q == k, a[top:below], eye), symmetrize_input=False)
         l_ik = lax.linalg.triangular_solve(l_kk, a[below:], left_side=False, lower=True,
                                            transpose_a=True, conjugate_a=True)
         if k == p - 1:  # the last panel: nothing right of it to update

@@ -55,7 +55,10 @@ def factor_panels(a, side: panels.Side, rhs=None):
     swaps = jnp.zeros((), jnp.int32)
     for k in range(p):
         top, below = k * c, (k + 1) * c
-        lu, pivots, order = lax.linalg.lu(a[top:])
+        # off the owner, factor [I; 0]: garbage there would give NaNs whose (masked)
+        # gradients still poison the sum (NaN * 0)
+        eye = jnp.eye(width - top, c, dtype=a.dtype)
+        lu, pivots, order = lax.linalg.lu(jnp.where(q == k, a[top:], eye))
         lu = panels.broadcast(lu, k, q, names)
         order = panels.broadcast(order, k, q, names)
         pivots = panels.broadcast(pivots, k, q, names)
