@@ -299,9 +299,9 @@ def _given(local_vars: dict[str, Any], unknown: dict[str, Any]) -> dict[str, Any
 def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
-               small_array_cells: int = _UNSET, local_fft: str = _UNSET,
-               fftw_planner: str = _UNSET,
-               max_temp_blocks: OptionalInt = _UNSET, **unknown: Never) -> None:
+               small_array_cells: int = _UNSET,
+               max_temp_blocks: OptionalInt = _UNSET, local_fft: str = _UNSET,
+               fftw_planner: str = _UNSET, **unknown: Never) -> None:
     """Set options, e.g. ``darray.set_config(mismatch="raise")``; all are checked first.
 
     Options read while tracing (``OPTIONS[name].traced``) reach the next call, jitted or not:
@@ -313,9 +313,9 @@ def set_config(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
 def config_context(*, mismatch: str = _UNSET, transpose_backend: str = _UNSET,
                    fft_backend: str = _UNSET, halo_backend: str = _UNSET,
                    cudecomp_transpose_comm: str = _UNSET, cudecomp_halo_comm: str = _UNSET,
-                   small_array_cells: int = _UNSET, local_fft: str = _UNSET,
-                   fftw_planner: str = _UNSET,
-                   max_temp_blocks: OptionalInt = _UNSET, **unknown: Never):
+                   small_array_cells: int = _UNSET,
+                   max_temp_blocks: OptionalInt = _UNSET, local_fft: str = _UNSET,
+                   fftw_planner: str = _UNSET, **unknown: Never):
     """Set options inside a ``with`` block, for this thread only, and restore them on exit.
 
     Other threads keep their own values (as with JAX's config contexts); `set_config` changes

@@ -36,6 +36,13 @@ LAYOUTS = [
 IDS = ["8-rows", "8-cols", "2x4", "4x2", "2x4-cols-yx", "2x4-rows-x"]
 
 
+def sweep(layouts, ids, keep):
+    """The layouts as params, all but `keep` in the slow tier (each blocked program compiles
+    for 5-20 s on two shared cores; the default tier keeps one layout per test)."""
+    return [pytest.param(w, id=i, marks=() if i == keep else pytest.mark.slow)
+            for w, i in zip(layouts, ids)]
+
+
 def rand(shape, dtype=np.float64, seed=0):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal(shape)
@@ -150,7 +157,7 @@ def test_solve_integer_rhs_promotes():
 
 
 # -- inv, det, slogdet ----------
-@pytest.mark.parametrize("where", LAYOUTS[:4], ids=IDS[:4])
+@pytest.mark.parametrize("where", sweep(LAYOUTS[:4], IDS[:4], "2x4"))
 def test_inv_det_slogdet(where):
     a = rand((N, N), seed=9)
     x = place(a, *where)
@@ -193,7 +200,7 @@ def test_stacks_and_unsplit_keep_the_batched_path():
 
 
 # -- communication ----------
-@pytest.mark.parametrize("where", LAYOUTS[:4], ids=IDS[:4])
+@pytest.mark.parametrize("where", sweep(LAYOUTS[:4], IDS[:4], "4x2"))
 def test_no_all_gather(where):
     x = place(spd(N), *where)
     # the right-hand side's columns over every mesh axis: one replicated over an axis gets
