@@ -13,6 +13,7 @@ import re
 
 import jax
 import numpy as np
+import pytest
 from jax.sharding import AbstractMesh, AxisType
 
 import darray
@@ -170,3 +171,20 @@ def close(got, ref, dtype):
     tol = 2e-5 if canonical_dtype(dtype) in single or got.dtype in single else 1e-12
     err = np.abs(got - ref).max() / max(np.abs(ref).max(), 1.0)
     assert err < tol, f"relative error {err} >= {tol}"
+
+
+def thin_parametrized(items, file_names) -> None:
+    """Move every other case of each parametrized test in `file_names` to the slow tier.
+
+    For test files whose cases each compile distributed programs for seconds on two shared
+    cores: the default tier keeps the first case of every test and every other one after it
+    (so each function and each algorithm stays covered there), the slow tier runs them all.
+    """
+    seen: collections.Counter = collections.Counter()
+    for item in items:
+        if item.path.name not in file_names or not hasattr(item, "callspec"):
+            continue
+        key = (item.path.name, item.originalname)
+        if seen[key] % 2:
+            item.add_marker(pytest.mark.slow)
+        seen[key] += 1
