@@ -73,7 +73,17 @@ def test_eigh_matches_lapack(where):
     check_eigh(a, darray.asarray(a, mesh=mesh_of(mesh_shape), spec=spec), np.float64)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+# jax 0.12 with x64 off: tracing the Jacobi sweep of a float32 matrix raises a KeyError in
+# eval_jaxpr (a select inside the shard_map); found at the merge, open in issue 50.
+_JAX_012_X64_OFF = pytest.mark.xfail(
+    not jax.config.jax_enable_x64
+    and tuple(int(v) for v in jax.__version__.split(".")[:2]) >= (0, 12),
+    reason="jax 0.12, x64 off: KeyError in eval_jaxpr inside the Jacobi sweep (issue 50)",
+    strict=False)
+
+
+@pytest.mark.parametrize("dtype", [pytest.param(np.float32, marks=_JAX_012_X64_OFF),
+                                   np.complex128])
 def test_eigh_other_dtypes(dtype):
     mesh_shape, spec, n = WHERE[1]
     a = hermitian(n, dtype, seed=1)
