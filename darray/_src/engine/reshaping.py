@@ -44,6 +44,14 @@ from darray._src.placement import physical
 _INT32_MAX = 2**31 - 1
 _TILES = 16  # tiles of an output block per round: the index arrays' share of a block
 
+# Below this many cells, manipulation.reshape keeps XLA's path (it gathers the operand: at most
+# 512 KiB per device for 8-byte cells, nothing next to the rounds' fixed costs). Measured with
+# benchmarks/bench_speed_guard.py (8 CPU devices, load ~10): (13, 17, 19) -> (-1,) ran 7.5x
+# slower block by block than XLA's gather (3.0 against 0.40 ms), and 1.8-2.8x at (37, 203, 19)
+# (benchmarks/bench_reshape.py). The memory rule (tests/memory: the survey's smallest reshape
+# is 100003 cells) keeps the threshold from rising to that crossover.
+MIN_CELLS = 1 << 16
+
 
 def supported(src: Layout, dst: Layout) -> bool:
     """Whether the block-wise path applies: plain layouts on one mesh of several devices, a
@@ -71,8 +79,10 @@ def xla_is_blockwise(src: Layout, dst: Layout) -> bool:
 
 
 def takes_blockwise(src: Layout, dst: Layout) -> bool:
-    """Whether manipulation.reshape runs src -> dst through `reshape_fn` (else XLA's path)."""
-    return supported(src, dst) and not xla_is_blockwise(src, dst)
+    """Whether manipulation.reshape runs src -> dst through `reshape_fn` (else XLA's path):
+    arrays of MIN_CELLS cells or more that XLA's partitioner would gather."""
+    return (supported(src, dst) and math.prod(src.shape) >= MIN_CELLS
+            and not xla_is_blockwise(src, dst))
 
 
 def _xla_reshape_plan(src: Layout, dst: Layout) -> bool:

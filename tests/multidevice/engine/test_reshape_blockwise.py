@@ -13,9 +13,16 @@ import pytest
 from helpers import mesh_of
 
 import darray
+from darray._src.api import manipulation
 from darray._src.engine import reshaping
 
 RULE = 3.0
+
+
+@pytest.fixture(autouse=True)
+def _blockwise_at_every_size(monkeypatch):
+    """The cases are small: the block-wise path is asked for below its size threshold."""
+    monkeypatch.setattr(reshaping, "MIN_CELLS", 0)
 
 # (input shape, mesh shape, spec, new shape, expected output split)
 CASES = [
@@ -168,3 +175,18 @@ def test_even_reshapes_keep_xla_path_only_where_it_does_not_gather():
     assert w.data.sharding.is_equivalent_to(w.sharding, w.data.ndim)
     _, hlo = _plan(lambda v: darray.reshape(v, (4, 16, 8), copy=True), z)
     assert "all-gather" not in hlo and "collective-permute" in hlo
+
+
+def test_small_reshapes_keep_xla_path_below_the_threshold(monkeypatch):
+    """Below reshaping.MIN_CELLS XLA's gather is the faster path (bench_speed_guard.py) and
+    holds little memory in bytes: it is kept; the answer is the same."""
+    monkeypatch.setattr(reshaping, "MIN_CELLS", 1 << 16)
+    host = _host((13, 17, 19))
+    x = darray.asarray(host, mesh=mesh_of((2, 4)), spec=("x", "y"))
+    out, _ = manipulation._reshape_layout(x.layout, (13 * 17 * 19,))
+    assert not reshaping.takes_blockwise(x.layout, out)
+    y = darray.reshape(x, (-1,))
+    np.testing.assert_array_equal(np.asarray(y), host.reshape(-1))
+    assert y.layout.split == (("x", "y"),)
+    _, hlo = _plan(lambda v: darray.reshape(v, (-1,)), x)
+    assert "collective-permute" not in hlo  # XLA's program, not the rows exchange
