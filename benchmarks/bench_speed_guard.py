@@ -42,8 +42,8 @@ import numpy as np  # noqa: E402
 from _bench_common import time_interleaved  # noqa: E402
 
 import darray  # noqa: E402
-from darray._src.distarray.array import DistArray  # noqa: E402
 from darray._src.api import taking  # noqa: E402
+from darray._src.distarray.array import DistArray  # noqa: E402
 from darray._src.engine.apply import apply_logical  # noqa: E402
 
 # cells of a 1-D case and rows x cols of a 2-D case per size exponent: uneven on 8 and 2x4
