@@ -508,7 +508,8 @@ def tile(x: DistArray, repetitions, /) -> DistArray:
     Layout: x's split (aligned to the trailing axes; prepended axes unsplit). Local when every
     split axis has repetition 1. Along a split axis the output is r copies of x joined: each
     output block is assembled from the input blocks it overlaps by ppermute rounds
-    (engine/repeating.py), never an all-gather.
+    (engine/repeating.py), never an all-gather; below repeating.TILE_MIN_CELLS output cells
+    XLA's program, faster there.
     """
     x = ensure_array("tile", x)
     reps = _shape_arg(repetitions, "repetitions")
@@ -522,7 +523,7 @@ def tile(x: DistArray, repetitions, /) -> DistArray:
     out = make_out_layout(x.mesh, shape, split)
     if not x.layout.has_halo and all(r == 1 for s, r in zip(split, reps_full) if s):
         return run_physical(_tile, [x], out, static=(reps_full,))
-    if 0 in shape:
+    if 0 in shape or math.prod(shape) < repeating.TILE_MIN_CELLS:
         return apply_logical(_tile, [x], out, static=(reps_full,))
     x = x if not x.layout.has_halo else apply_logical(_identity, [x], x.layout.without_halo())
     return DistArray._new(repeating.tile_fn(x.layout, out, reps_full)(x.data), out)

@@ -25,6 +25,13 @@ from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.engine import joining
 from darray._src.layout.layout import Layout
 
+# Below this many output cells manipulation.tile keeps XLA's path (it gathers the tiled axis:
+# at most 256 KiB per device for 8-byte cells). Measured with benchmarks/bench_speed_guard.py
+# on 8 CPU devices (load 15-30): tile (61, 67) -> (183, 67) split 8 ran 2.6-2.7x slower block
+# by block (0.98 against 0.36 ms), (257, 259) x3 1.13x, (1021, 1031) x3 0.12-0.8x. The memory
+# survey's smallest tile (100003 cells, tests/memory) stays above it.
+TILE_MIN_CELLS = 1 << 15
+
 
 def _tile_local(layout: Layout, out: Layout, reps: tuple[int, ...]):
     lead = out.ndim - layout.ndim

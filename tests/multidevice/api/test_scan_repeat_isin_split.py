@@ -17,6 +17,7 @@ import pytest
 from helpers import assert_layout, collective_count, compiled_hlo, mesh_of, rand
 
 import darray
+from darray._src.engine import repeating
 
 # (mesh shape, array shape, split): uneven and even, one mesh axis and two per array axis
 LAYOUTS = [
@@ -105,7 +106,8 @@ def test_repeat_along_split_and_flattened(mesh_shape, shape, split):
 
 
 @pytest.mark.parametrize("mesh_shape,shape,split", LAYOUTS, ids=IDS)
-def test_tile_along_split_axes(mesh_shape, shape, split):
+def test_tile_along_split_axes(mesh_shape, shape, split, monkeypatch):
+    monkeypatch.setattr(repeating, "TILE_MIN_CELLS", 0)  # the block-wise path at these sizes
     host = rand(shape, np.float32, seed=7)
     x = _dist(host, mesh_shape, split)
     for reps in [(2,), (3, 1), (2, 3), (1, 2, 2), (2, 1, 1, 3)]:
@@ -114,6 +116,19 @@ def test_tile_along_split_axes(mesh_shape, shape, split):
         np.testing.assert_array_equal(np.asarray(got), want)
         lead = len(want.shape) - len(shape)
         assert_layout(got, shape=want.shape, split=((),) * lead + x.layout.split)
+
+
+def test_small_tile_keeps_xla_path():
+    """Below repeating.TILE_MIN_CELLS output cells XLA's program (faster there,
+    bench_speed_guard.py) tiles the split axis; the answer and layout are the same."""
+    host = rand((61, 67), np.float32, seed=3)
+    x = _dist(host, (8,), ("x", None))
+    assert 3 * host.size < repeating.TILE_MIN_CELLS
+    got = darray.tile(x, (3, 1))
+    np.testing.assert_array_equal(np.asarray(got), np.tile(host, (3, 1)))
+    assert_layout(got, shape=(183, 67), split=x.layout.split)
+    text = compiled_hlo(lambda a: darray.tile(a, (3, 1)), x)
+    assert collective_count(text, "collective-permute") == 0  # not the rounds
 
 
 def _isin_values(shape, dtype, seed):
@@ -162,7 +177,8 @@ def test_isin_compares_in_numpys_promoted_dtype():
 
 @pytest.mark.parametrize("mesh_shape,shape,split", [LAYOUTS[0], LAYOUTS[3], LAYOUTS[5]],
                          ids=[IDS[0], IDS[3], IDS[5]])
-def test_no_all_gather_in_the_compiled_programs(mesh_shape, shape, split):
+def test_no_all_gather_in_the_compiled_programs(mesh_shape, shape, split, monkeypatch):
+    monkeypatch.setattr(repeating, "TILE_MIN_CELLS", 0)  # the block-wise tile at this size
     x = _dist(rand(shape, np.float32), mesh_shape, split)
     axis = _split_axes(split)[0]
     reps = [1] * len(shape)
