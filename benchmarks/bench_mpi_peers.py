@@ -9,7 +9,8 @@ that a load that comes and goes weighs on all of them alike. The contenders:
   with the MPI transport (``darray.set_config(transpose_backend="mpi")``), slab split;
 * ``darray-jit``: the same round trip inside one ``jax.jit``;
 * ``darray-fftw-eager``, ``darray-fftw-jit``: the same two with FFTW as the local FFT
-  (``local_fft="fftw"``, docs/fftw.md; ``--fftw-planner`` picks its planning flag): skipped with
+  (``local_fft="fftw"``, docs/fftw.md; ``--fftw-planner``, default ``measure``, its planning
+  flag, planned during the warm-up calls): skipped with
   the reason where no FFTW library is found (``pip install pyfftw``);
 * ``dtfft-default``: dtFFT's C2C / R2C plan with its default configuration (FFTW executor);
 * ``dtfft-p2p``, ``dtfft-p2p-pipelined``, ``dtfft-a2a``: the same with one configuration line,
@@ -179,7 +180,7 @@ def _darray_started(library="darray-jit"):
         darray.set_config(transpose_backend="mpi")
         if library.startswith("darray-fftw"):  # a job runs one contender: set once
             darray.set_config(local_fft="fftw",
-                              fftw_planner=os.environ.get(FFTW_PLANNER_ENV, "estimate"))
+                              fftw_planner=os.environ.get(FFTW_PLANNER_ENV, "measure"))
         mesh = jax.make_mesh((jax.process_count(),), ("x",),
                              axis_types=(jax.sharding.AxisType.Auto,))
         _DARRAY.update(jax=jax, darray=darray, mesh=mesh)
@@ -393,8 +394,9 @@ def main(argv=None):
                              "the next grow the allocator's heaps to their working set")
     parser.add_argument("--check-shape", default="24x20x18")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per mpiexec job")
-    parser.add_argument("--fftw-planner", default="estimate", choices=("estimate", "measure"),
-                        help="darray-fftw-*'s fftw_planner option")
+    parser.add_argument("--fftw-planner", default="measure", choices=("estimate", "measure"),
+                        help="darray-fftw-*'s fftw_planner option (measure: FFTW_ESTIMATE's "
+                             "2-D plans of 256^2 planes took 3x XLA's time, docs/fftw.md)")
     parser.add_argument("--dtfft-python", default=sys.executable)
     parser.add_argument("--dtfft-libs", default=None, help="directory for dtFFT's LD_LIBRARY_PATH")
     parser.add_argument("--pfft-python", default=sys.executable)
