@@ -8,6 +8,10 @@ that a load that comes and goes weighs on all of them alike. The contenders:
 * ``darray-eager``: ``darray.fft.fftn`` then ``ifftn`` (``rfftn`` / ``irfftn``), called eagerly,
   with the MPI transport (``darray.set_config(transpose_backend="mpi")``), slab split;
 * ``darray-jit``: the same round trip inside one ``jax.jit``;
+* ``darray-fftw-eager``, ``darray-fftw-jit``: the same two with FFTW as the local FFT
+  (``local_fft="fftw"``, docs/fftw.md; ``--fftw-planner``, default ``measure``, its planning
+  flag, planned during the warm-up calls): skipped with
+  the reason where no FFTW library is found (``pip install pyfftw``);
 * ``dtfft-default``: dtFFT's C2C / R2C plan with its default configuration (FFTW executor);
 * ``dtfft-p2p``, ``dtfft-p2p-pipelined``, ``dtfft-a2a``: the same with one configuration line,
   ``Config(backend=MPI_P2P / MPI_P2P_PIPELINED / MPI_A2A)``; "dtfft-best" is the fastest
@@ -85,13 +89,14 @@ from _bench_common import (  # noqa: E402
 )
 from bench_multiprocess import PeakRss, _timed, run_job  # noqa: E402
 
-CONTENDERS = ("darray-eager", "darray-jit", "dtfft-default", "dtfft-p2p", "dtfft-p2p-pipelined",
-              "dtfft-a2a", "mpi4py-fft")
+CONTENDERS = ("darray-eager", "darray-jit", "darray-fftw-eager", "darray-fftw-jit",
+              "dtfft-default", "dtfft-p2p", "dtfft-p2p-pipelined", "dtfft-a2a", "mpi4py-fft")
 # The memory jobs (one per contender per round, untimed): every allocation of 1 MiB or more is
 # its own mapping, returned when freed (in place of the tunables that keep freed buffers for
 # reuse), so the RSS measures the arrays alive at the peak, not buffers kept for the next call
 _MEMORY_TUNABLES = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=1048576"
 MEMORY_JOB_ENV = "DARRAY_BENCH_MEMORY_JOB"  # "1": sample the RSS (timed jobs do not)
+FFTW_PLANNER_ENV = "DARRAY_BENCH_FFTW_PLANNER"  # darray-fftw-*'s fftw_planner
 DTFFT_BACKENDS = {"dtfft-p2p": "MPI_P2P", "dtfft-p2p-pipelined": "MPI_P2P_PIPELINED",
                   "dtfft-a2a": "MPI_A2A"}
 
@@ -122,10 +127,10 @@ def _forward_gathered(library, kind, full, comm):
     import numpy as np
     if library.startswith("darray"):
         import jax
-        _, darray, mesh = _darray_started()
+        _, darray, mesh = _darray_started(library)
         x = darray.asarray(full, mesh=mesh, spec=("x",))
         fwd = darray.fft.fftn if kind == "c2c" else darray.fft.rfftn
-        y = jax.jit(fwd)(x) if library == "darray-jit" else fwd(x)
+        y = jax.jit(fwd)(x) if library.endswith("-jit") else fwd(x)
         gathered = darray.distributed.gather(y)  # collective: every rank takes part
         return gathered if comm.rank == 0 else None
     if library == "mpi4py-fft":
@@ -166,13 +171,16 @@ def _assemble(pieces, shape):
 _DARRAY: dict = {}
 
 
-def _darray_started():
+def _darray_started(library="darray-jit"):
     if not _DARRAY:
         import jax
         jax.config.update("jax_enable_x64", True)
         import darray
         darray.distributed.initialize()
         darray.set_config(transpose_backend="mpi")
+        if library.startswith("darray-fftw"):  # a job runs one contender: set once
+            darray.set_config(local_fft="fftw",
+                              fftw_planner=os.environ.get(FFTW_PLANNER_ENV, "measure"))
         mesh = jax.make_mesh((jax.process_count(),), ("x",),
                              axis_types=(jax.sharding.AxisType.Auto,))
         _DARRAY.update(jax=jax, darray=darray, mesh=mesh)
@@ -213,11 +221,11 @@ def _round_trip_job(library, kind, n, repeats, warmup, comm):
     shape = (n, n, n)
     rng = np.random.default_rng(comm.rank)
     if library.startswith("darray"):
-        jax, darray, mesh = _darray_started()
+        jax, darray, mesh = _darray_started(library)
         dtype = np.complex128 if kind == "c2c" else np.float64
         fwd, inv = ((darray.fft.fftn, darray.fft.ifftn) if kind == "c2c"
                     else (darray.fft.rfftn, lambda y: darray.fft.irfftn(y, s=shape)))
-        both = (jax.jit(lambda a: inv(fwd(a))) if library == "darray-jit"
+        both = (jax.jit(lambda a: inv(fwd(a))) if library.endswith("-jit")
                 else (lambda a: inv(fwd(a))))
         # compile on an array of its own, dropped before the baseline: the programs stay
         # resident like a peer's plan, the compiler's working memory is not counted. glibc
@@ -364,6 +372,15 @@ def _why_missing(python, module, env) -> str | None:
     return probe.stderr.strip().splitlines()[-1][:200] if probe.stderr else "import failed"
 
 
+def _why_no_fftw(env) -> str | None:
+    """None where darray finds an FFTW library (its local_fft="fftw" provider), else why not."""
+    probe = subprocess.run(
+        [sys.executable, "-c", "from darray._src.kernels import fftw; print(fftw.load() or '')"],
+        env=env, capture_output=True, text=True, timeout=120)
+    why = probe.stdout.strip() if probe.returncode == 0 else (probe.stderr.strip() or "failed")
+    return why.splitlines()[-1][:200] if why else None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--procs", default="2,4")
@@ -377,6 +394,9 @@ def main(argv=None):
                              "the next grow the allocator's heaps to their working set")
     parser.add_argument("--check-shape", default="24x20x18")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per mpiexec job")
+    parser.add_argument("--fftw-planner", default="measure", choices=("estimate", "measure"),
+                        help="darray-fftw-*'s fftw_planner option (measure: FFTW_ESTIMATE's "
+                             "2-D plans of 256^2 planes took 3x XLA's time, docs/fftw.md)")
     parser.add_argument("--dtfft-python", default=sys.executable)
     parser.add_argument("--dtfft-libs", default=None, help="directory for dtFFT's LD_LIBRARY_PATH")
     parser.add_argument("--pfft-python", default=sys.executable)
@@ -406,8 +426,15 @@ def main(argv=None):
             p for p in (args.dtfft_libs, os.environ.get("LD_LIBRARY_PATH")) if p)
     launchers, skipped = {}, {}
     wanted = args.contenders.split(",")
+    fftw_env = dict(base_env, **{FFTW_PLANNER_ENV: args.fftw_planner})
     for lib in wanted:
-        if lib.startswith("darray"):
+        if lib.startswith("darray-fftw"):
+            why = _why_no_fftw(base_env)
+            if why:
+                skipped[lib] = why
+            else:
+                launchers[lib] = ([mpiexec, sys.executable], fftw_env)
+        elif lib.startswith("darray"):
             launchers[lib] = ([mpiexec, sys.executable], base_env)
         elif lib.startswith("dtfft"):
             why = _why_missing(args.dtfft_python, "dtfft", dtfft_env)

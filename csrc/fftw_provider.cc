@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,9 @@ constexpr unsigned kUnaligned = 1U << 1;
 constexpr unsigned kEstimate = 1U << 6;
 constexpr int kForward = -1;
 constexpr int kBackward = +1;
+// A chunk of leading slices that stays in a core's L2 cache (512 KiB): its scale and its c2r
+// input copy then cost no pass over memory.
+constexpr int64_t kChunkBytes = int64_t{1} << 19;
 
 // The calls darray makes, one table per precision; `Real` is double or float and FFTW's
 // complex type is Real[2], so pointers to it are passed as void*.
@@ -195,32 +199,62 @@ std::string Execute(const Transform& t, const void* in, void* out) {
   const size_t out_elem = real_bytes * (t.kind == Kind::kC2R ? 1 : 2);
   const int64_t in_count = Product(t.in_dims), out_count = Product(t.out_dims);
 
-  // FFTW's c2r overwrites its input (multi-dimensional c2r cannot preserve it): it runs on a
-  // copy, since XLA's input buffer is not ours to change.
-  Scratch copy;
+  // Chunks of the leading axis, when it is a batch axis (not transformed): one plan for k of
+  // its slices, executed slice group after slice group on the same strides (FFTW's new-array
+  // execute). The numpy scale and c2r's input copy (FFTW's multi-dimensional c2r overwrites
+  // its input, and XLA's input buffer is not ours to change) then run on a chunk still in
+  // cache, instead of each costing one more pass over the whole block in memory.
+  const int64_t lead = t.in_dims[0];
+  const bool lead_batch =
+      t.in_dims.size() > 1 && lead > 1 &&
+      std::find(t.axes.begin(), t.axes.end(), int64_t{0}) == t.axes.end();
+  const int64_t in_slice = in_count / t.in_dims[0], out_slice = out_count / t.out_dims[0];
+  int64_t rows = lead;  // leading slices per chunk: a divisor of `lead` (all: no chunks)
+  if (lead_batch) {
+    // the largest divisor whose chunk fits kChunkBytes, else the smallest (slices larger
+    // than the cache still save the separate passes' second read)
+    for (int64_t d = 1; d <= lead; ++d) {
+      if (lead % d != 0) continue;
+      const int64_t bytes = d * in_slice * static_cast<int64_t>(in_elem);
+      // every chunk starts at the same alignment as the first (64-byte multiples)
+      const bool keeps_alignment = bytes % 64 == 0 &&
+                                   (d * out_slice * static_cast<int64_t>(out_elem)) % 64 == 0;
+      if (!keeps_alignment) continue;
+      if (rows == lead || bytes <= kChunkBytes) rows = d;
+      if (bytes > kChunkBytes) break;
+    }
+  }
+  const int64_t chunks = lead / rows;
+  std::vector<int64_t> chunk_in = t.in_dims, chunk_out = t.out_dims;
+  if (chunks > 1) {  // a batch axis: the same length in and out
+    chunk_in[0] = rows;
+    chunk_out[0] = rows;
+  }
+  const int64_t chunk_in_count = in_count / chunks, chunk_out_count = out_count / chunks;
+
+  Scratch copy;  // c2r's input, one chunk at a time
   void* src = const_cast<void*>(in);
   if (t.kind == Kind::kC2R) {
-    copy = Allocate(in_count * in_elem);
+    copy = Allocate(chunk_in_count * in_elem);
     if (!copy) return "out of memory for the c2r input copy";
-    std::memcpy(copy.get(), in, in_count * in_elem);
     src = copy.get();
   }
 
   // The guru dims: transformed axes (logical lengths), then the others as batch ("howmany")
   // dims; strides in each array's own element units, so any axis is transformed in place
   // of a transpose.
-  const std::vector<int64_t> is = RowMajorStrides(t.in_dims), os = RowMajorStrides(t.out_dims);
+  const std::vector<int64_t> is = RowMajorStrides(chunk_in), os = RowMajorStrides(chunk_out);
   std::vector<IoDim64> dims, howmany;
-  std::vector<bool> transformed(t.in_dims.size(), false);
+  std::vector<bool> transformed(chunk_in.size(), false);
   for (int64_t a : t.axes) {
     transformed[a] = true;
-    const int64_t n = t.kind == Kind::kC2R ? t.out_dims[a] : t.in_dims[a];
+    const int64_t n = t.kind == Kind::kC2R ? chunk_out[a] : chunk_in[a];
     dims.push_back({static_cast<ptrdiff_t>(n), static_cast<ptrdiff_t>(is[a]),
                     static_cast<ptrdiff_t>(os[a])});
   }
-  for (size_t k = 0; k < t.in_dims.size(); ++k) {
+  for (size_t k = 0; k < chunk_in.size(); ++k) {
     if (!transformed[k]) {
-      howmany.push_back({static_cast<ptrdiff_t>(t.in_dims[k]), static_cast<ptrdiff_t>(is[k]),
+      howmany.push_back({static_cast<ptrdiff_t>(chunk_in[k]), static_cast<ptrdiff_t>(is[k]),
                          static_cast<ptrdiff_t>(os[k])});
     }
   }
@@ -247,8 +281,8 @@ std::string Execute(const Transform& t, const void* in, void* out) {
       void* pi = src;
       void* po = out;
       if (t.measure) {
-        plan_in = Allocate(in_count * in_elem);
-        plan_out = Allocate(out_count * out_elem);
+        plan_in = Allocate(chunk_in_count * in_elem);
+        plan_out = Allocate(chunk_out_count * out_elem);
         if (!plan_in || !plan_out) return "out of memory for FFTW_MEASURE's trial arrays";
         pi = plan_in.get();
         po = plan_out.get();
@@ -266,19 +300,26 @@ std::string Execute(const Transform& t, const void* in, void* out) {
       g_plans.emplace(key, plan);
     }
   }
-  if (t.kind == Kind::kC2C) {
-    api.execute_dft(plan, src, out);
-  } else if (t.kind == Kind::kR2C) {
-    api.execute_r2c(plan, src, out);
-  } else {
-    api.execute_c2r(plan, src, out);
-  }
-  if (t.scale != 1.0) {
-    const int64_t reals = out_count * static_cast<int64_t>(out_elem / real_bytes);
-    if (p == 0) {
-      Scale<double>(out, reals, t.scale);
+  const size_t in_step = static_cast<size_t>(chunk_in_count) * in_elem;
+  const size_t out_step = static_cast<size_t>(chunk_out_count) * out_elem;
+  const int64_t reals = chunk_out_count * static_cast<int64_t>(out_elem / real_bytes);
+  for (int64_t c = 0; c < chunks; ++c) {
+    unsigned char* o = static_cast<unsigned char*>(out) + c * out_step;
+    const unsigned char* i = static_cast<const unsigned char*>(in) + c * in_step;
+    if (t.kind == Kind::kC2C) {
+      api.execute_dft(plan, const_cast<unsigned char*>(i), o);
+    } else if (t.kind == Kind::kR2C) {
+      api.execute_r2c(plan, const_cast<unsigned char*>(i), o);
     } else {
-      Scale<float>(out, reals, t.scale);
+      std::memcpy(copy.get(), i, in_step);
+      api.execute_c2r(plan, copy.get(), o);
+    }
+    if (t.scale != 1.0) {
+      if (p == 0) {
+        Scale<double>(o, reals, t.scale);
+      } else {
+        Scale<float>(o, reals, t.scale);
+      }
     }
   }
   return "";
