@@ -389,7 +389,12 @@ def _advanced_get(x: DistArray, key: tuple) -> DistArray:
     if single is not None:
         axis, idx = single
         shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
-        return exchange_gather.gather(x, idx, axis, default_layout(shape, x.layout))
+        # x's split kept, as `take` does (the index's first axis split as x's `axis`): the
+        # ring computes into it and nothing moves after (the default layout moved x first,
+        # a row over 3 blocks, issue 49)
+        split = x.layout.split
+        split = split[:axis] + (split[axis],) + ((),) * (idx.ndim - 1) + split[axis + 1:]
+        return exchange_gather.gather(x, idx, axis, make_out_layout(x.mesh, shape, split))
     template, operands = advanced_parts(x, key)
     # a numpy index array is int64; with x64 off (JAX's default) JAX holds it as int32, and a
     # ShapeDtypeStruct asking for int64 would warn (jax 0.12)

@@ -25,7 +25,8 @@ follows +inf; complex numbers compare by real then imaginary part.
 
 Per device the loop holds its block of values and of indices (int32 where the axis fits), the
 partner's block as it arrives, and the sort's scratch: no device ever holds more than two
-blocks of the axis.
+blocks of the axis. argsort's values and indices cross in two ppermutes, the indices once
+the values are merged (`_merge_keyed`), so only one received block is held at a time.
 
 **searchsorted against a split sorted x1**: for a sorted x1, the insertion index of v is the
 count of x1's elements before v (``< v`` left, ``<= v`` right), a sum over x1's blocks. Each
@@ -82,12 +83,6 @@ def _value_lt_eq(a, b):
     return a < b, a == b
 
 
-def _key_lt(xa, ka, xb, kb):
-    """(xa, ka) < (xb, kb) in lax.sort's order with num_keys=2."""
-    lt, eq = _value_lt_eq(xa, xb)
-    return lt | (eq & (ka < kb))
-
-
 def sortable(layout: Layout, axis: int) -> bool:
     """Whether the network applies: a split axis, blocks big enough to pay for P rounds."""
     if not layout.split[axis] or 0 in layout.shape:
@@ -105,38 +100,12 @@ def _phase_pairs(parts: int, parity: int, descending: bool):
     return tuple(pairs)
 
 
-def _network(x, k, layout: Layout, axis: int, pos, descending: bool):
-    """The odd-even transposition phases (module doc) on my sorted block (x, k)."""
-    parts, split = layout.parts(axis), layout.split[axis]
-
-    def local_sort(x, k):
-        return jax.lax.sort((x, k), dimension=axis, num_keys=2, is_stable=False)
-
-    def phase(parity, x, k):
-        pairs = _phase_pairs(parts, parity, descending)
-        if not pairs:
-            return x, k
-        rx, rk = compat.ppermute_blocks((x, k), split, pairs, layout.mesh)
-        rx, rk = jnp.flip(rx, axis), jnp.flip(rk, axis)
-        lower = (pos % 2 == parity) & (pos + 1 < parts)
-        upper = (pos % 2 != parity) & (pos >= 1)
-        take = jnp.where(lower, _key_lt(rx, rk, x, k),
-                         upper & _key_lt(x, k, rx, rk))
-        return local_sort(jnp.where(take, rx, x), jnp.where(take, rk, k))
-
-    def two_phases(_, carry):
-        return phase(1, *phase(0, *carry))
-
-    x, k = local_sort(x, k)
-    return jax.lax.fori_loop(0, (parts + 1) // 2, two_phases, (x, k))
-
-
 def _at(x, i, axis):
     """x[..., i, ...] along `axis` per lane (i has x's shape with `axis` of length 1)."""
     return jnp.take_along_axis(x, i, axis=axis, mode="promise_in_bounds")
 
 
-def _prefix_length(holds, x, axis: int, chunk: int):
+def _prefix_length(holds, x, axis: int, chunk: int, looped: bool = False):
     """Per lane, the length of the prefix of [0, chunk) on which the monotone predicate
     `holds(i)` is true: a binary search of log2(chunk) steps, where a count would read (and
     XLA materialize) a whole block of flags."""
@@ -144,21 +113,40 @@ def _prefix_length(holds, x, axis: int, chunk: int):
     shape[axis] = 1
     lo = jnp.zeros(shape, np.int32)
     hi = jnp.full(shape, chunk, np.int32)
-    for _ in range(max(1, int(chunk).bit_length())):
+
+    def step(_, bounds):
+        lo, hi = bounds
         mid = jnp.minimum((lo + hi) // 2, chunk - 1)
         yes = holds(mid) & (lo < hi)
         no = ~holds(mid) & (lo < hi)
-        lo, hi = jnp.where(yes, mid + 1, lo), jnp.where(no, mid, hi)
+        return jnp.where(yes, mid + 1, lo), jnp.where(no, mid, hi)
+    steps = max(1, int(chunk).bit_length())
+    if looped:  # a loop's result is a buffer, never fused again into (recomputed in) a user
+        return jax.lax.fori_loop(0, steps, step, (lo, hi))[0]
+    for i in range(steps):
+        lo, hi = step(i, (lo, hi))
     return lo
+
+
+def _merge_split_counts(x, received, axis: int, chunk: int, looped: bool = False):
+    """(t, u) per lane for my block x and the partner's `received`, both sorted: a lower
+    block a keeps a[:t] and b[:c-t] of the pair, t = #{i: not b[c-1-i] < a[i]}; an upper b
+    keeps a[c-u:] and b[u:], u = #{j: b[j] < a[c-1-j]}. Ties go to the lower block, so
+    equal elements never pass each other (the network is stable)."""
+    t = _prefix_length(lambda i: ~_value_lt_eq(_at(received, chunk - 1 - i, axis),
+                                                _at(x, i, axis))[0], x, axis, chunk,
+                       looped)
+    u = _prefix_length(lambda j: _value_lt_eq(_at(x, j, axis),
+                                              _at(received, chunk - 1 - j, axis))[0],
+                       x, axis, chunk, looped)
+    return t, u
 
 
 def _merge_values(x, layout: Layout, axis: int, pos):
     """The odd-even transposition phases on my sorted block of values alone (no index key).
 
-    A stable merge-split: of the pair (lower a, upper b) the lower keeps a[:t] and b[:c-t],
-    t the count of i with not b[c-1-i] < a[i]; the upper keeps a[c-u:] and b[u:]. Ties
-    prefer the lower block's elements for the lower half, and each device then sorts its
-    two runs (theirs first where they came from the lower block) with a stable sort, so equal
+    A stable merge-split (`_merge_split_counts`): each device then sorts its two runs
+    (theirs first where they came from the lower block) with a stable sort, so equal
     elements never pass each other: the network is stable without carrying indices."""
     parts, split, chunk = layout.parts(axis), layout.split[axis], layout.chunk(axis)
 
@@ -169,12 +157,7 @@ def _merge_values(x, layout: Layout, axis: int, pos):
         received = compat.ppermute_blocks(x, split, pairs, layout.mesh)
         lower = (pos % 2 == parity) & (pos + 1 < parts)
         upper = (pos % 2 != parity) & (pos >= 1)
-        # lower: t = #{i: not b[c-1-i] < a[i]}; upper: u = #{j: b[j] < a[c-1-j]} (b mine)
-        t = _prefix_length(lambda i: ~_value_lt_eq(_at(received, chunk - 1 - i, axis),
-                                                    _at(x, i, axis))[0], x, axis, chunk)
-        u = _prefix_length(lambda j: _value_lt_eq(_at(x, j, axis),
-                                                  _at(received, chunk - 1 - j, axis))[0],
-                           x, axis, chunk)
+        t, u = _merge_split_counts(x, received, axis, chunk)
         cell = jax.lax.broadcasted_iota(np.int32, x.shape, axis)  # built here: not held
         # mine where I keep my own run; else the partner's run, rotated into place
         own = jnp.where(lower, cell < t, jnp.where(upper, cell >= u, True))
@@ -188,6 +171,65 @@ def _merge_values(x, layout: Layout, axis: int, pos):
 
     x = jax.lax.sort(x, dimension=axis, is_stable=True)
     return jax.lax.fori_loop(0, (parts + 1) // 2, two_phases, x)
+
+
+def _after(k, x, axis: int):
+    """`k` unchanged, but computed from x's first cell: XLA cannot start what uses it before
+    x exists (CPU drops optimization barriers, and its scheduler would send the keys while
+    both blocks of values are still held). A shift right by 31 then by 1 is 0, which XLA's
+    simplifier does not know."""
+    probe = jax.lax.slice_in_dim(x, 0, 1, axis=axis)
+    if jnp.issubdtype(probe.dtype, jnp.complexfloating):
+        probe = jnp.real(probe)
+    bits = probe.astype(np.int32)  # any value: the shifts make it 0
+    zero = jax.lax.shift_right_logical(jax.lax.shift_right_logical(bits, np.int32(31)),
+                                       np.int32(1))
+    return k + zero.astype(k.dtype)
+
+
+def _merge_keyed(x, k, layout: Layout, axis: int, pos, descending: bool):
+    """The odd-even transposition phases on my block of (value, unique key k) pairs.
+
+    The split point comes from the values alone (`_merge_split_counts`): the key only
+    orders ties, and in a stable network equal values in lower blocks have the smaller keys.
+    So the values cross first, are merged, and only then the keys cross (a second
+    ppermute): a device holds its pair and one received block, never two. What a device
+    keeps is Batcher's split (one run reversed: a bitonic sequence the (value, key) sort
+    orders again), with no gather to rotate it."""
+    parts, split, chunk = layout.parts(axis), layout.split[axis], layout.chunk(axis)
+
+    def local_sort(x, k):
+        return tuple(jax.lax.sort((x, k), dimension=axis, num_keys=2, is_stable=False))
+
+    def phase(parity, x, k):
+        pairs = _phase_pairs(parts, parity, descending)
+        if not pairs:
+            return x, k
+        received = compat.ppermute_blocks(x, split, pairs, layout.mesh)
+        lower = (pos % 2 == parity) & (pos + 1 < parts)
+        upper = (pos % 2 != parity) & (pos >= 1)
+        # (t, u) from a loop, so buffers: else XLA fuses the search's last step into the
+        # selects, and both blocks of values stay alive until the keys are merged
+        t, u = _merge_split_counts(x, received, axis, chunk, looped=True)
+
+        def keep(mine, theirs):
+            # lower: theirs b[:c-t] at cells [0, c-t), mine a[:t] reversed after them; upper:
+            # mine b[u:] reversed at [0, c-u), theirs a[c-u:] after. Written over the
+            # received block (the select reads it cell by cell), so nothing else is held.
+            cell = jax.lax.broadcasted_iota(np.int32, mine.shape, axis)
+            from_partner = jnp.where(lower, cell < chunk - t,
+                                     upper & (cell >= chunk - u))
+            return jnp.where(from_partner, theirs, jnp.flip(mine, axis))
+
+        x = keep(x, received)
+        # the keys leave only once the values are merged: one received block at a time
+        k = _after(k, x, axis)
+        return local_sort(x, keep(k, compat.ppermute_blocks(k, split, pairs, layout.mesh)))
+
+    def two_phases(_, carry):
+        return phase(1, *phase(0, *carry))
+
+    return jax.lax.fori_loop(0, (parts + 1) // 2, two_phases, local_sort(x, k))
 
 
 def _mirror(x, layout: Layout, axis: int):
@@ -235,7 +277,7 @@ def _sort_fn(layout: Layout, axis: int, descending: bool, indices: bool):
         # descending: ties keep their order once the result is reversed
         k = (n - 1) - index if descending else index
         pos = parts - 1 - me if descending else me
-        x, k = _network(x, k, layout, axis, pos, descending)
+        x, k = _merge_keyed(x, k, layout, axis, pos, descending)
         if descending:
             k = (n - 1) - jnp.flip(k, axis)
         return k.astype(_dt.default_int())
