@@ -35,6 +35,7 @@ Layout of results
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 
@@ -50,6 +51,10 @@ from darray._src.layout.layout import Layout, make_out_layout
 from darray._src.placement import physical
 from darray._src.placement.physical import masked_physical
 
+# (method, guard list) of the program being traced: "guarded" (lax.cond), "cholesky" (guards
+# appended to the list, checked by run()) or "householder"; outside run(): guarded.
+_QR_CONTEXT: contextvars.ContextVar = contextvars.ContextVar("tall_skinny_qr",
+                                                             default=("guarded", []))
 MAX_SMALL = 4096  # the small extent above which k x k pieces per device stop being "small"
 HIGHEST = lax.Precision.HIGHEST  # no TF32 / bf16 passes in the small products on GPUs
 
@@ -113,17 +118,31 @@ def long_layout(x: DistArray, plan: Plan, shape, long_at: int) -> Layout:
 
 # -- running a block kernel ------------------------------------------------------------------------
 @program_cache(MEDIUM)
-def _program(kernel, in_layouts, out_layouts, static):
+def _program(kernel, in_layouts, out_layouts, static, method):
     body = functools.partial(kernel, **dict(static))
     mesh = in_layouts[0].mesh
+
+    def flagged(*blocks):
+        # the kernel's tsqr calls take `method` and report their CholeskyQR guards here
+        flags: list = []
+        token = _QR_CONTEXT.set((method, flags))
+        try:
+            outs = body(*blocks)
+        finally:
+            _QR_CONTEXT.reset(token)
+        safe = jnp.all(jnp.stack([jnp.all(f) for f in flags])) if flags else jnp.array(True)
+        return (*outs, safe[None])  # one per device: it may vary over split batch axes
 
     def run(*datas):
         # padding content is unspecified: zero it so it cannot reach R or a psum
         datas = [masked_physical(physical.constrain(d, lay), lay, 0)
                  for d, lay in zip(datas, in_layouts)]
-        outs = compat.shard_map(body, mesh=mesh, in_specs=tuple(lay.spec for lay in in_layouts),
-                                out_specs=tuple(lay.spec for lay in out_layouts))(*datas)
-        return tuple(physical.constrain(o, lay) for o, lay in zip(outs, out_layouts))
+        outs = compat.shard_map(flagged, mesh=mesh,
+                                in_specs=tuple(lay.spec for lay in in_layouts),
+                                out_specs=tuple(lay.spec for lay in out_layouts)
+                                + (jax.sharding.PartitionSpec(mesh.axis_names),))(*datas)
+        safe = jnp.all(outs[-1])
+        return tuple(physical.constrain(o, lay) for o, lay in zip(outs, out_layouts)) + (safe,)
     return jax.jit(run)
 
 
@@ -131,10 +150,18 @@ def run(kernel, arrays, out_layouts, **static) -> tuple[DistArray, ...]:
     """kernel(*blocks, **static) on every device inside shard_map; outputs in `out_layouts`.
 
     Compiled once per (kernel, layouts, static); the kernel sees each array's physical block
-    with its padding zeroed."""
-    compiled = _program(kernel, tuple(a.layout for a in arrays), tuple(out_layouts),
-                        tuple(sorted(static.items())))
-    outs = compiled(*[a.data for a in arrays])
+    with its padding zeroed. Called eagerly, the QRs inside take CholeskyQR2 unguarded and the
+    guard comes back to the host: only where it fails does the Householder program run (why:
+    a lax.cond keeps both branches' temporaries, a Householder block QR costs 2 blocks).
+    Traced (jit, grad), the guard is a lax.cond inside the one program."""
+    layouts = (tuple(a.layout for a in arrays), tuple(out_layouts), tuple(sorted(static.items())))
+    datas = [a.data for a in arrays]
+    if compat.is_tracing() or any(compat.is_tracer(d) for d in datas):
+        outs = _program(kernel, *layouts, "guarded")(*datas)[:-1]
+    else:
+        *outs, safe = _program(kernel, *layouts, "cholesky")(*datas)
+        if not bool(safe):  # ill-conditioned or rank-deficient: Householder TSQR
+            outs = _program(kernel, *layouts, "householder")(*datas)[:-1]
     return tuple(DistArray._new(o, lay) for o, lay in zip(outs, out_layouts))
 
 
@@ -163,7 +190,13 @@ def tsqr(a, names):
     guard holds, else Householder TSQR (module doc, "The algorithm"). The guard looks at the
     first Cholesky factor only, so that no block is formed before the branch (XLA keeps a
     branch's temporaries apart from values made before it)."""
+    method, flags = _QR_CONTEXT.get()
+    if method == "householder":
+        return householder_tsqr(a, names)
     r1, r1_inv, safe = _cholesky_guard(a, names)
+    if method == "cholesky":  # run() checks the guard on the host
+        flags.append(safe)
+        return _cholesky_qr2(a, names, r1, r1_inv)
     return lax.cond(safe, lambda: _cholesky_qr2(a, names, r1, r1_inv),
                     lambda: householder_tsqr(a, names))
 
