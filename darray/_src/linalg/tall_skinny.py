@@ -244,7 +244,7 @@ def gram_dtype(dtype) -> np.dtype:
     x64 on, else the data's own."""
     dtype = np.dtype(dtype)
     wide = np.dtype(np.complex128 if dtype.kind == "c" else np.float64)
-    return wide if jax.config.jax_enable_x64 and dtype.itemsize < wide.itemsize else dtype
+    return wide if jax.config.read("jax_enable_x64") and dtype.itemsize < wide.itemsize else dtype
 
 
 def householder_tsqr(a, names):
