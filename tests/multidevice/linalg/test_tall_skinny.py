@@ -304,6 +304,31 @@ def test_hlo_moves_only_small_factors_and_temporaries_stay_small(name):
         memory.temp_size_in_bytes / block_bytes)
 
 
+def test_eager_programs_take_cholesky_qr2_and_fall_back_to_householder():
+    """Called eagerly, the svd program is CholeskyQR2 alone (one block of temporaries: Q1;
+    the traced program's lax.cond also holds the Householder branch's two), and a
+    rank-deficient matrix, where Cholesky of the Gram fails, gets the Householder answer."""
+    rows, k = 8 * 512 - 5, 16
+    a, x = case((8,), ("x",), (rows, k))
+    plan = tall_skinny.plan_for(x)
+    outs = (x.layout, tall_skinny.small_layout(x, (k,)), tall_skinny.small_layout(x, (k, k)))
+    block, small = x.layout.chunk(0) * k * 8, 8 * k * k * 8
+    temps = {}
+    for method in ("cholesky", "guarded"):
+        program = tall_skinny._program(tall_skinny._svd, (x.layout,), outs, (("plan", plan),),
+                                       method)
+        temps[method] = program.lower(x.data).compile().memory_analysis().temp_size_in_bytes
+    assert temps["cholesky"] <= block + 4 * small < temps["guarded"], (temps, block)
+
+    b = a.copy()
+    b[:, 3] = b[:, 2]  # rank k - 1
+    q, r = la.qr(darray.asarray(b, mesh=x.mesh, spec=("x",)))
+    assert_layout(q, x.layout)
+    qh = np.asarray(q)
+    assert np.linalg.norm(qh.T @ qh - np.eye(k)) <= 1e-12
+    assert np.linalg.norm(qh @ np.asarray(r) - b) <= 1e-12 * np.linalg.norm(b)
+
+
 def test_gram_matrix_is_a_reduction_then_small_factorizations():
     """x^H x of a row-split x is a local product plus an all-reduce of k x k (no all-gather);
     cholesky and eigh then act on the small replicated matrix."""
