@@ -89,3 +89,6 @@ def cholesky(x: DistArray, upper: bool):
     if side is None:
         return None
     return panels.run(_cholesky, [x], (x.layout,), side=side, upper=bool(upper))[0]
+
+
+kernel = _cholesky  # one matrix's kernel, run per batch element by linalg/stacked.py

@@ -215,3 +215,7 @@ def slogdet(x: DistArray):
     if side is None:
         return None
     return panels.run(_slogdet, [x], (_scalar(x), _scalar(x)), side=side)
+
+
+# one matrix's kernels, run per batch element by linalg/stacked.py
+solve_kernel, inv_kernel, det_kernel, slogdet_kernel = _solve, _inv, _det, _slogdet

@@ -98,6 +98,9 @@ class Plan:
     pr: int
     sizes: tuple[int, ...]        # of `names`, in that order
     mesh_order: tuple[str, ...]   # `names` in the mesh's axis order
+    # mesh axes that hold other matrices (a stack's split batch axes, stacked.py): the sweep
+    # count is agreed over them too, as every device must join each collective-permute
+    sync: tuple[str, ...] = ()
 
     def perm(self, pairs) -> list[tuple[int, int]]:
         """(source, destination) pairs of device numbers (`names` order, as axis_index
@@ -170,19 +173,23 @@ class Plan:
 
 def plan_for(x: DistArray) -> Plan | None:
     """The Plan for a square matrix `x`, or None when the rule (module doc) does not apply."""
-    lay = x.layout
+    return plan_for_layout(x.layout, x.dtype)
+
+
+def plan_for_layout(lay: Layout, dtype) -> Plan | None:
+    """`plan_for` of a 2-D layout and dtype (a stack's matrix axes: linalg/stacked.py)."""
     if lay.ndim != 2 or lay.has_halo or lay.shape[0] != lay.shape[1]:
         return None
     if not (lay.split[0] or lay.split[1]) or lay.shape[0] < MIN_EXTENT:
         return None
-    if not (jnp.issubdtype(x.dtype, jnp.inexact) or jnp.issubdtype(x.dtype, jnp.integer)
-            or x.dtype == np.bool_):
+    if not (jnp.issubdtype(dtype, jnp.inexact) or jnp.issubdtype(dtype, jnp.integer)
+            or dtype == np.bool_):
         return None
     names = tuple(lay.split[1]) + tuple(lay.split[0])
-    sizes = dict(x.mesh.shape)
+    sizes = dict(lay.mesh.shape)
     plan = Plan(lay.shape[0], tuple(lay.split[1]), tuple(lay.split[0]), lay.parts(1),
                 lay.parts(0), tuple(sizes[a] for a in names),
-                tuple(a for a in x.mesh.axis_names if a in names))
+                tuple(a for a in lay.mesh.axis_names if a in names))
     return plan if plan.parts >= 2 else None
 
 
@@ -303,7 +310,8 @@ def _iterate(wv, plan: Plan, tol: float):
         top, bot, off, _, count = state
         zero = jnp.abs(top[0, 0]) * 0  # varying over the devices, like each round's value
         top, bot, new = lax.fori_loop(0, 2 * plan.parts - 1, one_round, (top, bot, zero))
-        new = lax.pmax(new, plan.names)
+        new = jnp.where(new == new, new, 0)  # a NaN (padding of a stack) stops no one
+        new = lax.pmax(new, plan.names + plan.sync)
         return top, bot, new, off, count + 1
 
     floor = float(np.finfo(wv.dtype).eps) ** 0.75  # 2e-12 in float64: residuals far below 1e-10
@@ -314,7 +322,8 @@ def _iterate(wv, plan: Plan, tol: float):
         stalled = (off < floor) & (off > 0.25 * before)
         return (count < MAX_SWEEPS) & (off > tol) & ~stalled
 
-    one = jnp.ones((), jnp.finfo(wv.dtype).dtype)
+    # varying over the mesh axes as the sweeps' pmax is
+    one = lax.pmax(jnp.abs(wv[0, 0]) * 0 + 1, plan.names + plan.sync)
     top, bot, *_ = lax.while_loop(going, sweep, (wv[:, :b], wv[:, b:], one, 2 * one,
                                                  jnp.zeros((), jnp.int32)))
     return jnp.concatenate([top, bot], axis=1)
@@ -439,3 +448,6 @@ def svd(x: DistArray):
 def svdvals(x: DistArray):
     plan = plan_for(x)
     return None if plan is None else _run(x, plan, False, False)[0]
+
+
+kernel = _kernel  # one matrix's kernel, run per batch element by linalg/stacked.py
