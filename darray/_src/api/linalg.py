@@ -20,7 +20,9 @@ partial pivoting, darray/_src/linalg/blocked_lu.py): no all-gather of the matrix
 the input's layout (solve: the right-hand side's). A square 2-D matrix with a split matrix
 axis (n >= 64) goes to the one-sided block Jacobi path for eigh, eigvalsh, svd and svdvals
 (darray/_src/linalg/jacobi.py), which never gathers the matrix either and returns
-eigenvectors, U and Vh in the input's layout (the values replicated).
+eigenvectors, U and Vh in the input's layout (the values replicated). A stack whose matrix
+axes are split runs these 2-D paths one batch element at a time (darray/_src/linalg/stacked.py;
+eigh / eigvalsh / svd / svdvals stacks only outside transformations).
 """
 from __future__ import annotations
 
@@ -310,8 +312,8 @@ def cholesky(x, /, *, upper=False) -> DistArray:
     """Cholesky factor of Hermitian positive-definite matrices (lower, or upper if asked).
 
     Layout: a 2-D matrix with a split matrix axis is factored by blocked column panels and
-    the factor keeps its layout (no gather); stacks keep their batch split, matrix axes
-    unsplit (a split matrix axis of a stack is gathered per batch element by XLA).
+    the factor keeps its layout (no gather); so does a stack with split matrix axes (per
+    batch element); other stacks keep their batch split, matrix axes unsplit.
     """
     x = _square("cholesky", x)
     fast = _two_d_or_stacked(blocked_cholesky.cholesky, stacked.cholesky, x, bool(upper))

@@ -4,7 +4,8 @@ solve, inv, det and slogdet, without gathering the matrix (issue 50, item 2).
 When it applies
   A 2-D square matrix with at least one matrix axis split and no ghosts (blocked_cholesky's
   `plan_for`); for solve, a right-hand side that is a vector or a 2-D matrix on the same
-  mesh. Stacks keep the gathering path (their split batch axes make the work local).
+  mesh. Stacks with split matrix axes run these kernels per batch element
+  (linalg/stacked.py).
 
 The factorization (LAPACK getrf's semantics, blocked by the column panels of panels.py)
   For each panel k (a static loop over the P devices) every device holds rows top: of its
