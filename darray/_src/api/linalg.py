@@ -20,7 +20,9 @@ partial pivoting, darray/_src/linalg/blocked_lu.py): no all-gather of the matrix
 the input's layout (solve: the right-hand side's). A square 2-D matrix with a split matrix
 axis (n >= 64) goes to the one-sided block Jacobi path for eigh, eigvalsh, svd and svdvals
 (darray/_src/linalg/jacobi.py), which never gathers the matrix either and returns
-eigenvectors, U and Vh in the input's layout (the values replicated).
+eigenvectors, U and Vh in the input's layout (the values replicated). A stack whose matrix
+axes are split runs these 2-D paths one batch element at a time (darray/_src/linalg/stacked.py;
+eigh / eigvalsh / svd / svdvals stacks only outside transformations).
 """
 from __future__ import annotations
 
@@ -40,7 +42,14 @@ from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_same_mesh
 from darray._src.layout.axes import normalize_axes, normalize_axis
 from darray._src.layout.layout import Layout, make_out_layout
-from darray._src.linalg import blocked_cholesky, blocked_lu, contraction, jacobi, tall_skinny
+from darray._src.linalg import (
+    blocked_cholesky,
+    blocked_lu,
+    contraction,
+    jacobi,
+    stacked,
+    tall_skinny,
+)
 from darray._src.linalg.least_squares import LstsqResult as LstsqResult
 from darray._src.linalg.least_squares import lstsq as lstsq
 
@@ -139,6 +148,13 @@ def _square(fname: str, x, name="x") -> DistArray:
     if x.shape[-1] != x.shape[-2]:
         raise ValueError(f"{name} must be a stack of square matrices, got shape {x.shape}")
     return x
+
+
+def _two_d_or_stacked(two_d, stack, *args):
+    """The 2-D distributed path's result, else the stacked one's (linalg/stacked.py), else
+    None (the gathering path). Compared with None: a result's truth value would be read."""
+    out = two_d(*args)
+    return stack(*args) if out is None else out
 
 
 def _rtol_operand(rtol):
@@ -296,11 +312,11 @@ def cholesky(x, /, *, upper=False) -> DistArray:
     """Cholesky factor of Hermitian positive-definite matrices (lower, or upper if asked).
 
     Layout: a 2-D matrix with a split matrix axis is factored by blocked column panels and
-    the factor keeps its layout (no gather); stacks keep their batch split, matrix axes
-    unsplit (a split matrix axis of a stack is gathered per batch element by XLA).
+    the factor keeps its layout (no gather); so does a stack with split matrix axes (per
+    batch element); other stacks keep their batch split, matrix axes unsplit.
     """
     x = _square("cholesky", x)
-    fast = blocked_cholesky.cholesky(x, bool(upper))
+    fast = _two_d_or_stacked(blocked_cholesky.cholesky, stacked.cholesky, x, bool(upper))
     if fast is not None:
         return fast
     return _batched("cholesky", [x], 2, kwargs=(("upper", bool(upper)),))
@@ -317,7 +333,7 @@ def det(x, /) -> DistArray:
     """Determinants of a stack of square matrices. Layout: batch axes keep their split (a 2-D
     matrix with a split matrix axis: a blocked LU, no gather; the result replicated)."""
     x = _square("det", x)
-    fast = blocked_lu.det(x)
+    fast = _two_d_or_stacked(blocked_lu.det, stacked.det, x)
     if fast is not None:
         return fast
     return _batched("det", [x], 2)
@@ -336,7 +352,7 @@ def eigh(x, /) -> EighResult:
     matrix axis (n >= 64): eigenvectors in x's layout, eigenvalues replicated, never gathered.
     """
     x = _square("eigh", x)
-    fast = jacobi.eigh(x)
+    fast = _two_d_or_stacked(jacobi.eigh, stacked.eigh, x)
     if fast is not None:
         return EighResult(*fast)
     return EighResult(*_batched("eigh", [x], 2))
@@ -346,7 +362,7 @@ def eigvalsh(x, /) -> DistArray:
     """Eigenvalues (ascending) of Hermitian matrices. Layout: batch axes keep their split
     (replicated for a 2-D matrix with a split matrix axis, computed without gathering it)."""
     x = _square("eigvalsh", x)
-    fast = jacobi.eigvalsh(x)
+    fast = _two_d_or_stacked(jacobi.eigvalsh, stacked.eigvalsh, x)
     if fast is not None:
         return fast
     return _batched("eigvalsh", [x], 2)
@@ -370,7 +386,7 @@ def inv(x, /) -> DistArray:
     matrix with a split matrix axis is inverted by a blocked LU, in its own layout (no gather).
     """
     x = _square("inv", x)
-    fast = blocked_lu.inv(x)
+    fast = _two_d_or_stacked(blocked_lu.inv, stacked.inv, x)
     if fast is not None:
         return fast
     return _batched("inv", [x], 2)
@@ -443,7 +459,7 @@ def slogdet(x, /) -> SlogdetResult:
     """Sign and log of the absolute determinant. Layout: batch axes keep their split (a 2-D
     matrix with a split matrix axis: a blocked LU, no gather; results replicated)."""
     x = _square("slogdet", x)
-    fast = blocked_lu.slogdet(x)
+    fast = _two_d_or_stacked(blocked_lu.slogdet, stacked.slogdet, x)
     if fast is not None:
         return SlogdetResult(*fast)
     return SlogdetResult(*_batched("slogdet", [x], 2))
@@ -457,9 +473,11 @@ def solve(x1, x2, /) -> DistArray:
     """
     x1 = _square("solve", x1, "x1")
     x2 = ensure_array("solve", x2, "x2")
-    if x2.ndim in (1, 2):
+    if x2.ndim in (1, 2) or x2.ndim == x1.ndim:
         x1, x2 = check_same_mesh("solve", [x1, x2], "x1, x2")
-        fast = blocked_lu.solve(x1, x2)
+        fast = blocked_lu.solve(x1, x2) if x2.ndim in (1, 2) else None
+        if fast is None and x1.ndim >= 3:
+            fast = stacked.solve(x1, x2)
         if fast is not None:
             return fast
     return _batched("solve", [x1, x2], 2)
@@ -470,7 +488,7 @@ def svd(x, /, *, full_matrices=True) -> SVDResult:
     x = _matrix("svd", x)
     fast = tall_skinny.svd(x, bool(full_matrices))
     if fast is None and x.shape[-1] == x.shape[-2]:  # square: full and reduced agree
-        fast = jacobi.svd(x)
+        fast = _two_d_or_stacked(jacobi.svd, stacked.svd, x)
     if fast is not None:
         return SVDResult(*fast)
     return SVDResult(*_batched("svd", [x], 2,
@@ -482,7 +500,7 @@ def svdvals(x, /) -> DistArray:
     x = _matrix("svdvals", x)
     fast = tall_skinny.svdvals(x)
     if fast is None and x.shape[-1] == x.shape[-2]:
-        fast = jacobi.svdvals(x)
+        fast = _two_d_or_stacked(jacobi.svdvals, stacked.svdvals, x)
     if fast is not None:
         return fast
     return _batched("svdvals", [x], 2)

@@ -2,7 +2,7 @@
 
 When it applies
   A 2-D Hermitian matrix with at least one matrix axis split, no ghosts (`plan_for`). Stacks
-  keep the gathering path: their split batch axes already make the work local.
+  with split matrix axes run this kernel per batch element (linalg/stacked.py).
 
 The algorithm (right-looking, blocked by the column panels of panels.py)
   The matrix moves to column panels (one all-to-all at most) and is symmetrized there,
@@ -89,3 +89,6 @@ def cholesky(x: DistArray, upper: bool):
     if side is None:
         return None
     return panels.run(_cholesky, [x], (x.layout,), side=side, upper=bool(upper))[0]
+
+
+kernel = _cholesky  # one matrix's kernel, run per batch element by linalg/stacked.py

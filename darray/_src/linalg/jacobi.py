@@ -19,7 +19,7 @@ Layout during the work
 
 The iteration (one-sided block Jacobi)
   Every device stacks its two blocks of the working matrix W (N x 2b) over the same columns
-  of V (N x 2b, starting as the identity). One round: a local QR of W's pair (R only), the
+  of V (N x 2b, starting as the identity; svd only). One round: a local QR of W's pair (R only), the
   SVD of R gives the 2b x 2b unitary J that makes the pair's columns orthogonal; [W; V] <-
   [W; V] J. Then the blocks move to the next pairing of a round-robin tournament (the circle
   method: two ppermutes of one block each). 2P - 1 rounds form a sweep, after which every
@@ -34,8 +34,9 @@ eigh
   For Hermitian A, B = A + shift I with shift = 1.5 ||A||_F is positive definite (its
   eigenvalues lie in [0.5 ||A||_F, 2.5 ||A||_F], so B's condition number is at most 5 and the
   iteration converges fast and to full accuracy); B's SVD is its eigendecomposition:
-  eigenvalues S - shift (absolute error about eps ||A||_F, LAPACK's kind of bound) and
-  eigenvectors V.
+  eigenvalues S - shift (absolute error about eps ||A||_F, LAPACK's kind of bound). Its left
+  and right singular vectors agree (B's polar factor is I), so the eigenvectors are W's
+  normalised columns and eigh iterates on W alone, without V.
 
 Sorting and results
   The N values are tiny: each device writes its own into a zero vector and a psum makes them
@@ -46,11 +47,12 @@ Sorting and results
   singular values come back replicated; U, eigenvectors and Vh in the input's layout.
 
 Memory
-  [W; V] is about 2.4 blocks of the input per device (V, and padding to 2P slots); a round
-  adds the rotated slots and the moving ones, the final sort a travelling block. Measured
-  (tests/memory/test_memory_spectral.py, temporaries per max(input, output) block): eigh
-  about 10, svd about 8, eigvalsh / svdvals about 3.7; issue 50's 6 is not yet met for the
-  vector-returning functions.
+  [W; V] (svd) is about 2 input blocks per device, W alone (eigh, eigvalsh, svdvals) about
+  1; a round adds the rotated slots and the moving ones, the final sort one travelling block
+  (a rolled ring: unrolled, XLA kept every block of the ring alive at once). Measured
+  (tests/memory/test_memory_spectral.py, temporaries per max(input, output) block, n = 203):
+  eigh about 3.1 (float32 up to 4.1), svd about 3.1 (its block is U's and Vh's), eigvalsh /
+  svdvals about 3.7 (float32 4.3), within issue 50's 6.
 
 Rank-deficient svd
   A zero singular value leaves a zero column of W, whose U column is not defined by A V = U S;
@@ -96,6 +98,9 @@ class Plan:
     pr: int
     sizes: tuple[int, ...]        # of `names`, in that order
     mesh_order: tuple[str, ...]   # `names` in the mesh's axis order
+    # mesh axes that hold other matrices (a stack's split batch axes, stacked.py): the sweep
+    # count is agreed over them too, as every device must join each collective-permute
+    sync: tuple[str, ...] = ()
 
     def perm(self, pairs) -> list[tuple[int, int]]:
         """(source, destination) pairs of device numbers (`names` order, as axis_index
@@ -168,19 +173,23 @@ class Plan:
 
 def plan_for(x: DistArray) -> Plan | None:
     """The Plan for a square matrix `x`, or None when the rule (module doc) does not apply."""
-    lay = x.layout
+    return plan_for_layout(x.layout, x.dtype)
+
+
+def plan_for_layout(lay: Layout, dtype) -> Plan | None:
+    """`plan_for` of a 2-D layout and dtype (a stack's matrix axes: linalg/stacked.py)."""
     if lay.ndim != 2 or lay.has_halo or lay.shape[0] != lay.shape[1]:
         return None
     if not (lay.split[0] or lay.split[1]) or lay.shape[0] < MIN_EXTENT:
         return None
-    if not (jnp.issubdtype(x.dtype, jnp.inexact) or jnp.issubdtype(x.dtype, jnp.integer)
-            or x.dtype == np.bool_):
+    if not (jnp.issubdtype(dtype, jnp.inexact) or jnp.issubdtype(dtype, jnp.integer)
+            or dtype == np.bool_):
         return None
     names = tuple(lay.split[1]) + tuple(lay.split[0])
-    sizes = dict(x.mesh.shape)
+    sizes = dict(lay.mesh.shape)
     plan = Plan(lay.shape[0], tuple(lay.split[1]), tuple(lay.split[0]), lay.parts(1),
                 lay.parts(0), tuple(sizes[a] for a in names),
-                tuple(a for a in x.mesh.axis_names if a in names))
+                tuple(a for a in lay.mesh.axis_names if a in names))
     return plan if plan.parts >= 2 else None
 
 
@@ -301,7 +310,8 @@ def _iterate(wv, plan: Plan, tol: float):
         top, bot, off, _, count = state
         zero = jnp.abs(top[0, 0]) * 0  # varying over the devices, like each round's value
         top, bot, new = lax.fori_loop(0, 2 * plan.parts - 1, one_round, (top, bot, zero))
-        new = lax.pmax(new, plan.names)
+        new = jnp.where(new == new, new, 0)  # a NaN (padding of a stack) stops no one
+        new = lax.pmax(new, plan.names + plan.sync)
         return top, bot, new, off, count + 1
 
     floor = float(np.finfo(wv.dtype).eps) ** 0.75  # 2e-12 in float64: residuals far below 1e-10
@@ -312,7 +322,8 @@ def _iterate(wv, plan: Plan, tol: float):
         stalled = (off < floor) & (off > 0.25 * before)
         return (count < MAX_SWEEPS) & (off > tol) & ~stalled
 
-    one = jnp.ones((), jnp.finfo(wv.dtype).dtype)
+    # varying over the mesh axes as the sweeps' pmax is
+    one = lax.pmax(jnp.abs(wv[0, 0]) * 0 + 1, plan.names + plan.sync)
     top, bot, *_ = lax.while_loop(going, sweep, (wv[:, :b], wv[:, b:], one, 2 * one,
                                                  jnp.zeros((), jnp.int32)))
     return jnp.concatenate([top, bot], axis=1)
@@ -326,28 +337,40 @@ def _values(norms, plan: Plan):
     return lax.psum(full, plan.names)
 
 
-def _sorted_columns(blocks, want, plan: Plan):
-    """Columns `want` (slot numbers, this device's outputs) of the slot-ordered blocks (each
-    ... x 2b): a ring of P - 1 ppermutes, each device keeping what passes by."""
+def _sorted_columns(block, want, plan: Plan):
+    """Columns `want` (slot numbers, this device's outputs) of the slot-ordered `block`
+    (... x 2b): a ring of P - 1 ppermutes, each device keeping what passes by.
+
+    A rolled loop: unrolled, XLA's scheduler started every ppermute of the ring at once and
+    kept all P travelling blocks alive; rolled, one block travels at a time."""
     p, b2 = plan.parts, 2 * plan.b
     dev = lax.axis_index(plan.names)
-    outs = [jnp.zeros(blk.shape[:-1] + want.shape, blk.dtype) for blk in blocks]
-    travel = list(blocks)
-    for step in range(p):
+    ring = plan.perm([((i + 1) % p, i) for i in range(p)])
+
+    def pick(step, travel, out):
         holder = (dev + step) % p
         here = (want // b2) == holder
         local = jnp.clip(want - holder * b2, 0, b2 - 1)
-        outs = [jnp.where(here, jnp.take(t, local, axis=-1), o) for t, o in zip(travel, outs)]
-        if step < p - 1:
-            ring = plan.perm([((i + 1) % p, i) for i in range(p)])
-            travel = [lax.ppermute(t, plan.names, ring) for t in travel]
-    return outs
+        return jnp.where(here, jnp.take(travel, local, axis=-1), out)
+
+    def step(i, state):
+        travel, out = state
+        travel = lax.ppermute(travel, plan.names, ring)
+        return travel, pick(i + 1, travel, out)
+
+    out = pick(0, block, jnp.zeros(block.shape[:-1] + want.shape, block.dtype))
+    _, out = lax.fori_loop(0, p - 1, step, (block, out))
+    return out
 
 
 def _kernel(block, *, plan: Plan, hermitian: bool, vectors: bool):
     block = block.astype(inexact(block.dtype))
     eps = float(jnp.finfo(block.dtype).eps)
-    wv, shift, scale = _setup(block, plan, 1.5 if hermitian else 0.0, vectors)
+    # eigh needs no V: B = A + shift I is positive definite, so its left singular vectors
+    # (W's normalised columns) are its right ones, the eigenvectors (the polar factor of B
+    # is I, and well conditioned: cond(B) <= 5). [W; V] would be twice the working memory.
+    wv, shift, scale = _setup(block, plan, 1.5 if hermitian else 0.0,
+                              vectors and not hermitian)
     rows, n = plan.rows, plan.n
     wv = _iterate(wv, plan, tol=float(np.sqrt(rows)) * eps)
     w = wv[:rows]
@@ -362,15 +385,14 @@ def _kernel(block, *, plan: Plan, hermitian: bool, vectors: bool):
     dev = lax.axis_index(plan.names)
     mine = jnp.asarray(plan.work_columns())[dev]             # output columns here
     want = jnp.pad(order, (0, 1))[mine]  # no column (n): any slot, it lands in the padding
-    v = wv[rows:rows + n]
-    if hermitian:
-        (vec,) = _sorted_columns([v], want, plan)
-        return out_values, _column_to_row_blocks(vec, plan)
     safe = jnp.where(norms > 0, norms, 1)
     u = jnp.where(norms > 0, w[:n] / safe, 0)
-    (u,) = _sorted_columns([u], want, plan)
+    u = _sorted_columns(u, want, plan)
+    if hermitian:
+        return out_values, _column_to_row_blocks(u, plan)
+    v = wv[rows:rows + n]
     want_vh = jnp.pad(order, (0, 1))[jnp.asarray(plan.vh_rows())[dev]]
-    (vec,) = _sorted_columns([v], want_vh, plan)
+    vec = _sorted_columns(v, want_vh, plan)
     return _column_to_row_blocks(u, plan), out_values, _vh_block(ct(vec), plan)
 
 
@@ -426,3 +448,6 @@ def svd(x: DistArray):
 def svdvals(x: DistArray):
     plan = plan_for(x)
     return None if plan is None else _run(x, plan, False, False)[0]
+
+
+kernel = _kernel  # one matrix's kernel, run per batch element by linalg/stacked.py
