@@ -149,15 +149,22 @@ _ROW_SLICES = 4
 
 def _in_row_slices(kernel, x):
     """``kernel(x)`` for a kernel that keeps the length of the last axis, run over the rows
-    of `x` in `_ROW_SLICES` slices (in one call when they do not divide evenly)."""
+    of `x` in `_ROW_SLICES` slices of equal size (a loop writing each in place); rows left
+    over by an uneven division (fewer than `_ROW_SLICES`) run in one more call, written in
+    place after the loop. In one call when there are fewer rows than slices."""
     rows = 1
     for n in x.shape[:-1]:
         rows *= n
-    if rows < _ROW_SLICES or rows % _ROW_SLICES:
+    if rows < _ROW_SLICES:
         return kernel(x)
-    sliced = x.reshape((_ROW_SLICES, rows // _ROW_SLICES, x.shape[-1]))
+    each, left = divmod(rows, _ROW_SLICES)
+    flat = x.reshape((rows, x.shape[-1]))
+    head = flat if not left else flat[:rows - left]
+    sliced = head.reshape((_ROW_SLICES, each, x.shape[-1]))
     out = jax.lax.fori_loop(0, _ROW_SLICES, lambda i, buf: buf.at[i].set(kernel(buf[i])),
-                            sliced)
+                            sliced).reshape((rows - left, x.shape[-1]))
+    if left:
+        out = jnp.concatenate([out, kernel(flat[rows - left:])], axis=0)
     return out.reshape(x.shape)
 
 
@@ -181,7 +188,7 @@ def _dct1(x):
         c = _dct2(x[..., 1::2])
         low = a[..., :half]
         return _join(low + c, a[..., half:], jnp.flip(low - c, axis=-1))
-    return _in_row_slices(_dct1_odd, x)
+    return _dct1_odd(x)
 
 
 def _dct1_odd(x):
@@ -213,7 +220,7 @@ def _dst1(x):
         s_b = _dst2(x[..., ::2])
         low = s_b[..., :-1]
         return _join(low + s_a, s_b[..., -1:], jnp.flip(low - s_a, axis=-1))
-    return _in_row_slices(_dst1_odd, x)
+    return _dst1_odd(x)
 
 
 def _dst1_odd(x):
@@ -423,13 +430,19 @@ def kernel_scale(kernel: R2RKernel, n: int) -> float:
     return 1.0 / f if scaled else 1.0
 
 
+# The types whose kernels hold several arrays of the block beside it (complex FFTs of the
+# whole length, the type 1 recursion's joins): run over slices of the rows (_in_row_slices).
+_SLICED_TYPES = (1, 4)
+
+
 def _real_transform(x, kernel: R2RKernel):
     n = x.shape[-1]
     typ = kernel.executed_type
     pre, post = orthogonal_weights(kernel.family, typ, n) if kernel.orthogonal else ((), ())
     for index, factor in pre:
         x = _scale_entry(x, index, factor)
-    y = _FORWARD[(kernel.family, typ)](x)
+    forward = _FORWARD[(kernel.family, typ)]
+    y = _in_row_slices(forward, x) if typ in _SLICED_TYPES else forward(x)
     for index, factor in post:
         y = _scale_entry(y, index, factor)
     scale = kernel_scale(kernel, n)
