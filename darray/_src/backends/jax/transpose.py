@@ -42,22 +42,6 @@ def pad_axis(x, axis: int, length: int):
     return jnp.pad(x, widths)
 
 
-def _send_rows(x, axis: int, chunk: int, parts: int):
-    """The send rows of an uneven exchange, stacked on a new leading axis: row p is chunk p
-    of `axis` (zero-padded to `chunk` where `axis` ends inside it or before it). Cut as
-    slices rather than padding the whole block first, XLA folds each of the all-to-all's
-    row slices back onto one slice of the block (one fused copy per row), where a padded
-    block is one more copy of the block that lives beside the rows."""
-    n = x.shape[axis]
-    rows = []
-    for p in range(parts):
-        start = min(p * chunk, n)
-        stop = min(start + chunk, n)
-        row = lax.slice_in_dim(x, start, stop, axis=axis)
-        rows.append(pad_axis(row, axis, chunk))
-    return jnp.stack(rows)
-
-
 def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: int,
                     parts: int, exchange=lax_exchange):
     """Block of an array split on `src` -> block of the array split on `dst`.
@@ -76,14 +60,20 @@ def all_to_all_move(x, mesh_axes: tuple[str, ...], src: int, dst: int, src_len: 
     if parts == 1:  # a size-1 mesh axis: only the layout changes, no data moves
         return x
     chunk = -(-x.shape[dst] // parts)
+    padded = chunk * parts != x.shape[dst]
+    x = pad_axis(x, dst, chunk * parts)
+    shape = x.shape
+    # piece p (for the device of linear index p along mesh_axes) is chunk p of `dst`
+    x = x.reshape(shape[:dst] + (parts, chunk) + shape[dst + 1:])
+    x = jnp.moveaxis(x, dst, 0)
     name = mesh_axes[0] if len(mesh_axes) == 1 else tuple(mesh_axes)
-    if chunk * parts != x.shape[dst]:
-        x = _send_rows(x, dst, chunk, parts)
-    else:
-        shape = x.shape
-        # piece p (for the device of linear index p along mesh_axes) is chunk p of `dst`
-        x = x.reshape(shape[:dst] + (parts, chunk) + shape[dst + 1:])
-        x = jnp.moveaxis(x, dst, 0)
+    if padded:
+        # The barrier materialises the operand first. Without it XLA (jax 0.10 and 0.12) fused
+        # the padding slices of an all-split 3-D fold, e.g. (7, 13, 17) on a (2, 2, 2) mesh,
+        # into an all-to-all its own HLO verifier then rejected ("operands with different
+        # shapes"). Only padded operands need it: elsewhere it costs a whole extra copy of the
+        # block (XLA then cannot fuse the move into the all-to-all's send slices).
+        x = lax.optimization_barrier(x)
     x = exchange(x, name)
     # axis 0 now indexes the sending device, i.e. which chunk of `src` the piece holds
     x = jnp.moveaxis(x, 0, src)
