@@ -430,9 +430,11 @@ def kernel_scale(kernel: R2RKernel, n: int) -> float:
     return 1.0 / f if scaled else 1.0
 
 
-# The types whose kernels hold several arrays of the block beside it (complex FFTs of the
-# whole length, the type 1 recursion's joins): run over slices of the rows (_in_row_slices).
-_SLICED_TYPES = (1, 4)
+# The types whose kernels hold several arrays of the block beside it (the complex FFT of the
+# whole length and the even-length recursion's joins of type 1): run over slices of the rows
+# (_in_row_slices). Type 4 in slices measured 1.2-1.8x its time (bench_fft_paths.py, 64^3 and
+# 128^3 on 8 virtual CPU devices) and planned more on the slab (2.0 -> 2.88 blocks): not sliced.
+_SLICED_TYPES = (1,)
 
 
 def _real_transform(x, kernel: R2RKernel):
