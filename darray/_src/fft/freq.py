@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from darray._src.api.manipulation import roll
 from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
 from darray._src.engine.apply import apply_logical
@@ -345,19 +344,8 @@ def _shift_axes(x, axes, fname):
 
 
 def _shift(x, axes, inverse, fname):
-    """numpy's shift by n//2 (fftshift) or -(n//2) (ifftshift) along each of `axes`.
-
-    ifftshift runs as darray.roll (a neighbour exchange with static offsets per block);
-    fftshift as jnp.fft.fftshift on the logical array, partitioned by XLA. Each is the form
-    that plans fewer temporaries, measured on the issue-49 layouts ((37, 203, 19) split on
-    axis 1 over 8 devices; (101, 67, 45) on a (2, 4) mesh): ifftshift 2.12 blocks as a roll
-    against 3.0 partitioned by XLA, fftshift 2.12 partitioned against 3.0 as a roll (the
-    two shifts of an uneven roll exchange pieces of other widths); equal (2.06, 1.0) on the
-    (2, 4) layouts."""
     x = ensure_array(fname, x)
     axes = _shift_axes(x, axes, fname)
-    if inverse and axes:
-        return roll(x, tuple(-(x.shape[a] // 2) for a in axes), axis=axes)
     fn = jnp.fft.ifftshift if inverse else jnp.fft.fftshift
     return apply_logical(_ShiftFn(fn, axes), (x,), x.layout.without_halo())
 
