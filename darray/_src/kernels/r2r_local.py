@@ -144,6 +144,10 @@ def take_last(x, index: np.ndarray):
 # virtual CPU devices, 64^3 plans; 128^3-192^3 times interleaved, medians, loaded machine): dctn
 # type 1 4.94 -> 3.88 arrays on a slab and 3.00 on a pencil, dstn type 1 5.0-6.0 -> 2.9-3.0; time
 # 0.52-1.1x (192^3 slab 0.52x: the smaller FFT batches fit the caches), errors unchanged.
+# The whole type-1 kernel runs in the slices, not only its odd-M step: for even M the radix-2
+# recursion's joins (`_join`) were each materialised over the whole block, 3.5-4.0 blocks of
+# temporaries for dctn/dstn/idctn/idstn type 1 on uneven splits (issue 49; 2.96 now), and a row
+# count that four does not divide is sliced too (its few left-over rows in one more call).
 _ROW_SLICES = 4
 
 
