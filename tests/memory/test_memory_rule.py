@@ -33,10 +33,6 @@ _SORT = "g: XLA sorts the gathered axis (needs a distributed sort)"
 OVER: dict[tuple[str, str], tuple[float, str]] = {
     ("fft.irfftn", "8 uneven"): (3.08, _FFT),
     ("fft.ifftshift", "8 uneven"): (3.0017, _SCALARS + " (a half roll of the split axis)"),
-    ("fft.dctn", "2x4 uneven"): (3.52, _FFT),
-    ("fft.idctn", "8 uneven"): (3.50, _FFT),
-    ("fft.dstn", "2x4 uneven"): (3.51, _FFT),
-    ("fft.idstn", "8 uneven"): (4.00, _FFT),
 }
 
 # case -> why it is not compiled as one program (its test asserts it still is not)

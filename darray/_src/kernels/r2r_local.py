@@ -144,20 +144,31 @@ def take_last(x, index: np.ndarray):
 # virtual CPU devices, 64^3 plans; 128^3-192^3 times interleaved, medians, loaded machine): dctn
 # type 1 4.94 -> 3.88 arrays on a slab and 3.00 on a pencil, dstn type 1 5.0-6.0 -> 2.9-3.0; time
 # 0.52-1.1x (192^3 slab 0.52x: the smaller FFT batches fit the caches), errors unchanged.
+# The whole type-1 kernel runs in the slices, not only its odd-M step: for even M the radix-2
+# recursion's joins (`_join`) were each materialised over the whole block, 3.5-4.0 blocks of
+# temporaries for dctn/dstn/idctn/idstn type 1 on uneven splits (issue 49; 2.96 now), and a row
+# count that four does not divide is sliced too (its few left-over rows in one more call).
 _ROW_SLICES = 4
 
 
 def _in_row_slices(kernel, x):
     """``kernel(x)`` for a kernel that keeps the length of the last axis, run over the rows
-    of `x` in `_ROW_SLICES` slices (in one call when they do not divide evenly)."""
+    of `x` in `_ROW_SLICES` slices of equal size (a loop writing each in place); rows left
+    over by an uneven division (fewer than `_ROW_SLICES`) run in one more call, written in
+    place after the loop. In one call when there are fewer rows than slices."""
     rows = 1
     for n in x.shape[:-1]:
         rows *= n
-    if rows < _ROW_SLICES or rows % _ROW_SLICES:
+    if rows < _ROW_SLICES:
         return kernel(x)
-    sliced = x.reshape((_ROW_SLICES, rows // _ROW_SLICES, x.shape[-1]))
+    each, left = divmod(rows, _ROW_SLICES)
+    flat = x.reshape((rows, x.shape[-1]))
+    head = flat if not left else flat[:rows - left]
+    sliced = head.reshape((_ROW_SLICES, each, x.shape[-1]))
     out = jax.lax.fori_loop(0, _ROW_SLICES, lambda i, buf: buf.at[i].set(kernel(buf[i])),
-                            sliced)
+                            sliced).reshape((rows - left, x.shape[-1]))
+    if left:
+        out = jnp.concatenate([out, kernel(flat[rows - left:])], axis=0)
     return out.reshape(x.shape)
 
 
@@ -181,7 +192,7 @@ def _dct1(x):
         c = _dct2(x[..., 1::2])
         low = a[..., :half]
         return _join(low + c, a[..., half:], jnp.flip(low - c, axis=-1))
-    return _in_row_slices(_dct1_odd, x)
+    return _dct1_odd(x)
 
 
 def _dct1_odd(x):
@@ -213,7 +224,7 @@ def _dst1(x):
         s_b = _dst2(x[..., ::2])
         low = s_b[..., :-1]
         return _join(low + s_a, s_b[..., -1:], jnp.flip(low - s_a, axis=-1))
-    return _in_row_slices(_dst1_odd, x)
+    return _dst1_odd(x)
 
 
 def _dst1_odd(x):
@@ -423,13 +434,21 @@ def kernel_scale(kernel: R2RKernel, n: int) -> float:
     return 1.0 / f if scaled else 1.0
 
 
+# The types whose kernels hold several arrays of the block beside it (the complex FFT of the
+# whole length and the even-length recursion's joins of type 1): run over slices of the rows
+# (_in_row_slices). Type 4 in slices measured 1.2-1.8x its time (bench_fft_paths.py, 64^3 and
+# 128^3 on 8 virtual CPU devices) and planned more on the slab (2.0 -> 2.88 blocks): not sliced.
+_SLICED_TYPES = (1,)
+
+
 def _real_transform(x, kernel: R2RKernel):
     n = x.shape[-1]
     typ = kernel.executed_type
     pre, post = orthogonal_weights(kernel.family, typ, n) if kernel.orthogonal else ((), ())
     for index, factor in pre:
         x = _scale_entry(x, index, factor)
-    y = _FORWARD[(kernel.family, typ)](x)
+    forward = _FORWARD[(kernel.family, typ)]
+    y = _in_row_slices(forward, x) if typ in _SLICED_TYPES else forward(x)
     for index, factor in post:
         y = _scale_entry(y, index, factor)
     scale = kernel_scale(kernel, n)

@@ -126,6 +126,14 @@ def test_type_1_kernels_run_in_row_slices_and_match_scipy(family):
         ref = ref_fn(x, type=1, norm="ortho", axis=-1)
         assert got.shape == ref.shape
         np.testing.assert_allclose(np.asarray(got), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    # along axis 1 (length 5: an even M for both families, whose recursion runs inside the
+    # slices, issue 49) with 3 * n rows that four slices do not divide (111, 105, 54 rows: 3,
+    # 1 and 2 left over for one more call)
+    for n in (37, 35, 18):
+        x = rng.standard_normal((3, 5, n))
+        got = apply_kernel(jax.numpy.asarray(x), 1, R2RKernel(family, 1))
+        ref = ref_fn(x, type=1, axis=1)
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
     # the whole-block kernel planned 3.9 arrays of complex temporaries beside its output;
     # a prime M = 127 (odd: the step in frequency, which runs in slices)
     n = 128 if family == "dct" else 126
