@@ -44,10 +44,10 @@ def _solve_small(r, rcond):
 def _lstsq_tall(a_block, b_block, *, plan, rcond, dtype, vector):
     a = a_block.astype(dtype)
     b = b_block.astype(dtype)[:, None] if vector else b_block.astype(dtype)
-    q1, piece, r = tsqr(a, plan.names)
+    q, r = tsqr(a, plan.names)
     u_r, s, vh_r, s_inv, rank = _solve_small(r, rcond)
-    # U^H b = sum over blocks of (Q2_p U_R)^H (Q1_p^H b_p): one psum of k x K
-    utb = lax.psum(mm(ct(mm(piece, u_r)), mm(ct(q1), b)), plan.names)
+    # U^H b = sum over blocks of U_R^H (Q_p^H b_p): one psum of k x K
+    utb = lax.psum(mm(ct(u_r), q.ct_times(b)), plan.names)
     x = mm(ct(vh_r), s_inv[:, None] * utb)
     resid = lax.psum(jnp.sum(jnp.abs(b - mm(a, x)) ** 2, axis=0), plan.names)
     return (x[:, 0] if vector else x), resid, rank, s
@@ -56,10 +56,10 @@ def _lstsq_tall(a_block, b_block, *, plan, rcond, dtype, vector):
 def _lstsq_wide(a_block, b_block, *, plan, rcond, dtype, vector):
     a = a_block.astype(dtype)
     b = b_block.astype(dtype)[:, None] if vector else b_block.astype(dtype)
-    q1, piece, r = tsqr(ct(a), plan.names)   # A^H = Q R, R = U_R S Vh_R
+    q, r = tsqr(ct(a), plan.names)   # A^H = Q R, R = U_R S Vh_R
     u_r, s, vh_r, s_inv, rank = _solve_small(r, rcond)
     # minimum norm: x = Q U_R S^+ Vh_R b, this block's rows of it
-    x = mm(q1, mm(piece, mm(u_r, s_inv[:, None] * mm(vh_r, b))))
+    x = q.times(mm(u_r, s_inv[:, None] * mm(vh_r, b)))
     resid = jnp.sum(jnp.abs(b - lax.psum(mm(a, x), plan.names)) ** 2, axis=0)
     return (x[:, 0] if vector else x), resid, rank, s
 

@@ -181,24 +181,120 @@ def tall_block(block, plan: Plan):
     return ct(a) if plan.wide else a
 
 
+CHUNK_BYTES = 512 << 10  # rows of a block streamed per step when Q1 is never formed whole
+# (small: chunk buffers come from malloc arenas, which keep them; measured 4 MiB chunks left
+# 0.3x the data more resident after a PCA fit than 512 KiB ones)
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalQ:
+    """This device's block of the orthogonal factor, Q_p = Q1_p @ piece, kept factored so that
+    callers fold their k x k matrix into `piece` first and form one block-sized product only.
+
+    Q1_p is `left` itself (Householder TSQR, the traced CholeskyQR2) or, when `left_inv` is
+    given, ``left @ left_inv`` (eager CholeskyQR2: left is the data block A_p, left_inv R1^-1),
+    which is never formed whole: it is rebuilt row chunk by row chunk (CHUNK_BYTES) where it
+    is used, so that the block-sized temporaries are the results alone."""
+
+    left: jax.Array
+    left_inv: jax.Array | None
+    piece: jax.Array
+
+    def times(self, small, conj_transposed: bool = False):
+        """Q_p @ small, or its conjugate transpose (``small^H Q_p^H``) when conj_transposed."""
+        if self.left_inv is None:
+            out = mm(self.left, mm(self.piece, small))
+            return ct(out) if conj_transposed else out
+        right = mm(self.piece, small)
+        step = lambda c: mm(mm(c, self.left_inv), right)  # noqa: E731
+        return _map_row_chunks(self.left, step, conj_transposed)
+
+    def ct_times(self, b):
+        """Q_p^H b for this device's rows b (summing over devices is the caller's)."""
+        if self.left_inv is None:
+            return mm(ct(self.piece), mm(ct(self.left), b))
+        inv = self.left_inv
+        q1_b = _sum_row_chunks(self.left, b, lambda c, bc: mm(ct(mm(c, inv)), bc))
+        return mm(ct(self.piece), q1_b)
+
+
+def _chunk_rows(a) -> int:
+    """Rows per streamed chunk: about CHUNK_BYTES of `a`, at least k, at most the block."""
+    n, k = a.shape[-2], a.shape[-1]
+    per_row = max(1, a.size // max(n, 1)) * a.dtype.itemsize
+    return max(1, min(n, max(k, CHUNK_BYTES // max(per_row, 1))))
+
+
+def _map_row_chunks(a, step, conj_transposed):
+    """step(chunk of a's rows) for every row chunk, written into one block-sized result (its
+    conjugate transpose when conj_transposed). The last chunk is moved back to end at the
+    block's end; rows it repeats are recomputed to the same values."""
+    n, s = a.shape[-2], _chunk_rows(a)
+    axis = -1 if conj_transposed else -2
+
+    def chunk(i):
+        start = jnp.minimum(i * s, n - s)
+        out = step(lax.dynamic_slice_in_dim(a, start, s, axis=a.ndim - 2))
+        return start, ct(out) if conj_transposed else out
+
+    _, first = chunk(0)
+    if s == n:
+        return first
+    shape = list(first.shape)
+    shape[axis] = n
+    out = lax.dynamic_update_slice_in_dim(jnp.zeros(shape, first.dtype), first, 0,
+                                          axis=len(shape) + axis)
+
+    def body(i, out):
+        start, piece = chunk(i)
+        return lax.dynamic_update_slice_in_dim(out, piece, start, axis=len(shape) + axis)
+    return lax.fori_loop(1, -(-n // s), body, out)
+
+
+def _sum_row_chunks(a, b, step):
+    """The sum over row chunks of step(a chunk, b chunk) (b: None, or rows matching a's); a
+    chunk moved back to end at the block's end has the rows it repeats zeroed first."""
+    n, s = a.shape[-2], _chunk_rows(a)
+
+    def chunk(i):
+        start = jnp.minimum(i * s, n - s)
+        fresh = (start + jnp.arange(s) >= i * s)[:, None]
+        c = jnp.where(fresh, lax.dynamic_slice_in_dim(a, start, s, axis=a.ndim - 2), 0)
+        if b is None:
+            return step(c, None)
+        return step(c, lax.dynamic_slice_in_dim(b, start, s, axis=b.ndim - 2))
+
+    total = chunk(0)
+    if s == n:
+        return total
+    return lax.fori_loop(1, -(-n // s), lambda i, acc: acc + chunk(i), total)
+
+
 def tsqr(a, names):
-    """QR of the tall matrix whose row blocks the devices hold: (Q1_p, Q2_p, R) with the local
-    Q block Q1_p @ Q2_p (left as two factors: callers fold a k x k matrix into Q2_p first, so
-    that only one block-sized product is formed) and R (k x k) on every device.
+    """QR of the tall matrix whose row blocks the devices hold: (LocalQ, R) with this device's
+    block of Q (left factored, see LocalQ) and R (k x k) on every device.
 
     CholeskyQR2 (block products and k x k factorizations only) when its condition-number
     guard holds, else Householder TSQR (module doc, "The algorithm"). The guard looks at the
     first Cholesky factor only, so that no block is formed before the branch (XLA keeps a
-    branch's temporaries apart from values made before it)."""
+    branch's temporaries apart from values made before it). Eagerly (run() checks the guard
+    on the host) CholeskyQR2 streams Q1 = A R1^-1 by row chunks: same products, same
+    rounding, no block-sized Q1."""
     method, flags = _QR_CONTEXT.get()
     if method == "householder":
-        return householder_tsqr(a, names)
+        return _householder_q(a, names)
     r1, r1_inv, safe = _cholesky_guard(a, names)
     if method == "cholesky":  # run() checks the guard on the host
         flags.append(safe)
-        return _cholesky_qr2(a, names, r1, r1_inv)
-    return lax.cond(safe, lambda: _cholesky_qr2(a, names, r1, r1_inv),
-                    lambda: householder_tsqr(a, names))
+        return _streamed_cholesky_qr2(a, names, r1, r1_inv)
+    q1, piece, r = lax.cond(safe, lambda: _cholesky_qr2(a, names, r1, r1_inv),
+                            lambda: householder_tsqr(a, names))
+    return LocalQ(q1, None, piece), r
+
+
+def _householder_q(a, names):
+    q1, piece, r = householder_tsqr(a, names)
+    return LocalQ(q1, None, piece), r
 
 
 def _gram_factor(b, names, work, eye):
@@ -239,6 +335,23 @@ def _cholesky_qr2(a, names, r1, r1_inv):
     return q1, lax.pcast(r2_inv.astype(a.dtype), names, to="varying"), r
 
 
+def _streamed_cholesky_qr2(a, names, r1, r1_inv):
+    """_cholesky_qr2 with Q1 = A R1^-1 made row chunk by row chunk for the second Gram and
+    left factored in the LocalQ (it is rebuilt chunk by chunk where it is applied)."""
+    eye = jnp.broadcast_to(jnp.eye(r1.shape[-1], dtype=r1.dtype), r1.shape)
+    inv = r1_inv.astype(a.dtype)
+    work = r1.dtype
+    gram = _sum_row_chunks(a, None, lambda c, _: _gram_of(mm(c, inv), work))
+    r2 = ct(jnp.linalg.cholesky(lax.psum(gram, names)))
+    r2_inv = jax.scipy.linalg.solve_triangular(r2, eye, lower=False)
+    r = jnp.triu(mm(r2, r1)).astype(a.dtype)
+    return LocalQ(a, inv, r2_inv.astype(a.dtype)), r
+
+
+def _gram_of(b, work):
+    return jnp.matmul(ct(b), b, precision=HIGHEST, preferred_element_type=work)
+
+
 def gram_dtype(dtype) -> np.dtype:
     """The dtype of the Gram matrices: float64 (complex128) for narrower data when jax has
     x64 on, else the data's own."""
@@ -259,8 +372,8 @@ def householder_tsqr(a, names):
 
 
 def _qr_tall(block, *, plan):
-    q1, piece, r = tsqr(tall_block(block, plan), plan.names)
-    return mm(q1, piece), r
+    q, r = tsqr(tall_block(block, plan), plan.names)
+    return q.times(jnp.eye(r.shape[-1], dtype=r.dtype)), r
 
 
 def _qr_wide(block, *, plan):
@@ -277,36 +390,34 @@ def _qr_wide(block, *, plan):
 
 
 def _svd(block, *, plan):
-    q1, piece, r = tsqr(tall_block(block, plan), plan.names)
+    q, r = tsqr(tall_block(block, plan), plan.names)
     u_r, s, vh_r = jnp.linalg.svd(r, full_matrices=False)
-    long = mm(q1, mm(piece, u_r))           # this block of Q @ U_R
+    long = q.times(u_r)                      # this block of Q @ U_R
     if plan.wide:                            # A^H = (Q U_R) S Vh_R: A = Vh_R^H S (Q U_R)^H
         return ct(vh_r), s, ct(long)
     return long, s, vh_r
 
 
 def _svdvals(block, *, plan):
-    _, _, r = tsqr(tall_block(block, plan), plan.names)
+    _, r = tsqr(tall_block(block, plan), plan.names)
     return (jnp.linalg.svdvals(r),)
 
 
 def _pinv(block, *, plan, rtol):
     # pinv(Q R) = pinv(R) Q^H; for a wide A = (Q R)^H, pinv(A) = Q pinv(R)^H
-    q1, piece, r = tsqr(tall_block(block, plan), plan.names)
+    q, r = tsqr(tall_block(block, plan), plan.names)
     p_r = jnp.linalg.pinv(r, rtol=rtol)
-    if plan.wide:
-        return (mm(q1, mm(piece, ct(p_r))),)
-    return (mm(mm(p_r, ct(piece)), ct(q1)),)
+    return (q.times(ct(p_r), conj_transposed=not plan.wide),)
 
 
 def _matrix_rank(block, *, plan, rtol):
-    _, _, r = tsqr(tall_block(block, plan), plan.names)
+    _, r = tsqr(tall_block(block, plan), plan.names)
     s = jnp.linalg.svdvals(r)
     return (jnp.sum(s > rtol * s[..., :1], axis=-1),)
 
 
 def _matrix_norm(block, *, plan, ord, keepdims):
-    _, _, r = tsqr(tall_block(block, plan), plan.names)
+    _, r = tsqr(tall_block(block, plan), plan.names)
     s = jnp.linalg.svdvals(r)
     out = {2: s[..., 0], -2: s[..., -1], "nuc": jnp.sum(s, axis=-1)}[ord]
     return (out[..., None, None] if keepdims else out,)

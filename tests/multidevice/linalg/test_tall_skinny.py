@@ -305,8 +305,9 @@ def test_hlo_moves_only_small_factors_and_temporaries_stay_small(name):
 
 
 def test_eager_programs_take_cholesky_qr2_and_fall_back_to_householder():
-    """Called eagerly, the svd program is CholeskyQR2 alone (one block of temporaries: Q1;
-    the traced program's lax.cond also holds the Householder branch's two), and a
+    """Called eagerly, the svd program is CholeskyQR2 alone (at most one block of temporaries:
+    the padding-zeroed copy of an uneven block, Q1 is streamed by row chunks; the traced
+    program's lax.cond also holds the Householder branch's two), and a
     rank-deficient matrix, where Cholesky of the Gram fails, gets the Householder answer."""
     rows, k = 8 * 512 - 5, 16
     a, x = case((8,), ("x",), (rows, k))
@@ -327,6 +328,57 @@ def test_eager_programs_take_cholesky_qr2_and_fall_back_to_householder():
     qh = np.asarray(q)
     assert np.linalg.norm(qh.T @ qh - np.eye(k)) <= 1e-12
     assert np.linalg.norm(qh @ np.asarray(r) - b) <= 1e-12 * np.linalg.norm(b)
+
+
+@pytest.mark.parametrize("where,dtype", [
+    (((8,), ("x",), (1003, 7)), np.float64),
+    (((2, 4), (("x", "y"),), (611, 6)), np.complex128),
+    (((2, 4), ("x", "y"), (3, 301, 5)), np.float64),
+    (((8,), (None, "x"), (7, 1003)), np.float64)],
+    ids=["tall", "tall-complex", "stack", "wide"])
+def test_eager_cholesky_qr2_streams_q1_by_row_chunks(where, dtype, monkeypatch):
+    """Eagerly, Q1 = A R1^-1 is never formed whole: it is rebuilt by row chunks (here 15 to 26 rows;
+    blocks of 126 / 77 / 151 rows: the last chunk moved back to end at the block's end) for the
+    second Gram and wherever Q is applied. Every result equals LAPACK's, and the svd program's
+    temporaries are chunks, not a block."""
+    monkeypatch.setattr(tall_skinny, "CHUNK_BYTES", 1456)  # 26 rows of 7 float64, 15 complex
+    mesh_shape, spec, shape = where
+    a, x = case(mesh_shape, spec, shape, dtype=dtype, cond=1e4)
+    plan = tall_skinny.plan_for(x)
+    k, wide = plan.small, plan.wide
+    q, r = la.qr(x)
+    qh, rh = np.asarray(q), np.asarray(r)
+    eye = np.eye(k)
+    assert np.linalg.norm(ct(qh) @ qh - eye) <= 1e-10
+    assert np.linalg.norm(qh @ rh - a) <= 1e-12 * np.linalg.norm(a)
+    u, s, vh = la.svd(x, full_matrices=False)
+    np.testing.assert_allclose(np.asarray(s), np.linalg.svd(a, compute_uv=False),
+                               rtol=0, atol=1e-12)
+    long = np.asarray(vh) if wide else np.asarray(u)
+    assert_layout(vh if wide else u, x.layout)
+    gram = long @ ct(long) if wide else ct(long) @ long
+    assert np.linalg.norm(gram - np.eye(k)) <= 1e-10
+    assert np.linalg.norm((np.asarray(u) * np.asarray(s)[..., None, :]) @ np.asarray(vh) - a
+                          ) <= 1e-12 * np.linalg.norm(a)
+    p = la.pinv(x)
+    np.testing.assert_allclose(np.asarray(p), np.linalg.pinv(a), atol=1e-8 * np.abs(
+        np.linalg.pinv(a)).max())
+    if len(shape) == 2:
+        b = ill((shape[0], 2), cond=1.0, dtype=dtype, seed=1)
+        sol = la.lstsq(x, darray.asarray(b, mesh=x.mesh))[0]
+        np.testing.assert_allclose(np.asarray(sol), np.linalg.lstsq(a, b)[0],
+                                   atol=1e-8 * np.abs(np.linalg.lstsq(a, b)[0]).max())
+    if not wide and len(shape) == 2:  # temporaries: chunks, not a block (16 KiB chunks); the
+        # rows are even here: padding is zeroed in a masked copy of the block before the kernel
+        monkeypatch.setattr(tall_skinny, "CHUNK_BYTES", 1 << 14)
+        big = darray.asarray(np.ones((8 * 4096, k), dtype), mesh=x.mesh, spec=spec)
+        outs = (big.layout, tall_skinny.small_layout(big, (k,)),
+                tall_skinny.small_layout(big, (k, k)))
+        program = tall_skinny._program(tall_skinny._svd, (big.layout,), outs,
+                                       (("plan", tall_skinny.plan_for(big)),), "cholesky")
+        temp = program.lower(big.data).compile().memory_analysis().temp_size_in_bytes
+        block = big.layout.chunk(0) * k * np.dtype(dtype).itemsize
+        assert temp < block / 2, (temp, block)
 
 
 def test_gram_matrix_is_a_reduction_then_small_factorizations():
