@@ -3,7 +3,7 @@ old path (XLA's partitioner, which all-gathers the operand), side by side in one
 
 Runs on 8 virtual CPU devices (set before jax starts), float32, x64 off (JAX's default). Each
 row times one compiled program twice, interleaved (`_bench_common.time_interleaved`): with the
-ring, and with the old path (``exchange_gather.MIN_RING_BYTES`` raised above the array while
+ring, and with the old path (``exchange_gather.MIN_RING_CELLS`` raised above the array while
 the program is traced). The ratio is ring / old (the rule: <= 1.5). The small rows compare a
 small array (darray keeps it on one device) and a small split array (below the ring's
 threshold, so the old path) with ``jnp.take`` on one device (the rule: <= 2).
@@ -36,12 +36,12 @@ from darray._src.engine import exchange_gather  # noqa: E402
 def traced_with(fn, ring: bool):
     """jit of fn whose trace takes the ring (or, with ring=False, the old path)."""
     def run(args):
-        saved = exchange_gather.MIN_RING_BYTES
-        exchange_gather.MIN_RING_BYTES = 0 if ring else 1 << 62
+        saved = exchange_gather.MIN_RING_CELLS
+        exchange_gather.MIN_RING_CELLS = 0 if ring else 1 << 62
         try:
             return fn(*args)
         finally:
-            exchange_gather.MIN_RING_BYTES = saved
+            exchange_gather.MIN_RING_CELLS = saved
     return jax.jit(run)
 
 

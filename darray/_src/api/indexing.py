@@ -221,7 +221,7 @@ def getitem(x: DistArray, key) -> DistArray:
       axis re-blocks it with a few ppermute shifts of output-sized buffers. Layouts with
       ghosts or a transposed order take the logical path. Integer-array and boolean-mask keys
       give the default layout for the output shape (layout.default_layout). One integer array
-      along a split axis (other items whole slices, x of 384 KiB or more) is read by a ring of
+      along a split axis (other items whole slices, x of 96 Ki cells or more) is read by a ring of
       ppermutes (engine/exchange_gather.py; x is never gathered, the result moved block-wise
       into that layout); other advanced keys take the logical path. A boolean mask needs
       a concrete mask (its count sets the shape). A basic key gives a view of x
@@ -481,7 +481,7 @@ def setitem(x: DistArray, key, value) -> DistArray:
       communication for a scalar value; an array value is brought to the key's read layout
       and shifted to the blocks that own its cells, slicing.py: x is never gathered).
       A boolean mask of x's leading shape with a scalar value is an elementwise select (local,
-      works under jit). One integer array along a split axis (x of 384 KiB or more): the
+      works under jit). One integer array along a split axis (x of 96 Ki cells or more): the
       (index, value) blocks travel round a ring and each owner writes its cells
       (engine/exchange_gather.py; which of repeated indices wins is unspecified, as in JAX).
       Other advanced keys use the logical path.

@@ -36,7 +36,7 @@ def take(x: DistArray, indices, /, *, axis=None) -> DistArray:
     """Elements of `x` at integer `indices` (1-D) along `axis` (optional for 1-D x).
 
     Layout: x's split on every axis (the taken axis keeps its mesh axes at its new length).
-    Along a split axis (x of 384 KiB or more), x's blocks or the index requests travel round a
+    Along a split axis (x of 96 Ki cells or more), x's blocks or the index requests travel round a
     ring of ppermutes (engine/exchange_gather.py): x is never gathered, about 3 blocks per
     device. Otherwise the logical path: XLA reads the taken cells from their owners.
     """
@@ -70,7 +70,7 @@ def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
     """Pick values along `axis` at `indices` (same rank as x, broadcast on the other axes).
 
     Layout: x's split where the output shape equals x's, else the indices'. Along a split axis
-    (x of 384 KiB or more, indices of x's extent on the other axes), a ring of ppermutes moves
+    (x of 96 Ki cells or more, indices of x's extent on the other axes), a ring of ppermutes moves
     x's blocks or the index requests (engine/exchange_gather.py), never gathering x; else the
     logical path.
     """

@@ -37,13 +37,15 @@ from darray._src.engine.placing import redistribute
 from darray._src.layout.layout import Layout, make_out_layout
 from darray._src.placement import physical
 
-# Below this many bytes of x, the caller keeps XLA's path: the ring's P steps cost more than
+# Below this many cells of x, the caller keeps XLA's path: the ring's P steps cost more than
 # gathering a small operand (benchmarks/bench_take.py, bench_speed_guard.py). Measured on 8
 # CPU devices at load ~15: the ring ran 3.8-4.2x XLA's path at 2^16 float32 cells (256 KiB:
 # take 2.8 against 0.7 ms, take_along_axis 2.4 against 0.6 ms) and 1.6-2.4x at 2^20, so the
-# speed crossover lies past 4 MiB; the memory rule, checked from 100003 float32 cells (400 KB,
-# tests/memory), keeps the threshold below that: XLA's gather then holds < 384 KiB of x.
-MIN_RING_BYTES = 3 << 17
+# speed crossover lies past 4 MiB. Counted in cells, not bytes, because the ring's cost is
+# mostly its P rounds: the memory rule's survey (tests/memory: 100003-cell and larger cases of
+# every dtype, one-byte ones included) must see the ring, and XLA's gather below the threshold
+# holds at most 96 Ki cells of x.
+MIN_RING_CELLS = 3 << 15
 
 
 def applies(x: DistArray, axis: int) -> bool:
@@ -51,7 +53,7 @@ def applies(x: DistArray, axis: int) -> bool:
     distributed layout, large enough that the ring beats a gather."""
     lay = x.layout
     return (bool(lay.split[axis]) and not lay.has_halo and lay.mesh.size > 1
-            and x.size > 0 and x.size * x.dtype.itemsize >= MIN_RING_BYTES)
+            and x.size > 0 and x.size >= MIN_RING_CELLS)
 
 
 def _index_dtype():

@@ -41,7 +41,7 @@ class _AtRef:
     communication, compiled once per layout. With an array value: the indexed cells are
     read, combined and written back through `x[key]` and `setitem` (their communication).
     Keys with integer or boolean arrays scatter with JAX's rule that repeated indices
-    accumulate: one integer array along a split axis (x of 384 KiB or more) by a ring of
+    accumulate: one integer array along a split axis (x of 96 Ki cells or more) by a ring of
     ppermutes that brings the (index, update) blocks to their owners (engine/exchange_gather.py,
     x never gathered); other keys on the logical path, as ``x[key] = v`` does.
     """

@@ -22,7 +22,7 @@ from darray._src.layout.layout import default_layout
 
 @pytest.fixture(autouse=True)
 def _ring_for_every_size(monkeypatch):
-    monkeypatch.setattr(exchange_gather, "MIN_RING_BYTES", 0)
+    monkeypatch.setattr(exchange_gather, "MIN_RING_CELLS", 0)
 
 
 def _x(shape, mesh, spec, seed=0, dtype=np.float64):
@@ -74,7 +74,7 @@ def test_take_clamps_out_of_range_indices_as_before(monkeypatch):
     ih = np.array([-100, -42, -41, -1, 0, 40, 41, 1000], canonical_dtype(np.int64))
     idx = darray.asarray(ih, mesh=mesh, spec=("x",))
     ring = np.asarray(darray.take(x, idx, axis=0))
-    monkeypatch.setattr(exchange_gather, "MIN_RING_BYTES", 1 << 62)
+    monkeypatch.setattr(exchange_gather, "MIN_RING_CELLS", 1 << 62)
     old = np.asarray(darray.take(x, idx, axis=0))
     np.testing.assert_array_equal(ring, old)
     np.testing.assert_array_equal(ring, xh[np.clip(np.where(ih < 0, ih + 41, ih), 0, 40)])
@@ -102,7 +102,10 @@ def test_getitem_with_one_index_array(mshape, shape, spec, axis, ishape, ispec):
     y = x[key]
     ref = xh.astype(np.float64)[(slice(None),) * axis + (ih,)]
     np.testing.assert_array_equal(np.asarray(y), ref)
-    assert_layout(y, default_layout(ref.shape, x.layout))  # the old path's layout
+    # x keeps its split, as take does: the index's first axis takes the split of x's axis
+    split = x.layout.split
+    want = split[:axis] + (split[axis],) + ((),) * (len(ishape) - 1) + split[axis + 1:]
+    assert_layout(y, split=want, shape=ref.shape, mesh=mesh)
     _no_gather(lambda a, i: a[(slice(None),) * axis + (i,)], x, idx)
 
 
@@ -216,7 +219,7 @@ def test_scatter_drops_out_of_range_distarray_indices_as_before(monkeypatch):
     ih = np.array([-51, -50, -1, 0, 49, 50, 3, 3], canonical_dtype(np.int64))
     idx = darray.asarray(ih, mesh=mesh, spec=("x",))
     ring = np.asarray(x.at[idx].add(1.0))
-    monkeypatch.setattr(exchange_gather, "MIN_RING_BYTES", 1 << 62)
+    monkeypatch.setattr(exchange_gather, "MIN_RING_CELLS", 1 << 62)
     old = np.asarray(x.at[idx].add(1.0))
     np.testing.assert_array_equal(ring, old)
     ref = xh.astype(np.float64).copy()
@@ -225,8 +228,8 @@ def test_scatter_drops_out_of_range_distarray_indices_as_before(monkeypatch):
 
 
 def test_small_arrays_keep_the_old_path(monkeypatch):
-    """Below MIN_RING_BYTES the old (XLA) path runs; the answers are the same."""
-    monkeypatch.setattr(exchange_gather, "MIN_RING_BYTES", 1 << 16)
+    """Below MIN_RING_CELLS the old (XLA) path runs; the answers are the same."""
+    monkeypatch.setattr(exchange_gather, "MIN_RING_CELLS", 1 << 14)
     mesh = mesh_of((8,))
     xh, x = _x((1001,), mesh, ("x",))
     assert not exchange_gather.applies(x, 0)
