@@ -103,7 +103,7 @@ def main(argv=None):
                              axis_types=(jax.sharding.AxisType.Auto,) * len(mesh_shape))
         xs = [darray.asarray(rng.standard_normal(s).astype(np.float32), mesh=mesh, spec=split)
               for s in shapes]
-        new_fn = jax.jit(lambda datas: darray.concat(datas, axis=axis).data)
+        new_fn = jax.jit(lambda arrays, axis=axis: darray.concat(arrays, axis=axis).data)
         old_fn = old_concat(xs, axis)
         datas = [x.data for x in xs]
         want = np.concatenate([np.asarray(x) for x in xs], axis=axis)
@@ -112,8 +112,8 @@ def main(argv=None):
         old_out = old_fn(*datas)
         assert np.array_equal(np.asarray(physical.physical_to_logical(old_out, got.layout)),
                               want), name
-        times = time_interleaved([("new", lambda _: new_fn(xs), None),
-                                  ("old", lambda _: old_fn(*datas), None)], args.repeats,
+        times = time_interleaved([("new", new_fn, xs),
+                                  ("old", lambda d, f=old_fn: f(*d), datas)], args.repeats,
                                  desc=name)
         t_new, t_old = times["new"][0], times["old"][0]
         cells = sum(int(np.prod(s)) for s in shapes)

@@ -13,10 +13,13 @@ shard_map:
   cells [o_k + b*c_k, o_k + (b+1)*c_k) overlap that range. Each overlapping (b, q) pair is a
   piece, known on the host from the static shapes (`plan_rounds`). Pieces travel in rounds: a
   round is one lax.ppermute (every block sends and receives at most one piece) of a window as
-  long as its longest piece, cut from the sender's blocks of all inputs side by side; the
-  receiver writes the piece's cells into its block (dynamic_update_slice of a select). The
-  windows a device handles add up to about one output block, whatever the number of devices
-  or inputs; nothing is ever gathered.
+  long as its longest piece, read from the sender's blocks of all inputs seen side by side
+  (never joined into one copy); the receiver writes the piece's cells into its block
+  (dynamic_update_slice of a select). One round is in flight at a time, so a device holds at
+  most one window each way besides its blocks; nothing is ever gathered. Temporaries: 0.3 to
+  2.8 blocks per device (tests/memory/test_memory_concat.py);
+* an input whose split XLA's partitioner would change through an all-gather moves first by
+  engine/reshaping.py's block-wise row exchange.
 
 Block numbers follow the split's order (major first, as the Layout counts them); the ppermute
 pairs go through compat.ppermute_blocks, which translates them to the mesh's numbering.
@@ -158,7 +161,7 @@ def join_blocks(blocks, sizes: tuple[int, ...], chunks: tuple[int, ...] | None, 
 
     def run_round(r: _Round):
         def write(result):
-            buf = _window(blocks, r, at_me, axis, dtype)
+            buf = _window(blocks, r, at_me, axis, dtype, _after(result))
             if any(b != q for b, q in r.pairs):
                 buf = compat.ppermute_blocks(buf, split, r.pairs, out.mesh)
             start = at_me(r.place)  # the window lies inside my block (see _skew)
@@ -171,20 +174,31 @@ def join_blocks(blocks, sizes: tuple[int, ...], chunks: tuple[int, ...] | None, 
                                                        start, axis=axis)
         return write
 
-    writes = [run_round(r) for r in rounds]
-    if len(writes) == 1:
-        return writes[0](result)
-    # The rounds run one after the other in a loop, each its own branch (its own window length
-    # and permutation), so one window is in flight at a time. Unrolled, XLA cut every round's
-    # window first and held them all: about 2 output blocks (3.0 blocks of temporaries in all
-    # for (1001, 403) and (203, 403) joined along axis 0 split over 8 devices).
-    # (round 0 runs first, outside: its result varies over the mesh as the loop's carry does)
-    return jax.lax.fori_loop(1, len(writes),
-                             lambda j, result: jax.lax.switch(j - 1, writes[1:], result),
-                             writes[0](result))
+    # One round at a time: each round's window is cut after the previous round has written
+    # (_after). Left free, XLA cut every round's window first and held them all: about 2
+    # output blocks, 3.0 blocks of temporaries in all for (1001, 403) and (203, 403) joined
+    # along axis 0 over 8 devices. A loop over the rounds also serialises them, but copied
+    # the output block in every round (1.5-1.9x slower, benchmarks/bench_concat.py).
+    for r in rounds:
+        result = run_round(r)(result)
+    return result
 
 
-def _window(blocks, r: _Round, at_me, axis: int, dtype):
+def _after(result):
+    """Zero, computed from `result`'s first cell: a window start plus this waits until
+    `result` is written (XLA cannot fold the clamp of a data value, and it does not keep
+    optimization barriers for scheduling on CPU)."""
+    if result.size == 0:
+        return np.int32(0)
+    first = jax.lax.slice(result, (0,) * result.ndim, (1,) * result.ndim).reshape(())
+    if first.dtype == jnp.bool_:
+        first = first.astype(jnp.int32)
+    zero = np.int32(0)
+    return jax.lax.clamp(zero, first.real.astype(jnp.int32) if jnp.iscomplexobj(first)
+                         else first.astype(jnp.int32), zero)
+
+
+def _window(blocks, r: _Round, at_me, axis: int, dtype, after=0):
     """My window of round `r`: cells [start, start + length) along `axis` of my `blocks` laid
     side by side, zero where it reaches past them, read straight from the blocks rather than
     from a joined copy of them (that copy, framed by zeros, measured 1.5 blocks of temporaries
@@ -195,7 +209,7 @@ def _window(blocks, r: _Round, at_me, axis: int, dtype):
     senders = [b for b, _ in r.pairs]
     inside = {b: next((k for k in range(len(blocks)) if ends[k] <= r.send_start[b]
                        and r.send_start[b] + r.length <= ends[k + 1]), None) for b in senders}
-    start = at_me(r.send_start)
+    start = at_me(r.send_start) + after
     if all(k is not None for k in inside.values()):
         used = sorted(set(inside.values()))
         table = [inside.get(b, used[0]) for b in range(len(r.send_start))]
