@@ -210,9 +210,10 @@ def _window(blocks, r: _Round, at_me, axis: int, dtype, after=0):
     inside = {b: next((k for k in range(len(blocks)) if ends[k] <= r.send_start[b]
                        and r.send_start[b] + r.length <= ends[k + 1]), None) for b in senders}
     start = at_me(r.send_start) + after
-    if all(k is not None for k in inside.values()):
-        used = sorted(set(inside.values()))
-        table = [inside.get(b, used[0]) for b in range(len(r.send_start))]
+    whole = {b: k for b, k in inside.items() if k is not None}
+    if len(whole) == len(inside):
+        used = sorted(set(whole.values()))
+        table = [whole.get(b, used[0]) for b in range(len(r.send_start))]
         which = at_me(table)
         window = None
         for k in used:
