@@ -72,3 +72,33 @@ def test_concat_within_three_blocks_and_no_all_gather(case):
     assert_layout(y, split=operands[0][1], shape=np.concatenate(hosts, axis=axis).shape,
                   mesh=mesh)
     np.testing.assert_array_equal(np.asarray(y), np.concatenate(hosts, axis=axis))
+
+
+# stack joins along a new, unsplit axis: each device stacks its blocks; an operand split
+# otherwise is moved first (name -> (mesh shape, operand splits, shape))
+STACKS = {
+    "8 operand split elsewhere": ((8,), [(None, "x"), ("x", None)], (403, 1001)),
+    "4x2 operand split over both axes elsewhere": ((4, 2), [("x", "y", None), (None, XY, None)],
+                                                   (101, 67, 45)),
+}
+
+
+@pytest.mark.parametrize("case", list(STACKS))
+def test_stack_within_three_blocks_and_no_all_gather(case):
+    mesh_shape, splits, shape = STACKS[case]
+    mesh = mesh_of(mesh_shape)
+    rng = np.random.default_rng(1)
+    hosts = [rng.standard_normal(shape).astype(np.float32) for _ in splits]
+    xs = [darray.asarray(h, mesh=mesh, spec=split) for h, split in zip(hosts, splits)]
+
+    def join(*arrays):
+        return darray.stack(arrays, axis=1)
+    blocks, temp, block, gathers = ms.blocks_of(jax.jit(join).lower(*xs).compile())
+    print(f"stack {case}: {blocks:.2f} blocks, {gathers} all-gathers")
+    assert gathers == 0, f"stack {case}: {gathers} all-gathers"
+    assert blocks <= ms.RULE, (f"stack {case}: {blocks:.2f} blocks of temporaries per device "
+                               f"({temp} bytes, block {block} bytes)")
+    y = join(*xs)
+    want = np.stack(hosts, axis=1)
+    assert_layout(y, split=splits[0][:1] + (None,) + splits[0][1:], shape=want.shape, mesh=mesh)
+    np.testing.assert_array_equal(np.asarray(y), want)
