@@ -13,10 +13,13 @@ shard_map:
   cells [o_k + b*c_k, o_k + (b+1)*c_k) overlap that range. Each overlapping (b, q) pair is a
   piece, known on the host from the static shapes (`plan_rounds`). Pieces travel in rounds: a
   round is one lax.ppermute (every block sends and receives at most one piece) of a window as
-  long as its longest piece, cut from the sender's blocks of all inputs side by side; the
-  receiver writes the piece's cells into its block (dynamic_update_slice of a select). The
-  windows a device handles add up to about one output block, whatever the number of devices
-  or inputs; nothing is ever gathered.
+  long as its longest piece, read from the sender's blocks of all inputs seen side by side
+  (never joined into one copy); the receiver writes the piece's cells into its block
+  (dynamic_update_slice of a select). One round is in flight at a time, so a device holds at
+  most one window each way besides its blocks; nothing is ever gathered. Temporaries: 0.3 to
+  2.8 blocks per device (tests/memory/test_memory_concat.py);
+* an input whose split XLA's partitioner would change through an all-gather moves first by
+  engine/reshaping.py's block-wise row exchange.
 
 Block numbers follow the split's order (major first, as the Layout counts them); the ppermute
 pairs go through compat.ppermute_blocks, which translates them to the mesh's numbering.
@@ -33,6 +36,7 @@ import numpy as np
 from darray._src.base import compat
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
+from darray._src.engine import reshaping
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
 
@@ -150,33 +154,86 @@ def join_blocks(blocks, sizes: tuple[int, ...], chunks: tuple[int, ...] | None, 
     me = jax.lax.axis_index(names)  # block number in the split's order
     rounds = plan_rounds(tuple(sizes), out.parts(axis),
                          None if chunks is None else tuple(chunks))
-    # my blocks of all inputs side by side, framed by zeros where some window reaches past
-    # them (dynamic_slice would clamp the window's start, not clip it)
-    frame = source_frame(rounds, sum(block.shape[axis] for block in blocks))
-    if frame:
-        zeros_shape = list(blocks[0].shape)
-        zeros_shape[axis] = frame
-        zeros = jnp.zeros(zeros_shape, dtype)
-        blocks = [zeros, *blocks, zeros]
-    source = jnp.concatenate(blocks, axis=axis) if len(blocks) > 1 else blocks[0]
     result = jnp.zeros(out.block_shape, dtype)
 
     def at_me(table):
         return jnp.asarray(np.asarray(table, np.int32))[me]
+
+    def run_round(r: _Round):
+        def write(result):
+            buf = _window(blocks, r, at_me, axis, dtype, _after(result))
+            if any(b != q for b, q in r.pairs):
+                buf = compat.ppermute_blocks(buf, split, r.pairs, out.mesh)
+            start = at_me(r.place)  # the window lies inside my block (see _skew)
+            w = jnp.arange(r.length)
+            keep_shape = [1] * out.ndim
+            keep_shape[axis] = r.length
+            keep = ((w >= at_me(r.keep_lo)) & (w < at_me(r.keep_hi))).reshape(keep_shape)
+            here = jax.lax.dynamic_slice_in_dim(result, start, r.length, axis=axis)
+            return jax.lax.dynamic_update_slice_in_dim(result, jnp.where(keep, buf, here),
+                                                       start, axis=axis)
+        return write
+
+    # One round at a time: each round's window is cut after the previous round has written
+    # (_after). Left free, XLA cut every round's window first and held them all: about 2
+    # output blocks, 3.0 blocks of temporaries in all for (1001, 403) and (203, 403) joined
+    # along axis 0 over 8 devices. A loop over the rounds also serialises them, but copied
+    # the output block in every round (1.5-1.9x slower, benchmarks/bench_concat.py).
     for r in rounds:
-        buf = jax.lax.dynamic_slice_in_dim(source, at_me(r.send_start) + frame, r.length,
-                                           axis=axis)
-        if any(b != q for b, q in r.pairs):
-            buf = compat.ppermute_blocks(buf, split, r.pairs, out.mesh)
-        start = at_me(r.place)  # the window lies inside my block (see _skew)
-        w = jnp.arange(r.length)
-        keep_shape = [1] * out.ndim
-        keep_shape[axis] = r.length
-        keep = ((w >= at_me(r.keep_lo)) & (w < at_me(r.keep_hi))).reshape(keep_shape)
-        here = jax.lax.dynamic_slice_in_dim(result, start, r.length, axis=axis)
-        result = jax.lax.dynamic_update_slice_in_dim(result, jnp.where(keep, buf, here), start,
-                                                     axis=axis)
+        result = run_round(r)(result)
     return result
+
+
+def _after(result):
+    """Zero, computed from `result`'s first cell: a window start plus this waits until
+    `result` is written (XLA cannot fold the clamp of a data value, and it does not keep
+    optimization barriers for scheduling on CPU)."""
+    if result.size == 0:
+        return np.int32(0)
+    first = jax.lax.slice(result, (0,) * result.ndim, (1,) * result.ndim).reshape(())
+    if first.dtype == jnp.bool_:
+        first = first.astype(jnp.int32)
+    zero = np.int32(0)
+    return jax.lax.clamp(zero, first.real.astype(jnp.int32) if jnp.iscomplexobj(first)
+                         else first.astype(jnp.int32), zero)
+
+
+def _window(blocks, r: _Round, at_me, axis: int, dtype, after=0):
+    """My window of round `r`: cells [start, start + length) along `axis` of my `blocks` laid
+    side by side, zero where it reaches past them, read straight from the blocks rather than
+    from a joined copy of them (that copy, framed by zeros, measured 1.5 blocks of temporaries
+    on its own). Where every sender's window lies inside one block, a slice of that block
+    (picked per device); else a gather over the blocks some window touches, fused by XLA into
+    the window's own loop."""
+    ends = np.cumsum([0] + [b.shape[axis] for b in blocks])
+    senders = [b for b, _ in r.pairs]
+    inside = {b: next((k for k in range(len(blocks)) if ends[k] <= r.send_start[b]
+                       and r.send_start[b] + r.length <= ends[k + 1]), None) for b in senders}
+    start = at_me(r.send_start) + after
+    whole = {b: k for b, k in inside.items() if k is not None}
+    if len(whole) == len(inside):
+        used = sorted(set(whole.values()))
+        table = [whole.get(b, used[0]) for b in range(len(r.send_start))]
+        which = at_me(table)
+        window = None
+        for k in used:
+            cut = jax.lax.dynamic_slice_in_dim(blocks[k], start - int(ends[k]), r.length, axis)
+            window = cut if window is None else jnp.where(which == k, cut, window)
+        return window
+    cell = start + jnp.arange(r.length)
+    shape = [1] * blocks[0].ndim
+    shape[axis] = r.length
+    window = jnp.zeros((), dtype)
+    for k, block in enumerate(blocks):
+        if not any(ends[k] < r.send_start[b] + r.length and r.send_start[b] < ends[k + 1]
+                   for b in senders):
+            continue  # no window of this round reaches block k
+        local = cell - int(ends[k])
+        here = ((local >= 0) & (local < block.shape[axis])).reshape(shape)
+        cells = jnp.take(block, jnp.clip(local, 0, block.shape[axis] - 1), axis=axis)
+        window = jnp.where(here, cells, window)
+    return jnp.broadcast_to(window, tuple(shape[i] if i == axis else blocks[0].shape[i]
+                                          for i in range(len(shape)))).astype(dtype)
 
 
 def _local_join(kind: str, lays, out: Layout, axis: int, dtype):
@@ -223,6 +280,15 @@ def _run(kind: str, arrays, split, out: Layout, axis: int, dtype) -> DistArray:
     targets = tuple(None if _goes_in_directly(lay, split) else
                     Layout(lay.shape, out.mesh, tuple(split), ((0, 0),) * n)
                     for lay in in_layouts)
+    if any(t is not None and reshaping.takes_blockwise(lay, t)
+           for lay, t in zip(in_layouts, targets)):
+        # an input XLA's partitioner would move through an all-gather (measured: 4.3 blocks
+        # and one all-gather for (33, 67, 45) split (None, (x, y)) brought to (x, y) on 4x2)
+        # moves first by reshaping's block-wise row exchange, the same shape in another split
+        arrays = [DistArray._new(reshaping.reshape_fn(lay, t)(a.data), t)
+                  if t is not None and reshaping.takes_blockwise(lay, t) else a
+                  for a, lay, t in zip(arrays, in_layouts, targets)]
+        return _run(kind, arrays, split, out, axis, dtype)
     fn = _join_fn(kind, in_layouts, targets, out, axis, jnp.dtype(dtype))
     return DistArray._new(fn(*[a.data for a in arrays]), out)
 
