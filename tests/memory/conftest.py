@@ -7,7 +7,7 @@ import pytest
 from helpers import thin_parametrized
 
 THINNED = {"test_memory_scan.py", "test_memory_indexing.py", "test_memory_sort.py",
-           "test_memory_concat.py",
+           "test_memory_concat.py", "test_memory_factorizations.py",
            "test_memory_spectral.py", "test_memory_contraction.py"}
 
 
