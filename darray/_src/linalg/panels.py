@@ -234,7 +234,12 @@ def inexact(dtype) -> np.dtype:
 # -- running a kernel ---------------------------------------------------------------------------
 @program_cache(MEDIUM)
 def _program(kernel, in_layouts, out_layouts, static):
-    body = functools.partial(kernel, **dict(static))
+    return jitted_shard_map(functools.partial(kernel, **dict(static)), in_layouts, out_layouts)
+
+
+def jitted_shard_map(body, in_layouts, out_layouts):
+    """`body(*blocks)` in one shard_map over the layouts' mesh, inputs and outputs pinned to
+    their layouts' specs, jitted (shared by the 2-D paths here and linalg/stacked.py)."""
     mesh = in_layouts[0].mesh
 
     def run(*datas):

@@ -32,7 +32,6 @@ import dataclasses
 import functools
 import math
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -81,7 +80,6 @@ def _values_layout(x: DistArray, tail: tuple[int, ...]) -> Layout:
 # -- the compiled program ----------------------------------------------------------------------
 @program_cache(MEDIUM)
 def _program(kernel, in_layouts, out_layouts, static):
-    mesh = in_layouts[0].mesh
     nbatch = in_layouts[0].ndim - 2
     one = functools.partial(kernel, **dict(static))
 
@@ -91,12 +89,7 @@ def _program(kernel, in_layouts, out_layouts, static):
         outs = lax.map(lambda xs: one(*xs), flat)
         return tuple(o.reshape(batch + o.shape[1:]) for o in outs)
 
-    def run(*datas):
-        datas = [compat.constrain(d, mesh, lay.spec) for d, lay in zip(datas, in_layouts)]
-        outs = compat.shard_map(body, mesh=mesh, in_specs=tuple(lay.spec for lay in in_layouts),
-                                out_specs=tuple(lay.spec for lay in out_layouts))(*datas)
-        return tuple(compat.constrain(o, mesh, lay.spec) for o, lay in zip(outs, out_layouts))
-    return jax.jit(run)
+    return panels.jitted_shard_map(body, in_layouts, out_layouts)
 
 
 def _run(kernel, arrays, out_layouts, **static) -> tuple[DistArray, ...]:
