@@ -40,6 +40,7 @@ from darray._src.engine.apply import (
     local_scalar_data,
 )
 from darray._src.engine.arguments import array_operand, ensure_array
+from darray._src.engine.donation import donatable
 from darray._src.engine.operands import check_operand_meshes
 from darray._src.kernels import complex_special as _cs
 from darray._src.layout.layout import Layout
@@ -263,7 +264,8 @@ def _describe(ops, argnames) -> str:
     return "; ".join(f"{n}: {a.layout!r}" for a, n in zip(ops, argnames) if _is_dist(a))
 
 
-def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistArray:
+def elementwise(fname: str, fn, args, argnames, category: str = "any",
+                donate: DistArray | None = None) -> DistArray:
     """Run `fn` (a jax function, hashable and stable, so compilations are cached) elementwise.
 
     Args:
@@ -272,6 +274,8 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
       args: the operands; at least one must be a DistArray.
       argnames: their parameter names, for error messages.
       category: dtype category (a key of dtypes.CATEGORIES) every array operand must be in.
+      donate: the first operand, for an in-place operator (see `inplace`): its buffer may be
+        taken over by the program (engine/donation.py). None: never.
     """
     if all_local(args):  # small arrays only: a one-device program (engine/apply.py)
         for a, n in zip(args, argnames):
@@ -292,7 +296,7 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
     ops = local_scalar_data(ops)
     shared = _shared_layout(ops)
     if shared is not None:  # the common eager case, with no shape or layout arithmetic
-        return apply_physical(fn, ops, shared)
+        return apply_physical(fn, ops, shared, _donation(donate, fn, ops, shared))
     ops = list(check_operand_meshes(fname, *zip(ops, argnames)))  # the mesh rule (operands.py)
     try:
         shape = tuple(np.broadcast_shapes(*[a.shape if _is_dist(a) else np.shape(a) for a in ops]))
@@ -303,7 +307,8 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
     out = _result_layout(ops, shape)
     if all(_fits(a, out) for a in ops):
         leaves = [a if not _is_dist(a) or a.layout == out else a.data for a in ops]
-        return apply_physical(fn, [_placed(a, out) for a in leaves], out)
+        return apply_physical(fn, [_placed(a, out) for a in leaves], out,
+                              _donation(donate, fn, leaves, out))
     if get_config("mismatch") == "raise":
         # Ghost cells are dropped locally; only a change of split counts as redistribution.
         if not all(_layout_fits(a.layout.without_halo(), out) for a in ops if _is_dist(a)):
@@ -312,6 +317,34 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any") -> DistAr
                               "operands with darray.asarray(x, mesh=..., spec=...) first")
     ops = [_moved(a, out) for a in ops]
     return apply_logical(fn, [_placed(a, out) for a in ops], out)
+
+
+def _donation(x: DistArray | None, fn, ops, out: Layout) -> int | None:
+    """0 when the program may take over the buffer of ops[0], the array `x` of ``x <op>= y``:
+    x is no other operand, the result keeps x's dtype (checked before anything runs: a
+    refused ``x <op>= y`` must leave x intact) and engine/donation.py finds it safe."""
+    if x is None or ops[0] is not x or any(a is x for a in ops[1:]):
+        return None
+    if _result_dtype(fn, tuple(_dtype_key(a) for a in ops)) != x.dtype:
+        return None
+    return 0 if donatable(x, out) else None
+
+
+def _dtype_key(a):
+    """What the result dtype depends on: a Python scalar's type, an array's dtype and weak
+    type."""
+    if isinstance(a, _PY_SCALARS):
+        return type(a)
+    leaf = a._leaf() if _is_dist(a) else a
+    return np.dtype(a.dtype), bool(getattr(leaf, "weak_type", False))
+
+
+@functools.lru_cache(maxsize=512)
+def _result_dtype(fn, keys) -> np.dtype:
+    """The dtype fn gives operands of these `_dtype_key`s (plain data: no program kept)."""
+    operands = [key(1) if isinstance(key, type) else
+                jax.ShapeDtypeStruct((), key[0], weak_type=key[1]) for key in keys]
+    return np.dtype(jax.eval_shape(fn, *operands).dtype)
 
 
 def _placed(a, out: Layout):
@@ -394,6 +427,20 @@ clip.__doc__ = (clip.__doc__ or "") + _LAYOUT_DOC
 _SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//",
             "remainder": "%", "pow": "**", "matmul": "@", "bitwise_and": "&", "bitwise_or": "|",
             "bitwise_xor": "^", "bitwise_left_shift": "<<", "bitwise_right_shift": ">>"}
+
+
+_ROWS = {row[0]: row for row in TABLE}
+
+
+def inplace(name: str, x: DistArray, other) -> DistArray | None:
+    """``x <name> other`` for the in-place operator ``x <op>= other``, which may write the
+    result into x's buffer (engine/donation.py): then x's old data is deleted, so the caller
+    rebinds x to the result at once (`DistArray._mutate`). None when `name` is not an
+    elementwise function (matmul): the caller computes it as usual."""
+    row = _ROWS.get(name)
+    if row is None or row[2] != 2:
+        return None
+    return elementwise(name, row[1], (x, other), ("x1", "x2"), row[3], donate=x)
 
 
 def check_inplace(x: DistArray, result: DistArray, name: str) -> None:

@@ -152,6 +152,16 @@ def bound_in_flight(data):
     return data
 
 
+def forget_in_flight(data) -> None:
+    """Wait for `data` and drop it from the in-flight queue of `bound_in_flight`, where it
+    would otherwise be one more holder of its buffer (before that buffer is donated)."""
+    for i, queued in enumerate(_IN_FLIGHT):
+        if queued is data:  # identity: `in` would compare arrays elementwise
+            data.block_until_ready()
+            del _IN_FLIGHT[i]
+            return
+
+
 # -- compilation counting (tests and benchmarks assert that warm calls do not recompile) -------
 # jax reports every XLA compilation as a duration event under this name on both supported
 # versions (0.10 and 0.12); the listener cannot be unregistered on 0.10, so one is installed

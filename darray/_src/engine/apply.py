@@ -108,20 +108,29 @@ def local_scalar_data(args) -> list:
 
 
 # -- distributed arrays ----------------------------------------------------------------------
-def apply_physical(fn: Callable, args: Sequence, layout: Layout) -> DistArray:
-    """fn(*args) on physical data; every DistArray in args has `layout` (no halo)."""
+def apply_physical(fn: Callable, args: Sequence, layout: Layout,
+                   donate: int | None = None) -> DistArray:
+    """fn(*args) on physical data; every DistArray in args has `layout` (no halo).
+
+    Args:
+      fn, args, layout: as above.
+      donate: the index of an argument whose buffer the program takes over (its result is
+        written there and the argument's jax.Array is deleted), for in-place operators that
+        engine/donation.py found safe; the result must have that argument's dtype. None: none.
+    """
     kinds = tuple("dist" if isinstance(a, DistArray) else _static_key(a) for a in args)
     leaves = [a.data if isinstance(a, DistArray) else a for a in args]
-    out = _physical_fn(fn, kinds, layout)(*leaves)
+    out = _physical_fn(fn, kinds, layout, donate)(*leaves)
     return DistArray._new(out, layout)
 
 
 @program_cache(SMALL)
-def _physical_fn(fn, kinds, layout):
+def _physical_fn(fn, kinds, layout, donate):
     del kinds  # part of the cache key only
     return jax.jit(lambda *xs: physical.constrain(
         fn(*[physical.constrain(x, layout) if getattr(x, "ndim", 0) == layout.ndim
-             and tuple(x.shape) == layout.physical_shape else x for x in xs]), layout))
+             and tuple(x.shape) == layout.physical_shape else x for x in xs]), layout),
+        donate_argnums=() if donate is None else (donate,))
 
 
 def run_physical(fn: Callable, arrays: Sequence[DistArray], out_layouts, static=()):

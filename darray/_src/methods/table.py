@@ -27,6 +27,7 @@ import numpy as np
 from darray._src.api import versions
 from darray._src.api.creation import asarray, redistribute, zeros_like
 from darray._src.api.elementwise import check_inplace
+from darray._src.api.elementwise import inplace as elementwise_inplace
 from darray._src.api.indexing import getitem, setitem
 from darray._src.distarray.array import DistArray
 from darray._src.engine.arguments import refuse_out
@@ -319,7 +320,11 @@ def _binary(name, how):
 
     def inplace(self, other):
         def compute(current):
-            result = fn(current, other)
+            # elementwise operators may write into current's buffer when nothing else reads it
+            # (engine/donation.py); `_mutate` rebinds self to the result right away
+            result = elementwise_inplace(name, current, other)
+            if result is None:
+                result = fn(current, other)
             check_inplace(current, result, name)
             return result
         self._mutate(compute)

@@ -1,0 +1,96 @@
+"""Buffer donation for in-place operators: ``x += y`` may write its result into x's memory.
+
+A DistArray's data is an immutable jax.Array, so ``x *= s`` computes a new array and rebinds
+x: for a moment the old and the new value are both alive, one more array of x's size (what
+set the peak of scikit-learn's PCA on darray: svd_flip's ``u *= signs``). When nothing else
+can read x's old buffer, the program may take it over instead (``jax.jit(...,
+donate_argnums=...)``, an input/output alias in XLA): the result is written in place and the
+old jax.Array is deleted.
+
+"Nothing else can read it" is decided here, before the program runs (`donatable`):
+
+* the call is eager (no tracer, no trace running: traced programs are functional), the array
+  is settled (not a view, whose data its base may read again; not a JAX rebuild) and
+  distributed (a split axis, not the one device of small arrays, whose data
+  `compat.uncommitted` shares) and at least `MIN_BYTES` large (below that the saving is
+  nothing and the checks below would cost more than they save);
+* no other Python reference holds the jax.Array object: another DistArray (``copy.copy(x)``
+  shares it), a user's ``x.to_jax()`` or ``x.data``, a user's jax.Array that
+  ``darray.asarray`` kept as it was, pytree leaves, the in-flight queue of
+  `compat.bound_in_flight` (which drops it first);
+* no other live jax.Array shares its device buffers: ``jax.device_put`` of an array to an
+  equivalent sharding (another mesh object of the same devices, ``P('x', None)`` for
+  ``P('x')``) and a shard's ``.data`` make a second Python object over the same memory, which
+  donation would delete too (measured on jax 0.10 and 0.12). `jax.live_arrays` lists them; only
+  arrays of x's shape or of its blocks' shape can share its buffers, so the scan reads one
+  attribute of the others.
+
+Host views of a buffer (numpy's zero-copy ``np.asarray`` of a CPU shard, DLPack) are external
+references: jax then copies instead of donating, so they stay valid. A read of x that starts
+in another thread while ``x += y`` is running may find the old array deleted: concurrent
+reads and writes of one array are a race in numpy too (there they read a torn value).
+"""
+from __future__ import annotations
+
+import sys
+
+import jax
+
+from darray._src.base import compat
+from darray._src.distarray.array import DistArray
+from darray._src.layout.layout import Layout
+from darray._src.placement.placement import local_mesh
+
+# Arrays smaller than this (physical bytes, all devices) are never donated.
+MIN_BYTES = 1 << 20
+
+# The references to x's jax.Array while `_sole_holder` reads its count: x's slot, the local
+# name and getrefcount's own argument.
+_OWN_REFERENCES = 3
+
+
+def donatable(x: DistArray, layout: Layout) -> bool:
+    """Whether the program computing ``x <op>= ...`` in `layout` may take over x's buffer (see
+    the module docstring): x is settled, eager, distributed, large, already in `layout`, and the
+    sole holder of its device buffers."""
+    if x._pending is not None or (x._layout is not layout and x._layout != layout):
+        return False
+    if layout.mesh is local_mesh() or not any(layout.split) or compat.is_tracing():
+        return False
+    data = x._stored
+    if (not isinstance(data, jax.Array) or compat.is_tracer(data) or data.is_deleted()
+            or data.nbytes < MIN_BYTES):
+        return False
+    compat.forget_in_flight(data)
+    del data
+    return _sole_holder(x) and not _shares_buffers(x._stored)
+
+
+def _sole_holder(x: DistArray) -> bool:
+    stored = x._stored
+    return sys.getrefcount(stored) <= _OWN_REFERENCES
+
+
+def _shares_buffers(data) -> bool:
+    """Whether another live jax.Array object uses one of `data`'s device buffers."""
+    pointers = set()
+    block_shapes = set()
+    for i in range(len(data.sharding.addressable_devices)):
+        block = data.addressable_data(i)
+        pointers.add(block.unsafe_buffer_pointer())
+        block_shapes.add(block.shape)
+        del block  # an alias itself: gone before the scan
+    shape = data.shape
+    platform = next(iter(data.sharding.device_set)).platform
+    for other in jax.live_arrays(platform):
+        if other is data:
+            continue
+        other_shape = other.aval.shape
+        if other_shape != shape and other_shape not in block_shapes:
+            continue
+        if other.is_deleted():
+            continue
+        for i in range(len(other.sharding.addressable_devices)):
+            if other.addressable_data(i).unsafe_buffer_pointer() in pointers:
+                return True
+    return False
