@@ -316,7 +316,8 @@ def elementwise(fname: str, fn, args, argnames, category: str = "any",
                               "darray config mismatch='raise' forbids redistributing; move "
                               "operands with darray.asarray(x, mesh=..., spec=...) first")
     ops = [_moved(a, out) for a in ops]
-    return apply_logical(fn, [_placed(a, out) for a in ops], out)
+    return apply_logical(fn, [_placed(a, out) for a in ops], out,
+                         donate=_donation(donate, fn, ops, out))
 
 
 def _donation(x: DistArray | None, fn, ops, out: Layout) -> int | None:

@@ -156,12 +156,14 @@ def _run_physical_fn(fn, in_layouts, out_layouts, static):
     return jax.jit(run)
 
 
-def apply_logical(fn: Callable, args: Sequence, out_layouts, *, static=()) -> Any:
+def apply_logical(fn: Callable, args: Sequence, out_layouts, *, static=(),
+                  donate: int | None = None) -> Any:
     """fn(*logical_args, *static) with outputs placed in `out_layouts` (a Layout, a tuple of
-    Layouts, or None entries for outputs to return as plain jax arrays)."""
+    Layouts, or None entries for outputs to return as plain jax arrays). `donate`: as for
+    `apply_physical` (the argument has the one Layout of `out_layouts`)."""
     kinds = tuple(a.layout if isinstance(a, DistArray) else _static_key(a) for a in args)
     leaves = [a.data if isinstance(a, DistArray) else a for a in args]
-    compiled = _logical_fn(fn, kinds, out_layouts, static)
+    compiled = _logical_fn(fn, kinds, out_layouts, static, donate)
     outs = compiled(*leaves)
     if isinstance(out_layouts, Layout):
         return DistArray._new(outs, out_layouts)
@@ -169,7 +171,7 @@ def apply_logical(fn: Callable, args: Sequence, out_layouts, *, static=()) -> An
 
 
 @program_cache(SMALL)
-def _logical_fn(fn, kinds, out_layouts, static):
+def _logical_fn(fn, kinds, out_layouts, static, donate=None):
     def run(*leaves):
         logical = [physical.to_logical(x, k) if isinstance(k, Layout) else x
                    for x, k in zip(leaves, kinds)]
@@ -178,4 +180,4 @@ def _logical_fn(fn, kinds, out_layouts, static):
             return physical.logical_to_physical(result, out_layouts)
         return tuple(r if lay is None else physical.logical_to_physical(r, lay)
                      for r, lay in zip(result, out_layouts))
-    return jax.jit(run)
+    return jax.jit(run, donate_argnums=() if donate is None else (donate,))

@@ -32,9 +32,12 @@ reads and writes of one array are a race in numpy too (there they read a torn va
 """
 from __future__ import annotations
 
+import functools
 import sys
 
 import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from darray._src.base import compat
 from darray._src.distarray.array import DistArray
@@ -59,11 +62,16 @@ def donatable(x: DistArray, layout: Layout) -> bool:
         return False
     data = x._stored
     if (not isinstance(data, jax.Array) or compat.is_tracer(data) or data.is_deleted()
-            or data.nbytes < MIN_BYTES):
+            or data.nbytes < MIN_BYTES or len(data.sharding.device_set) < 2):
         return False
     compat.forget_in_flight(data)
     del data
-    return _sole_holder(x) and not _shares_buffers(x._stored)
+    if not _sole_holder(x):
+        return False
+    data = x._stored
+    platform = next(iter(data.sharding.device_set)).platform
+    return (max(_block_references(data)) <= _cached_block_references(platform)
+            and not _shares_buffers(data))
 
 
 def _sole_holder(x: DistArray) -> bool:
@@ -71,22 +79,36 @@ def _sole_holder(x: DistArray) -> bool:
     return sys.getrefcount(stored) <= _OWN_REFERENCES
 
 
+def _block_references(data) -> list[int]:
+    """The reference counts of `data`'s per-device blocks, the single-device jax.Arrays jax
+    caches in it (``x.data.addressable_shards[i].data`` hands them out; an uncommitted or
+    reassembled array made from them holds them too)."""
+    blocks = data._arrays  # jax-version seam: private, on both supported lines (0.10, 0.12)
+    return [sys.getrefcount(block) for block in blocks]
+
+
+@functools.cache
+def _cached_block_references(platform: str) -> int:
+    """What `_block_references` counts for blocks held by their array's cache alone (jax and
+    Python versions differ): measured once on a fresh two-device array (plain data cached)."""
+    devices = np.array(jax.devices(platform)[:2])
+    probe = jax.device_put(np.zeros(len(devices), np.float32),
+                           NamedSharding(Mesh(devices, ("probe",)), PartitionSpec("probe")))
+    return max(_block_references(probe))
+
+
 def _shares_buffers(data) -> bool:
-    """Whether another live jax.Array object uses one of `data`'s device buffers."""
-    pointers = set()
-    block_shapes = set()
-    for i in range(len(data.sharding.addressable_devices)):
-        block = data.addressable_data(i)
-        pointers.add(block.unsafe_buffer_pointer())
-        block_shapes.add(block.shape)
-        del block  # an alias itself: gone before the scan
-    shape = data.shape
+    """Whether a live jax.Array other than `data` and its own cached blocks uses one of its
+    device buffers (an array of its shape over the same blocks, made by ``jax.device_put`` to
+    an equivalent sharding, or of a block's shape)."""
+    blocks = data._arrays
+    own = {id(block) for block in blocks}
+    pointers = {block.unsafe_buffer_pointer() for block in blocks}
+    shapes = {data.shape} | {block.shape for block in blocks}
+    del blocks
     platform = next(iter(data.sharding.device_set)).platform
     for other in jax.live_arrays(platform):
-        if other is data:
-            continue
-        other_shape = other.aval.shape
-        if other_shape != shape and other_shape not in block_shapes:
+        if other is data or id(other) in own or other.aval.shape not in shapes:
             continue
         if other.is_deleted():
             continue
