@@ -28,6 +28,7 @@ from darray._src.distarray.array import DistArray, settle
 from darray._src.engine import compaction, exchange_gather, slicing, views
 from darray._src.engine.apply import apply_logical
 from darray._src.engine.arguments import ensure_array
+from darray._src.engine.donation import donatable
 from darray._src.engine.operands import check_operand_meshes, placed
 from darray._src.layout.layout import Layout, default_layout, make_out_layout
 
@@ -472,9 +473,11 @@ def _basic_write(a, value, values, plan):
     return a.at[key].set(jnp.asarray(value).astype(a.dtype))
 
 
-def setitem(x: DistArray, key, value) -> DistArray:
+def setitem(x: DistArray, key, value, *, donate: bool = False) -> DistArray:
     """``x`` with ``x[key]`` replaced by `value` (broadcast); `x` itself is not modified
-    (`DistArray.__setitem__` rebinds the name to the result).
+    (`DistArray.__setitem__` rebinds the name to the result). ``donate=True``
+    (``x[key] = value``, which rebinds x at once): a basic-key write may take over x's buffer
+    when nothing else can read it (engine/donation.py), deleting x's old data.
 
     Layout:
       x's layout. Basic keys write the physical blocks in place of the logical cells (no
@@ -524,7 +527,9 @@ def setitem(x: DistArray, key, value) -> DistArray:
     vlay = val.layout if isinstance(val, DistArray) else None
     vdata = val.data if isinstance(val, DistArray) else val
     # block-local writes; the value moves by shifts (slicing.py), x is never gathered
-    write = slicing.write_fn(x.layout, plan, vlay, tuple(shape))
+    # (after vdata: a value holding x's own data makes x's buffer shared, so not donated)
+    donate = donate and val is not x and donatable(x, x.layout)
+    write = slicing.write_fn(x.layout, plan, vlay, tuple(shape), donate)
     return DistArray._new(write(x.data, vdata, values), x.layout)
 
 

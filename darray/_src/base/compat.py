@@ -154,12 +154,19 @@ def bound_in_flight(data):
 
 def forget_in_flight(data) -> None:
     """Wait for `data` and drop it from the in-flight queue of `bound_in_flight`, where it
-    would otherwise be one more holder of its buffer (before that buffer is donated)."""
-    for i, queued in enumerate(_IN_FLIGHT):
-        if queued is data:  # identity: `in` would compare arrays elementwise
-            data.block_until_ready()
-            del _IN_FLIGHT[i]
-            return
+    would otherwise be one more holder of its buffer (before that buffer is donated). Another
+    thread may change the queue meanwhile: then `data` may stay, and is not donated."""
+    # identity, never `in` or `remove`: they would compare arrays elementwise
+    if not any(queued is data for queued in tuple(_IN_FLIGHT)):
+        return
+    data.block_until_ready()
+    try:
+        for i in range(len(_IN_FLIGHT)):
+            if _IN_FLIGHT[i] is data:
+                del _IN_FLIGHT[i]
+                return
+    except IndexError:  # another thread took entries out meanwhile
+        pass
 
 
 # -- compilation counting (tests and benchmarks assert that warm calls do not recompile) -------

@@ -222,9 +222,10 @@ def _local_geometry(lay: Layout, axis: int, p, values, int_axes):
 
 
 @program_cache(SMALL)
-def write_fn(lay: Layout, plan, src_layout, indexed_shape):
+def write_fn(lay: Layout, plan, src_layout, indexed_shape, donate: bool = False):
     """jit(data, value, int values) -> x's physical data with x[key] = value (see module doc).
-    `value` is a DistArray's physical data in `src_layout`, or a host/jax value (None)."""
+    `value` is a DistArray's physical data in `src_layout`, or a host/jax value (None).
+    `donate`: the program writes into `data`'s buffer (engine/donation.py decided it may)."""
     steps = _axis_steps(lay, plan)
     vlay = value_layout(lay, plan)
     int_axes = [a for a, p in steps if p[0] == _INT]
@@ -256,4 +257,4 @@ def write_fn(lay: Layout, plan, src_layout, indexed_shape):
                               in_specs=(lay.spec, vlay.spec, PartitionSpec()),
                               out_specs=lay.spec)
         return physical.constrain(fn(data, value, values), lay)
-    return jax.jit(run)
+    return jax.jit(run, donate_argnums=(0,) if donate else ())

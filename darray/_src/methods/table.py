@@ -344,7 +344,7 @@ def _unary(name):
 def _setitem(self, key, value):
     """Rebinds this DistArray to an updated copy (jax arrays are immutable), atomically (see
     DistArray._mutate); through a view, the base is written too (engine/views.py)."""
-    self._mutate(lambda current: setitem(current, key, value))
+    self._mutate(lambda current: setitem(current, key, value, donate=True))
 
 
 def _halo(self, width=1, *, boundary="periodic", axes=None, fill_value=0):

@@ -96,17 +96,29 @@ def test_inplace_array_operands_donate(mesh_name, operand):
         np.testing.assert_array_equal(np.asarray(other), host + 1)  # never donated
 
 
-def test_donating_program_aliases_its_output():
+def test_donating_programs_alias_their_output():
     """XLA's accounting: the donating program writes into its argument (alias = output) and
-    needs no temporaries; the plain one does not alias."""
+    needs no temporaries beyond the plain program's; the plain one does not alias. Both apply
+    paths: the physical one (same layouts) and the logical one (a row split otherwise, as
+    svd_flip's ``signs[None, :]``)."""
     x = _fresh(np.ones(SHAPE, np.float32), "2x4")
-    for donate, alias in ((0, True), (None, False)):
-        program = apply._physical_fn(jnp.multiply, ("dist", ("scalar", float)), x.layout, donate)
-        compiled = program.lower(x.data, 2.0).compile()
-        m = compiled.memory_analysis()
-        assert (m.alias_size_in_bytes == m.output_size_in_bytes > 0) == alias
-        assert ("input_output_alias={ {}: (0" in compiled.as_text()) == alias
-        assert m.temp_size_in_bytes == 0
+    row = darray.asarray(np.ones((1, SHAPE[1]), np.float32), mesh=x.mesh, spec=(None, "y"))
+    programs = {
+        "physical": lambda donate: (apply._physical_fn(
+            jnp.multiply, ("dist", ("scalar", float)), x.layout, donate), (x.data, 2.0)),
+        "logical": lambda donate: (apply._logical_fn(
+            jnp.multiply, (x.layout, row.layout), x.layout, (), donate), (x.data, row.data)),
+    }
+    for name, program_of in programs.items():
+        temps = []
+        for donate in (0, None):
+            program, args = program_of(donate)
+            compiled = program.lower(*args).compile()
+            m = compiled.memory_analysis()
+            assert (m.alias_size_in_bytes == m.output_size_in_bytes > 0) == (donate == 0), name
+            assert ("input_output_alias={ {}: (0" in compiled.as_text()) == (donate == 0), name
+            temps.append(m.temp_size_in_bytes)
+        assert temps[0] <= temps[1], (name, temps)
 
 
 HOLDERS = {  # another holder of x's data: (how it is made, whether it holds x's jax.Array)
@@ -219,3 +231,32 @@ def test_self_operand_and_small_and_traced_arrays_are_not_donated(monkeypatch):
     np.testing.assert_array_equal(np.asarray(y), (host + 1) * 2)
     np.testing.assert_array_equal(np.asarray(x), host)
     assert_layout(y, x.layout)
+
+
+@pytest.mark.parametrize("mesh_name", MESHES)
+def test_setitem_basic_key_donates_unless_shared(mesh_name):
+    """``x[key] = value`` (a basic key: block-local writes) writes into x's buffer too; a copy
+    of x, or a value that is x's own data, keeps it from donating."""
+    host = np.arange(np.prod(SHAPE), dtype=np.float32).reshape(SHAPE)
+    expect = host.copy()
+    x = _fresh(host, mesh_name)
+    layout, old = x.layout, _old(x)
+    x[3:30:4, 2] = -1.0
+    expect[3:30:4, 2] = -1.0
+    assert _donated(old)
+    old = _old(x)
+    x[5:9] = x[0:4]  # the value is read from x first: its own buffer
+    expect[5:9] = expect[0:4]
+    assert _donated(old)
+    snapshot = copy.copy(x)
+    old = _old(x)
+    x[0] = 7.0
+    assert not _donated(old)
+    np.testing.assert_array_equal(np.asarray(snapshot), expect)
+    expect[0] = 7.0
+    del snapshot
+    old = _old(x)
+    x[:, :] = x  # the value is x itself
+    assert not _donated(old)
+    np.testing.assert_array_equal(np.asarray(x), expect)
+    assert_layout(x, layout)
