@@ -125,7 +125,7 @@ def apply_physical(fn: Callable, args: Sequence, layout: Layout,
 
 
 @program_cache(SMALL)
-def _physical_fn(fn, kinds, layout, donate):
+def _physical_fn(fn, kinds, layout, donate=None):
     del kinds  # part of the cache key only
     return jax.jit(lambda *xs: physical.constrain(
         fn(*[physical.constrain(x, layout) if getattr(x, "ndim", 0) == layout.ndim
