@@ -15,15 +15,18 @@ old jax.Array is deleted.
   `compat.uncommitted` shares) and at least `MIN_BYTES` large (below that the saving is
   nothing and the checks below would cost more than they save);
 * no other Python reference holds the jax.Array object: another DistArray (``copy.copy(x)``
-  shares it), a user's ``x.to_jax()`` or ``x.data``, a user's jax.Array that
+  shares it), a user's ``x.data``, a user's jax.Array that
   ``darray.asarray`` kept as it was, pytree leaves, the in-flight queue of
   `compat.bound_in_flight` (which drops it first);
-* no other live jax.Array shares its device buffers: ``jax.device_put`` of an array to an
+* no one else holds one of its per-device blocks: jax caches them in the array and hands
+  them out as ``x.data.addressable_shards[i].data`` (an uncommitted or reassembled array made
+  from them holds them too); their reference counts, against those of a fresh array's blocks
+  (measured once per platform: jax and Python versions differ), tell;
+* no other live jax.Array sits on its device buffers: ``jax.device_put`` of an array to an
   equivalent sharding (another mesh object of the same devices, ``P('x', None)`` for
-  ``P('x')``) and a shard's ``.data`` make a second Python object over the same memory, which
-  donation would delete too (measured on jax 0.10 and 0.12). `jax.live_arrays` lists them; only
-  arrays of x's shape or of its blocks' shape can share its buffers, so the scan reads one
-  attribute of the others.
+  ``P('x')``) makes a second Python object over the same memory, which donation would delete
+  too (measured on jax 0.10 and 0.12). `jax.live_arrays` lists them; only arrays of x's shape
+  or of its blocks' shape can share its buffers, so the scan reads one attribute of the others.
 
 Host views of a buffer (numpy's zero-copy ``np.asarray`` of a CPU shard, DLPack) are external
 references: jax then copies instead of donating, so they stay valid. A read of x that starts

@@ -126,7 +126,7 @@ HOLDERS = {  # another holder of x's data: (how it is made, whether it holds x's
     ".data": (lambda x: x.data, True),
     "tree leaves": (lambda x: jax.tree.leaves(x)[0], True),
     "a block": (lambda x: x.data.addressable_shards[1].data, True),
-    "to_jax (a copy: x is padded)": (lambda x: x.to_jax(), False),
+    "to_jax (a copy)": (lambda x: x.to_jax(), False),
     "view x[:]": (lambda x: x[:], False),
 }
 
