@@ -73,7 +73,7 @@ def donatable(x: DistArray, layout: Layout) -> bool:
         return False
     data = x._stored
     platform = next(iter(data.sharding.device_set)).platform
-    return (max(_block_references(data)) <= _cached_block_references(platform)
+    return (max(_block_references(data), default=0) <= _cached_block_references(platform)
             and not _shares_buffers(data))
 
 
@@ -94,10 +94,12 @@ def _block_references(data) -> list[int]:
 def _cached_block_references(platform: str) -> int:
     """What `_block_references` counts for blocks held by their array's cache alone (jax and
     Python versions differ): measured once on a fresh two-device array (plain data cached)."""
-    devices = np.array(jax.devices(platform)[:2])
+    devices = np.array(jax.local_devices(backend=platform)[:2])
+    if len(devices) < 2:
+        return 0  # one device of it in this process: no two-device probe, never donate
     probe = jax.device_put(np.zeros(len(devices), np.float32),
                            NamedSharding(Mesh(devices, ("probe",)), PartitionSpec("probe")))
-    return max(_block_references(probe))
+    return max(_block_references(probe), default=0)
 
 
 def _shares_buffers(data) -> bool:
