@@ -215,13 +215,12 @@ def _contracted(x1, x2, terms, out: Layout, fn, static, conj_a: bool = False) ->
     XLA's path. An unread permutation (``U.T``: engine/views.py) is read as its source with
     its labels permuted (a dot_general with swapped dimensions), so no transposed copy of
     it is made; its splits are the source's, so the plan and `out` are those of the copy."""
-    (a, ta, pa), (b, tb, pb) = ((x1, None, None), (x2, None, None)) if terms is None else \
-        (_source_of(x1, terms[0]), _source_of(x2, terms[1]))
-    if terms is not None:
-        plan = contraction.plan_contraction(a, b, ta, tb, terms[2], conj_a=conj_a,
-                                            target=out.split)
-        if plan is not None and plan.out_layout == out:
-            return contraction.run_plan(plan, a, b)
+    if terms is None:
+        return apply_logical(fn, [x1, x2], out, static=static)
+    (a, ta, pa), (b, tb, pb) = _source_of(x1, terms[0]), _source_of(x2, terms[1])
+    plan = contraction.plan_contraction(a, b, ta, tb, terms[2], conj_a=conj_a, target=out.split)
+    if plan is not None and plan.out_layout == out:
+        return contraction.run_plan(plan, a, b)
     if pa is None and pb is None:
         return apply_logical(fn, [x1, x2], out, static=static)
     return apply_logical(_permuted_then, [a, b], out, static=(fn, pa, pb) + tuple(static))

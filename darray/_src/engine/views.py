@@ -30,6 +30,7 @@ copies, as in numpy.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 
 import jax
 
@@ -59,7 +60,7 @@ class ViewLink:
         self.seen_layout = base._layout
         self.source: DistArray | None = None
         self.axes: tuple[int, ...] = ()
-        self.read_source = None
+        self.read_source: Callable[[DistArray, tuple], DistArray] | None = None
 
     def _read_unread(self, view: DistArray) -> None:
         """The first read of an unread permutation: compute it from its source (under its
@@ -68,10 +69,10 @@ class ViewLink:
         may be gone, then the source is all there is to read.)"""
         base = self.base()
         with mutation_lock(base if base is not None else view):
-            source = self.source
-            if source is None:  # another thread read it first
+            source, read = self.source, self.read_source
+            if source is None or read is None:  # another thread read it first
                 return
-            value = self.read_source(source, self.axes)
+            value = read(source, self.axes)
             view._stored, view._layout = value._data, value.layout
             if base is not None:
                 self.seen, self.seen_layout = base._version, base._layout
@@ -139,15 +140,16 @@ def make_unread_permutation(parent: DistArray, layout, axes: tuple, step: Step,
                             read) -> DistArray | None:
     """The permutation ``permute_dims(parent, axes)`` (of Layout `layout`) as an unread view:
     nothing is computed until its data is read (``read(source, axes)`` then computes it, for
-    the source and axes of `unread_permutation`). None for
-    traced or rebuilt operands (the caller computes it at once)."""
+    the source and axes of `unread_permutation`). None for traced or rebuilt operands (the
+    caller computes it at once)."""
     stored = parent._stored
     link = parent._pending
     if compat.is_tracer(stored) or (link is not None and not isinstance(link, ViewLink)):
         return None
     source, source_axes = parent, tuple(axes)
-    if isinstance(link, ViewLink) and link.source is not None:  # x.T.T: compose
-        source, source_axes = link.source, tuple(link.axes[a] for a in axes)
+    unread = (link.source, link.axes) if isinstance(link, ViewLink) else (None, ())
+    if unread[0] is not None:  # x.T.T: compose
+        source, source_axes = unread[0], tuple(unread[1][a] for a in axes)
     elif not isinstance(stored, jax.Array):
         return None
     placeholder = jax.ShapeDtypeStruct(layout.physical_shape, parent.dtype)
