@@ -37,6 +37,7 @@ import numpy as np
 
 from darray._src.api.manipulation import matrix_transpose
 from darray._src.distarray.array import DistArray
+from darray._src.engine import views
 from darray._src.engine.apply import apply_logical
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_same_mesh
@@ -205,19 +206,45 @@ def matmul(x1, x2, /) -> DistArray:
     if cols:
         split[nd - 1] = x2.layout.split[-1]
     out = make_out_layout(x1.mesh, shape, split)
-    fast = _contraction_plan(x1, x2, contraction.matmul_terms(x1.ndim, x2.ndim), out)
-    if fast is not None:
-        return contraction.run_plan(fast, x1, x2)
-    return apply_logical(_matmul, [x1, x2], out)
+    return _contracted(x1, x2, contraction.matmul_terms(x1.ndim, x2.ndim), out, _matmul, ())
 
 
-def _contraction_plan(x1, x2, terms, out: Layout, conj_a: bool = False):
-    """The gather-free plan (linalg/contraction.py) when one fits and gives the layout `out`
-    this function promises; None keeps XLA's path."""
+def _contracted(x1, x2, terms, out: Layout, fn, static, conj_a: bool = False) -> DistArray:
+    """``fn(x1, x2, *static)`` (the einsum `terms`, x1 conjugated if `conj_a`) in the layout
+    `out`: the gather-free plan (linalg/contraction.py) when one fits and gives `out`, else
+    XLA's path. An unread permutation (``U.T``: engine/views.py) is read as its source with
+    its labels permuted (a dot_general with swapped dimensions), so no transposed copy of
+    it is made; its splits are the source's, so the plan and `out` are those of the copy."""
     if terms is None:
-        return None
-    plan = contraction.plan_contraction(x1, x2, *terms, conj_a=conj_a, target=out.split)
-    return plan if plan is not None and plan.out_layout == out else None
+        return apply_logical(fn, [x1, x2], out, static=static)
+    (a, ta, pa), (b, tb, pb) = _source_of(x1, terms[0]), _source_of(x2, terms[1])
+    plan = contraction.plan_contraction(a, b, ta, tb, terms[2], conj_a=conj_a, target=out.split)
+    if plan is not None and plan.out_layout == out:
+        return contraction.run_plan(plan, a, b)
+    if pa is None and pb is None:
+        return apply_logical(fn, [x1, x2], out, static=static)
+    return apply_logical(_permuted_then, [a, b], out, static=(fn, pa, pb) + tuple(static))
+
+
+def _source_of(x: DistArray, labels: str):
+    """(array, its einsum labels, axes): x's source and labels when x is an unread
+    permutation ``permute_dims(source, axes)``, else (x, labels, None)."""
+    found = views.unread_permutation(x)
+    if found is None:
+        return x, labels, None
+    source, axes = found
+    source_labels = [""] * len(axes)
+    for i, a in enumerate(axes):
+        source_labels[a] = labels[i]
+    return source, "".join(source_labels), axes
+
+
+def _permuted_then(a, b, fn, axes_a, axes_b, *static):
+    """fn of the operands permuted first (inside the one program, where XLA folds the
+    permutation into the dot's dimensions)."""
+    a = a if axes_a is None else jnp.transpose(a, axes_a)
+    b = b if axes_b is None else jnp.transpose(b, axes_b)
+    return fn(a, b, *static)
 
 
 def _tensordot(a, b, axes):
@@ -259,10 +286,7 @@ def tensordot(x1, x2, /, *, axes=2) -> DistArray:
     for i, j in zip(a1, a2):
         t2[j] = t1[i]
     terms = (t1, "".join(t2), "".join([t1[i] for i in free1] + [t2[j] for j in free2]))
-    fast = _contraction_plan(x1, x2, terms, out)
-    if fast is not None:
-        return contraction.run_plan(fast, x1, x2)
-    return apply_logical(_tensordot, [x1, x2], out, static=((a1, a2),))
+    return _contracted(x1, x2, terms, out, _tensordot, ((a1, a2),))
 
 
 def _vecdot(a, b, axis):
@@ -301,10 +325,7 @@ def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
     labels = string.ascii_letters[:nd]
     terms = (labels[nd - x1.ndim:], labels[nd - x2.ndim:],
              "".join(c for i, c in enumerate(labels) if i != axis))
-    fast = _contraction_plan(x1, x2, terms, out, conj_a=True)
-    if fast is not None:
-        return contraction.run_plan(fast, x1, x2)
-    return apply_logical(_vecdot, [x1, x2], out, static=(axis - nd,))
+    return _contracted(x1, x2, terms, out, _vecdot, (axis - nd,), conj_a=True)
 
 
 # -- linalg extension -------------------------------------------------------------------------

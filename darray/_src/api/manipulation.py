@@ -158,14 +158,23 @@ def permute_dims(x: DistArray, /, axes) -> DistArray:
     if len(axes) != x.ndim:
         raise AxisError(f"axes={axes!r} must list each of the {x.ndim} axes exactly once")
     inverse = tuple(int(i) for i in np.argsort(axes))
-    return views.make_view(_permuted(x, axes), x,
-                           views.Step(lambda p: _permuted(p, axes),
-                                      lambda p, v: _permuted(v, inverse)))
+    step = views.Step(lambda p: _permuted(p, axes), lambda p, v: _permuted(v, inverse))
+    if axes != tuple(range(x.ndim)):
+        # eager: computed at the first read; matmul & co. contract x itself (engine/views.py)
+        unread = views.make_unread_permutation(x, _permuted_layout(x.layout, axes), axes,
+                                               step, _permuted)
+        if unread is not None:
+            return unread
+    return views.make_view(_permuted(x, axes), x, step)
+
+
+def _permuted_layout(lay, axes):
+    return make_out_layout(lay.mesh, [lay.shape[a] for a in axes], [lay.split[a] for a in axes])
 
 
 def _permuted(x: DistArray, axes) -> DistArray:
     lay = x.layout
-    out = make_out_layout(lay.mesh, [lay.shape[a] for a in axes], [lay.split[a] for a in axes])
+    out = _permuted_layout(lay, axes)
     if lay.has_halo:
         return apply_logical(_transpose, [x], out, static=(axes,))
     return run_physical(_transpose, [x], out, static=(axes,))
