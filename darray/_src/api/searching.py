@@ -217,13 +217,13 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
       sorter: indices that sort x1 (1-D DistArray of integers) or None.
 
     Layout:
-      x2's layout; x2 is never moved. A split x1 (without `sorter`) is never gathered: each
-      device counts, by binary search, the elements of its x1 block before each of its x2
-      values; the counts add up with one psum over x1's mesh axes when x2's block is the same
-      on all of them, else (x1 of 2^25 elements or more: the ring does P times the search
-      work) x1's blocks pass around a ring of ppermutes (engine/distributed_sort.py). Else,
-      and for an unsplit or small x1 or a `sorter`, x1 is replicated and each device
-      searches for its own block (inside shard_map).
+      x2's layout; x2 is never moved. A split x1 (without `sorter`) is never gathered: when
+      x2's block is the same on all of x1's devices, each device counts the elements of its
+      x1 block before each x2 value and one psum adds the counts; when x2 is split on x1's
+      mesh axes (x1 of 96 Ki elements or more), x1 is read one cell in P at a time, each
+      such column about a block (engine/window_search.py). Else, and for an unsplit or
+      small x1 or a `sorter`, x1 is replicated and each device searches for its own block
+      (inside shard_map).
     """
     x1 = ensure_array("searchsorted", x1, "x1")
     if _dt.is_weak_scalar(x2):  # a Python scalar x2 (2025.12): x1's dtype
