@@ -95,7 +95,7 @@ def main():
                       (f"{name} default", lambda t, f=default: f(*t), a),
                       (f"{name} jnp-1dev", lambda t, f=one: f(*t), ja)]
         times = time_interleaved(progs, args.repeats, desc=f"n={n}")
-        for name in ("sort", "argsort", "search ring", "search psum"):
+        for name in ("sort", "argsort", "search window", "search psum"):
             old, new, default, one = (times[f"{name} {k}"][0]
                                       for k in ("old", "new", "default", "jnp-1dev"))
             print(f"{name:>13} {n:>9} {old * 1e3:9.2f} {new * 1e3:9.2f} {new / old:8.2f} "
