@@ -1,4 +1,5 @@
 """Covers: darray/_src/engine/distributed_sort.py, darray/_src/api/sorting.py
+Covers: darray/_src/engine/window_search.py
 Covers: darray/_src/api/searching.py
 
 Issue 49's rule for sorting and searching along a split axis: at most 3 blocks of temporaries

@@ -1,4 +1,5 @@
 """Covers: darray/_src/engine/distributed_sort.py, darray/_src/api/sorting.py
+Covers: darray/_src/engine/window_search.py
 Covers: darray/_src/api/searching.py
 
 sort / argsort along a split axis by the merge-split network, and searchsorted against a split
