@@ -14,7 +14,7 @@ from darray._src.base import compat
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine import compaction, distributed_sort
+from darray._src.engine import compaction, distributed_sort, window_search
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes
 from darray._src.placement import physical
@@ -181,6 +181,13 @@ def nonzero(x, /) -> tuple[DistArray, ...]:
     return compaction.compact(x, with_indices=True)
 
 
+# From this many cells of x2 per device the replicated search runs the one-buffer binary
+# search (window_search.count_in_prefix); below, jnp.searchsorted, whose scan buffers are small
+# there and which ran faster on small arrays (1.3x against 1.9-3.3x jnp on one device at 2^12
+# cells, benchmarks/bench_speed_guard.py --small).
+_ONE_BUFFER_SEARCH_CELLS = 1 << 15
+
+
 @program_cache(MEDIUM)
 def _searchsorted_fn(x1_lay, x2_lay, sorter_lay, side):
     """x1 (and sorter) whole on every device, x2 on its own blocks, inside shard_map: the
@@ -193,7 +200,16 @@ def _searchsorted_fn(x1_lay, x2_lay, sorter_lay, side):
         x2_block = physical.strip_ghosts(x2_block, x2_lay)
         if sorter:
             x1 = x1[sorter[0]]
-        return jnp.searchsorted(x1, x2_block, side=side).astype(_dt.default_int())
+        if x1.shape[0] >= 2 ** 31 or x2_block.size < _ONE_BUFFER_SEARCH_CELLS:
+            return jnp.searchsorted(x1, x2_block, side=side).astype(_dt.default_int())
+        # a binary search with one buffer per value: jnp.searchsorted's scan held 5 blocks
+        # of x2 (x64 off, a (1001, 403) x2 against 61 cells; issue 49's memory rule)
+        dtype = jnp.result_type(x1.dtype, x2_block.dtype)
+        found = window_search.count_in_prefix(
+            x1, x1.shape[0], x2_block,
+            lambda cell: window_search.before(cell, x2_block, side,
+                                              distributed_sort._value_lt_eq, dtype))
+        return found.astype(_dt.default_int())
 
     fn = compat.shard_map(body, mesh=x2_lay.mesh, in_specs=(whole, x2_lay.spec) + extra,
                           out_specs=out_lay.spec, check_vma=False)

@@ -16,6 +16,7 @@ import pytest
 from helpers import mesh_of
 
 import darray as da
+from darray._src.api import searching
 from darray._src.base.dtypes import default_int
 from darray._src.engine import distributed_sort
 
@@ -192,6 +193,29 @@ def test_window_search_dtypes_and_ties(kind, side):
     got = da.searchsorted(x1, x2, side=side)
     np.testing.assert_array_equal(np.asarray(got), np.searchsorted(h1, h2, side=side))
     assert got.data.sharding.spec == x2.layout.spec
+
+
+def test_replicated_search_dtypes_and_ties(monkeypatch):
+    """The replicated path (small x1, or a sorter): its one-buffer binary search on numpy's
+    order for ties, NaNs, signed zeros, infinities and complex values."""
+    monkeypatch.setattr(distributed_sort, "MIN_BLOCK_ELEMENTS", 10 ** 9)
+    monkeypatch.setattr(searching, "_ONE_BUFFER_SEARCH_CELLS", 0)  # the one-buffer search
+    mesh = mesh_of((2, 4))
+    rng = np.random.default_rng(7)
+    h1 = np.sort(_ties(61, np.float32, seed=3))
+    h2 = _ties((31, 45), np.float32, seed=4)
+    c1 = np.sort((rng.integers(-2, 3, 61) + 1j * rng.integers(-2, 3, 61)).astype(np.complex64))
+    c2 = (rng.integers(-3, 4, (31, 45)) + 1j * rng.integers(-3, 4, (31, 45)))
+    for a, v in ((h1, h2), (c1, c2.astype(np.complex64)), (h1, np.asarray([], np.float32))):
+        x1 = da.asarray(a, device=mesh, spec=(("x", "y"),))
+        x2 = da.asarray(v, device=mesh, spec=("y", "x")[:v.ndim])
+        assert not distributed_sort.searchable(x1.layout, x2.layout)
+        for side in ("left", "right"):
+            got = da.searchsorted(x1, x2, side=side)
+            np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side=side))
+            assert got.layout.split == x2.layout.split
+            if v.size:
+                assert got.data.sharding.spec == x2.layout.spec
 
 
 def test_small_blocks_keep_xla_path(monkeypatch):
