@@ -38,14 +38,14 @@ from darray._src.engine import distributed_sort  # noqa: E402
 def _traced(fn, x, threshold):
     """jit(fn) traced once with the network's size threshold at `threshold` (huge: the old
     path; 1: the network; None: darray's default)."""
-    saved = distributed_sort.MIN_BLOCK_ELEMENTS, distributed_sort.RING_MIN_ELEMENTS
+    saved = distributed_sort.MIN_BLOCK_ELEMENTS, distributed_sort.WINDOW_MIN_ELEMENTS
     if threshold is not None:
-        distributed_sort.MIN_BLOCK_ELEMENTS = distributed_sort.RING_MIN_ELEMENTS = threshold
+        distributed_sort.MIN_BLOCK_ELEMENTS = distributed_sort.WINDOW_MIN_ELEMENTS = threshold
     try:
         f = jax.jit(lambda *a: fn(*a))  # a new function: jit must not reuse another trace
         jax.block_until_ready(f(*x))
     finally:
-        distributed_sort.MIN_BLOCK_ELEMENTS, distributed_sort.RING_MIN_ELEMENTS = saved
+        distributed_sort.MIN_BLOCK_ELEMENTS, distributed_sort.WINDOW_MIN_ELEMENTS = saved
     return f
 
 
@@ -78,7 +78,7 @@ def main():
         for name, fn, a, j in [
                 ("sort", lambda a: darray.sort(a), (x,), lambda a: jnp.sort(a)),
                 ("argsort", lambda a: darray.argsort(a), (x,), lambda a: jnp.argsort(a)),
-                ("search ring", lambda a, b: darray.searchsorted(a, b), (s, x),
+                ("search window", lambda a, b: darray.searchsorted(a, b), (s, x),
                  lambda a, b: jnp.searchsorted(a, b)),
                 ("search psum", lambda a, b: darray.searchsorted(a, b), (s, q),
                  lambda a, b: jnp.searchsorted(a, b))]:
@@ -87,7 +87,7 @@ def main():
                    if search else _traced(fn, a, 1 << 62))
             new = _traced(fn, a, 1)
             default = _traced(fn, a, None)
-            ja = ((single_sorted, single if name == "search ring" else single_q) if search
+            ja = ((single_sorted, single if name == "search window" else single_q) if search
                   else (single,))
             one = jax.jit(j)
             progs += [(f"{name} old", lambda t, f=old: f(*t), a),
@@ -95,7 +95,7 @@ def main():
                       (f"{name} default", lambda t, f=default: f(*t), a),
                       (f"{name} jnp-1dev", lambda t, f=one: f(*t), ja)]
         times = time_interleaved(progs, args.repeats, desc=f"n={n}")
-        for name in ("sort", "argsort", "search ring", "search psum"):
+        for name in ("sort", "argsort", "search window", "search psum"):
             old, new, default, one = (times[f"{name} {k}"][0]
                                       for k in ("old", "new", "default", "jnp-1dev"))
             print(f"{name:>13} {n:>9} {old * 1e3:9.2f} {new * 1e3:9.2f} {new / old:8.2f} "

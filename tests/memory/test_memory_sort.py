@@ -1,4 +1,5 @@
 """Covers: darray/_src/engine/distributed_sort.py, darray/_src/api/sorting.py
+Covers: darray/_src/engine/window_search.py
 Covers: darray/_src/api/searching.py
 
 Issue 49's rule for sorting and searching along a split axis: at most 3 blocks of temporaries
@@ -20,12 +21,7 @@ RULE = 3.0
 # while the (value, index) pair crossed in one message; the values and the keys now cross one
 # after the other (engine/distributed_sort.py `_merge_keyed`): 3.25-3.30 measured, the loop's
 # own pair, the one received block and the merged values XLA will not write in place.
-# searchsorted measured 3.7 (psum) to 4.6 (ring)
 ARGSORT_X64_OFF = 3.35
-X64_OFF = 5.1
-# searchsorted's ring holds x1's passing block, the two bounds of its binary search, the
-# gathered probe and the sums: a bit over 3 blocks (was 6.5-8 here with x1 replicated)
-SEARCH_RULE = 4.0
 
 LAYOUTS = [
     ((8,), (100003,), ("x",), 0),
@@ -66,17 +62,23 @@ def test_sort_along_split_axis_within_three_blocks(mesh_shape, shape, spec, axis
     ((8,), 100003, ("x",), (5001,), None),
     ((2, 4), 100003, (("x", "y"),), (1001, 403), ("y", "x")),
     ((4, 2), 100003, ("y",), (1001, 403), ("x", None)),
+    pytest.param((8,), 100003, ("x",), (5001,), ("x",), marks=pytest.mark.slow),
+    pytest.param((8,), 131072, ("x",), (131072,), ("x",), marks=pytest.mark.slow),  # even
+    pytest.param((2, 4), 100003, (("x", "y"),), (1024, 512), ("x", "y"),  # even
+                 marks=pytest.mark.slow),
+    pytest.param((2, 4), 100003, ("x",), (37, 20003), (None, ("x", "y")),
+                 marks=pytest.mark.slow),
+    pytest.param((4, 2), 100003, ("y",), (1001, 403), ("x", "y"), marks=pytest.mark.slow),
 ])
-def test_searchsorted_never_gathers_x1(mesh_shape, n1, spec1, shape2, spec2, monkeypatch):
-    monkeypatch.setattr(distributed_sort, "RING_MIN_ELEMENTS", 1)  # the ring at this size
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_never_gathers_x1(mesh_shape, n1, spec1, shape2, spec2, side):
+    """x2 apart from x1's mesh axes (one psum of counts) or split on them too (the window
+    search, engine/window_search.py; x1 was replicated there: 6.5-9 blocks)."""
     mesh = mesh_of(mesh_shape)
     rng = np.random.default_rng(0)
     x1 = da.asarray(np.sort(rng.random(n1).astype(np.float32)), device=mesh, spec=spec1)
     x2 = da.asarray(rng.random(shape2).astype(np.float32), device=mesh, spec=spec2)
-    blocks, gathers = blocks_of(lambda a, b: da.searchsorted(a, b), x1, x2)
+    assert distributed_sort.searchable(x1.layout, x2.layout)
+    blocks, gathers = blocks_of(lambda a, b: da.searchsorted(a, b, side=side), x1, x2)
     assert gathers == 0
-    # the psum path (x2's block shared by x1's group) keeps the rule; the ring a bit over it
-    limit = RULE if distributed_sort._shares_x2_block(x1.layout, x2.layout) else SEARCH_RULE
-    if not jax.config.read("jax_enable_x64"):
-        limit = X64_OFF
-    assert blocks <= limit, f"searchsorted {spec1} / {shape2} {spec2}: {blocks:.2f} blocks"
+    assert blocks <= RULE, f"searchsorted {spec1} / {shape2} {spec2}: {blocks:.2f} blocks"

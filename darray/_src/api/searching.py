@@ -14,7 +14,7 @@ from darray._src.base import compat
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
-from darray._src.engine import compaction, distributed_sort
+from darray._src.engine import compaction, distributed_sort, window_search
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes
 from darray._src.placement import physical
@@ -181,6 +181,13 @@ def nonzero(x, /) -> tuple[DistArray, ...]:
     return compaction.compact(x, with_indices=True)
 
 
+# From this many cells of x2 per device the replicated search runs the one-buffer binary
+# search (window_search.count_in_prefix); below, jnp.searchsorted, whose scan buffers are small
+# there and which ran faster on small arrays (1.3x against 1.9-3.3x jnp on one device at 2^12
+# cells, benchmarks/bench_speed_guard.py --small).
+_ONE_BUFFER_SEARCH_CELLS = 1 << 15
+
+
 @program_cache(MEDIUM)
 def _searchsorted_fn(x1_lay, x2_lay, sorter_lay, side):
     """x1 (and sorter) whole on every device, x2 on its own blocks, inside shard_map: the
@@ -193,7 +200,16 @@ def _searchsorted_fn(x1_lay, x2_lay, sorter_lay, side):
         x2_block = physical.strip_ghosts(x2_block, x2_lay)
         if sorter:
             x1 = x1[sorter[0]]
-        return jnp.searchsorted(x1, x2_block, side=side).astype(_dt.default_int())
+        if x1.shape[0] >= 2 ** 31 or x2_block.size < _ONE_BUFFER_SEARCH_CELLS:
+            return jnp.searchsorted(x1, x2_block, side=side).astype(_dt.default_int())
+        # a binary search with one buffer per value: jnp.searchsorted's scan held 5 blocks
+        # of x2 (x64 off, a (1001, 403) x2 against 61 cells; issue 49's memory rule)
+        dtype = jnp.result_type(x1.dtype, x2_block.dtype)
+        found = window_search.count_in_prefix(
+            x1, x1.shape[0], x2_block,
+            lambda cell: window_search.before(cell, x2_block, side,
+                                              distributed_sort._value_lt_eq, dtype))
+        return found.astype(_dt.default_int())
 
     fn = compat.shard_map(body, mesh=x2_lay.mesh, in_specs=(whole, x2_lay.spec) + extra,
                           out_specs=out_lay.spec, check_vma=False)
@@ -217,13 +233,13 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> DistArray:
       sorter: indices that sort x1 (1-D DistArray of integers) or None.
 
     Layout:
-      x2's layout; x2 is never moved. A split x1 (without `sorter`) is never gathered: each
-      device counts, by binary search, the elements of its x1 block before each of its x2
-      values; the counts add up with one psum over x1's mesh axes when x2's block is the same
-      on all of them, else (x1 of 2^25 elements or more: the ring does P times the search
-      work) x1's blocks pass around a ring of ppermutes (engine/distributed_sort.py). Else,
-      and for an unsplit or small x1 or a `sorter`, x1 is replicated and each device
-      searches for its own block (inside shard_map).
+      x2's layout; x2 is never moved. A split x1 (without `sorter`) is never gathered: when
+      x2's block is the same on all of x1's devices, each device counts the elements of its
+      x1 block before each x2 value and one psum adds the counts; when x2 is split on x1's
+      mesh axes (x1 of 96 Ki elements or more), x1 is read one cell in P at a time, each
+      such column about a block (engine/window_search.py). Else, and for an unsplit or
+      small x1 or a `sorter`, x1 is replicated and each device searches for its own block
+      (inside shard_map).
     """
     x1 = ensure_array("searchsorted", x1, "x1")
     if _dt.is_weak_scalar(x2):  # a Python scalar x2 (2025.12): x1's dtype

@@ -29,12 +29,12 @@ blocks of the axis. argsort's values and indices cross in two ppermutes, the ind
 the values are merged (`_merge_keyed`), so only one received block is held at a time.
 
 **searchsorted against a split sorted x1**: for a sorted x1, the insertion index of v is the
-count of x1's elements before v (``< v`` left, ``<= v`` right), a sum over x1's blocks. Each
-device counts against its own x1 block, then either ``psum`` over x1's mesh axes (when x2's
-block is the same on all of them: jnp.searchsorted once per device) or x1's blocks pass
-around a ring of ``ppermute`` so each device counts its x2 block against every x1 block (a
-hand-written binary search, with fewer buffers than jnp.searchsorted's scan). x1 is never
-gathered.
+count of x1's elements before v (``< v`` left, ``<= v`` right). When x2's block is the same on
+every device of x1's group, each device counts against its own x1 block (jnp.searchsorted
+once) and the counts add up with one ``psum``. When x2 is split on x1's mesh axes too, the
+window search (engine/window_search.py) puts together on every device one cell in P of x1 at
+a time (one psum per column, about a block each) and reads each value's count off them. x1
+is never gathered.
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ import numpy as np
 from darray._src.base import compat
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import MEDIUM, program_cache
+from darray._src.engine import window_search
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
 
@@ -312,30 +313,20 @@ def _searchsorted_fn(x1_lay: Layout, x2_lay: Layout, side: str):
     def body(b1, b2):
         b1 = physical.strip_ghosts(b1, x1_lay)
         b2 = physical.strip_ghosts(b2, x2_lay)
-        me = jax.lax.axis_index(names)
-
-        def count(block, at):
-            logical = jnp.clip(n - at * chunk, 0, chunk).astype(np.int32)
-            if shared:
-                # searched once: jax's search is faster (0.92x the replicated path vs 5.8x
-                # measured), its scan buffers fit; padding filled with the largest value
-                # keeps the block sorted, the count is clipped to the logical cells
-                big = jnp.asarray(_extreme(block.dtype, True), block.dtype)
-                cells = jax.lax.iota(np.int32, chunk)
-                filled = jnp.where(cells < logical, block, big)
-                found = jnp.searchsorted(filled, b2, side=side).astype(count_dtype)
-                return jnp.minimum(found, logical.astype(count_dtype))
-            return _count_before(block, logical, b2, side, chunk).astype(count_dtype)
-
-        if shared:
-            return jax.lax.psum(count(b1, me), names).astype(index_dtype)
-        ring = tuple((b, (b + 1) % parts) for b in range(parts))
-
-        def step(t, carry):
-            block, total = carry
-            block = compat.ppermute_blocks(block, split, ring, x1_lay.mesh)
-            return block, total + count(block, (me - t) % parts)
-        return jax.lax.fori_loop(1, parts, step, (b1, count(b1, me)))[1].astype(index_dtype)
+        me = _block_number(x1_lay.mesh, split)
+        if not shared:
+            return window_search.count_before_split(
+                b1, b2, n=n, chunk=chunk, parts=parts, me=me, names=names, side=side,
+                count_dtype=count_dtype, lt_eq=_value_lt_eq).astype(index_dtype)
+        # x2's block searched once in each x1 block (a binary search with one buffer per
+        # value; jnp.searchsorted's scan held 3.7 blocks with x64 off), the counts add up
+        # over x1's group
+        logical = jnp.clip(n - me * chunk, 0, chunk).astype(np.int32)
+        dtype = jnp.result_type(b1.dtype, b2.dtype)
+        found = window_search.count_in_prefix(
+            b1, logical, b2, lambda cell: window_search.before(cell, b2, side, _value_lt_eq,
+                                                               dtype))
+        return jax.lax.psum(found.astype(count_dtype), names).astype(index_dtype)
 
     fn = compat.shard_map(body, mesh=x2_lay.mesh, in_specs=(x1_lay.spec, x2_lay.spec),
                           out_specs=out.spec, check_vma=False)
@@ -346,36 +337,26 @@ def _searchsorted_fn(x1_lay: Layout, x2_lay: Layout, side: str):
     return jax.jit(run), out
 
 
-def _count_before(block, logical, values, side: str, chunk: int):
-    """Per value, how many of the sorted block's first `logical` elements come before it
-    (``<`` for side left, ``<=`` right) in jax's sort order: a binary search of log2(chunk)
-    gathers, whose only temporaries are two int32 bounds per value (jnp.searchsorted's scan
-    holds several)."""
-    dtype = jnp.result_type(block.dtype, values.dtype)
-    v = values.astype(dtype)
-    lo = jnp.zeros(values.shape, np.int32)
-    hi = jnp.broadcast_to(logical, values.shape)
-
-    def step(_, bounds):  # a loop, so that every step reuses the same two buffers
-        lo, hi = bounds
-        mid = jnp.minimum((lo + hi) // 2, chunk - 1)
-        e = jnp.take(block, mid, mode="clip").astype(dtype)
-        holds = _value_lt_eq(e, v)[0] if side == "left" else ~_value_lt_eq(v, e)[0]
-        active = lo < hi
-        return jnp.where(active & holds, mid + 1, lo), jnp.where(active & ~holds, mid, hi)
-    return jax.lax.fori_loop(0, max(1, int(chunk).bit_length()), step, (lo, hi))[0]
-
-
-# The ring searches every x2 value in each of x1's P blocks: P log(c) steps where a search
-# of the replicated x1 takes log(P c), 6.7x the time measured at 2^20 over 8 devices
-# (benchmarks/bench_sort.py). So it runs only where replicating x1 would cost more than this
-# many elements on every device; the psum path (x2's block shared by x1's group) is as fast
-# as the replicated search and runs from MIN_BLOCK_ELEMENTS up.
-RING_MIN_ELEMENTS = 2 ** 25
+def _block_number(mesh, names):
+    """This device's block number over the mesh axes `names`, major first as Layout counts
+    (axis_index of a tuple counts in the mesh's order)."""
+    sizes = dict(mesh.shape)
+    me = jnp.asarray(0, np.int32)
+    for name in names:
+        me = me * sizes[name] + jax.lax.axis_index(name)
+    return me
 
 
 def _shares_x2_block(x1_lay: Layout, x2_lay: Layout) -> bool:
     return not set(x1_lay.split[0]) & set(x2_lay.used_mesh_axes)
+
+
+# x2 split on x1's mesh axes: the window search's P psums and log2(c) + P steps cost more than
+# replicating a small x1 (2.2-3.1x the replicated search at 2^16 cells over 8 CPU devices,
+# 1.1-1.3x at 100003, 0.5-0.8x at 2^18, load ~17: benchmarks/bench_speed_guard.py). Below
+# this many cells of x1 it is replicated (as exchange_gather keeps XLA's gather below 96 Ki
+# cells); the memory survey's 100003-cell cases run the window search.
+WINDOW_MIN_ELEMENTS = 3 << 15
 
 
 def searchable(x1_lay: Layout, x2_lay: Layout) -> bool:
@@ -383,7 +364,7 @@ def searchable(x1_lay: Layout, x2_lay: Layout) -> bool:
     enough that replicating it matters (a gather of a few thousand cells is cheaper)."""
     if not x1_lay.split[0] or x1_lay.chunk(0) < MIN_BLOCK_ELEMENTS:
         return False
-    return _shares_x2_block(x1_lay, x2_lay) or x1_lay.shape[0] >= RING_MIN_ELEMENTS
+    return _shares_x2_block(x1_lay, x2_lay) or x1_lay.shape[0] >= WINDOW_MIN_ELEMENTS
 
 
 def searchsorted_split(d1, x1_lay: Layout, d2, x2_lay: Layout, side: str):

@@ -1,4 +1,5 @@
 """Covers: darray/_src/engine/distributed_sort.py, darray/_src/api/sorting.py
+Covers: darray/_src/engine/window_search.py
 Covers: darray/_src/api/searching.py
 
 sort / argsort along a split axis by the merge-split network, and searchsorted against a split
@@ -15,6 +16,7 @@ import pytest
 from helpers import mesh_of
 
 import darray as da
+from darray._src.api import searching
 from darray._src.base.dtypes import default_int
 from darray._src.engine import distributed_sort
 
@@ -33,7 +35,7 @@ CASES = [
 @pytest.fixture(autouse=True)
 def _network_for_small_arrays(monkeypatch):
     monkeypatch.setattr(distributed_sort, "MIN_BLOCK_ELEMENTS", 1)
-    monkeypatch.setattr(distributed_sort, "RING_MIN_ELEMENTS", 1)
+    monkeypatch.setattr(distributed_sort, "WINDOW_MIN_ELEMENTS", 1)
 
 
 def _ties(shape, dtype, seed=0):
@@ -111,6 +113,11 @@ SEARCH = [
     ((2, 4), 5003, (("x", "y"),), (37, 51), ("y", "x")),
     ((4, 2), 5003, ("y",), (41, 9), ("x", None)),
     ((2, 4), 5003, (("y", "x"),), (), None),
+    # x2 split on x1's mesh axes: the window search
+    ((8,), 10007, ("x",), (10007,), ("x",)),
+    ((2, 4), 5003, (("y", "x"),), (37, 51), ("x", "y")),
+    ((2, 4), 5003, ("x",), (7, 403), (None, ("x", "y"))),
+    ((4, 2), 5003, ("y",), (41, 9), ("x", "y")),
 ]
 
 
@@ -154,15 +161,76 @@ def _int32_case():
     np.testing.assert_array_equal(np.asarray(r), np.searchsorted(np.sort(h), h))
 
 
+WINDOW_KINDS = ["float32", "int32", "bool", "complex64", "int x1, float x2", "empty blocks"]
+
+
+@pytest.mark.parametrize("kind", WINDOW_KINDS)
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_window_search_dtypes_and_ties(kind, side):
+    """The window search (x2 split on x1's axes) on numpy's order: ties, NaNs, signed zeros,
+    infinities, bool and complex, promotion, and blocks with no logical cells."""
+    mesh = mesh_of((2, 4))
+    rng = np.random.default_rng(5)
+    n1 = 9 if kind == "empty blocks" else 3001  # 9 over 8: blocks 5-7 hold only padding
+    if kind in ("float32", "empty blocks"):
+        h1 = np.sort(_ties(n1, np.float32, seed=1))
+        h2 = _ties((13, 61), np.float32, seed=2)
+    elif kind == "int32":
+        h1, h2 = np.sort(rng.integers(-3, 4, n1).astype(np.int32)), rng.integers(-4, 5, (13, 61))
+        h2 = h2.astype(np.int32)
+    elif kind == "bool":
+        h1, h2 = np.sort(rng.random(n1) < 0.3), rng.random((13, 61)) < 0.5
+    elif kind == "complex64":
+        h1 = np.sort((rng.integers(-2, 3, n1) + 1j * rng.integers(-2, 3, n1)).astype(np.complex64))
+        h2 = (rng.integers(-3, 4, (13, 61)) + 1j * rng.integers(-3, 4, (13, 61)))
+        h2 = h2.astype(np.complex64)
+    else:
+        h1 = np.sort(rng.integers(-50, 50, n1).astype(np.int32))
+        h2 = (rng.integers(-110, 110, (13, 61)) / 2).astype(np.float32)
+    x1 = da.asarray(h1, device=mesh, spec=(("x", "y"),))
+    x2 = da.asarray(h2, device=mesh, spec=("y", "x"))
+    assert not distributed_sort._shares_x2_block(x1.layout, x2.layout)
+    got = da.searchsorted(x1, x2, side=side)
+    np.testing.assert_array_equal(np.asarray(got), np.searchsorted(h1, h2, side=side))
+    assert got.data.sharding.spec == x2.layout.spec
+
+
+def test_replicated_search_dtypes_and_ties(monkeypatch):
+    """The replicated path (small x1, or a sorter): its one-buffer binary search on numpy's
+    order for ties, NaNs, signed zeros, infinities and complex values."""
+    monkeypatch.setattr(distributed_sort, "MIN_BLOCK_ELEMENTS", 10 ** 9)
+    monkeypatch.setattr(searching, "_ONE_BUFFER_SEARCH_CELLS", 0)  # the one-buffer search
+    mesh = mesh_of((2, 4))
+    rng = np.random.default_rng(7)
+    h1 = np.sort(_ties(61, np.float32, seed=3))
+    h2 = _ties((31, 45), np.float32, seed=4)
+    c1 = np.sort((rng.integers(-2, 3, 61) + 1j * rng.integers(-2, 3, 61)).astype(np.complex64))
+    c2 = (rng.integers(-3, 4, (31, 45)) + 1j * rng.integers(-3, 4, (31, 45)))
+    for a, v in ((h1, h2), (c1, c2.astype(np.complex64)), (h1, np.asarray([], np.float32))):
+        x1 = da.asarray(a, device=mesh, spec=(("x", "y"),))
+        x2 = da.asarray(v, device=mesh, spec=("y", "x")[:v.ndim])
+        assert not distributed_sort.searchable(x1.layout, x2.layout)
+        for side in ("left", "right"):
+            got = da.searchsorted(x1, x2, side=side)
+            np.testing.assert_array_equal(np.asarray(got), np.searchsorted(a, v, side=side))
+            assert got.layout.split == x2.layout.split
+            if v.size:
+                assert got.data.sharding.spec == x2.layout.spec
+
+
 def test_small_blocks_keep_xla_path(monkeypatch):
     monkeypatch.setattr(distributed_sort, "MIN_BLOCK_ELEMENTS", 4096)
-    monkeypatch.setattr(distributed_sort, "RING_MIN_ELEMENTS", 2 ** 25)
+    monkeypatch.setattr(distributed_sort, "WINDOW_MIN_ELEMENTS", 3 << 15)
     lay = da.asarray(np.zeros(1000, np.float32), device=mesh_of((8,)), spec=("x",)).layout
     assert not distributed_sort.sortable(lay, 0)
     big = da.asarray(np.zeros(100003, np.float32), device=mesh_of((8,)), spec=("x",)).layout
     assert distributed_sort.sortable(big, 0)
-    # searchsorted: the psum path from the same size, the ring only past RING_MIN_ELEMENTS
+    # searchsorted: the psum path from the same size, the window search (x2 split on x1's
+    # axes) from WINDOW_MIN_ELEMENTS
     shared = da.asarray(np.zeros(7, np.float32), device=mesh_of((8,))).layout
     assert distributed_sort.searchable(big, shared)
-    assert not distributed_sort.searchable(big, big)
+    assert distributed_sort.searchable(big, big)
+    mid = da.asarray(np.zeros(65557, np.float32), device=mesh_of((8,)), spec=("x",)).layout
+    assert distributed_sort.searchable(mid, shared)
+    assert not distributed_sort.searchable(mid, mid)
     assert not distributed_sort.searchable(lay, shared)
