@@ -35,6 +35,7 @@ from darray._src.layout.layout import Layout, default_layout
 from darray._src.placement import physical
 
 MIN_CELLS = 1 << 15  # below this the replicated kernel is as fast (fewer programs)
+COMPARE_ALL_MAX = 64  # up to this many values, each cell is compared with all of them
 OUTPUTS = ("values", "indices", "inverse", "counts")
 
 
@@ -78,9 +79,11 @@ def _distinct_first(values, valid):
     starts = invalid == 0
     if size > 1:
         starts = starts & jnp.concatenate([jnp.ones((1,), bool), ordered[1:] != ordered[:-1]])
-    slot = jnp.where(starts, jnp.cumsum(starts.astype(jnp.int32)) - 1, size)
-    buf = jnp.zeros_like(values).at[slot].set(ordered, mode="drop")
-    return buf, jnp.sum(starts, dtype=jnp.int32)
+    # the run starts to the front by a stable sort (a cumulative count and a scatter compile
+    # 0.8 s slower on CPU); the rest becomes zeros
+    _, buf = jax.lax.sort(((~starts).astype(jnp.uint8), ordered), num_keys=1, is_stable=True)
+    count = jnp.sum(starts, dtype=jnp.int32)
+    return jnp.where(jnp.arange(size) < count, buf, 0), count
 
 
 @program_cache(COMPACTION)
@@ -120,19 +123,23 @@ def _finish_fn(lay: Layout, n: int, want: tuple[str, ...]):
     idx_dtype = _dt.default_int()
     flat_lay = default_layout((n,), lay)
     inverse_lay = lay.without_halo()
+    # a few values (class labels): one fused compare-and-count per cell, 2 blocks of
+    # temporaries; a binary search (jnp's "scan") kept 3 (measured on (1001, 203) over 2x4)
+    method = "compare_all" if n <= COMPARE_ALL_MAX else "scan"
 
     def body(block, merged):
         block = physical.strip_ghosts(block, lay)
         values = merged[:n]
         flat, valid = _valid(block, lay)
-        where = jnp.searchsorted(values, flat).astype(idx_dtype)
+        # positions in int32 (n < 2^31), widened only where they are an output
+        where = jnp.searchsorted(values, flat, method=method).astype(jnp.int32)
         slot = jnp.where(valid, where, n)
         outs = []
         for what in want:
             if what == "values":
                 outs.append(values)
             elif what == "inverse":
-                outs.append(jnp.where(valid, where, 0).reshape(block.shape))
+                outs.append(jnp.where(valid, where, 0).astype(idx_dtype).reshape(block.shape))
             elif what == "counts":
                 local = jnp.zeros((n,), idx_dtype).at[slot].add(1, mode="drop")
                 outs.append(jax.lax.psum(local, names))
