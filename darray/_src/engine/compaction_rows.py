@@ -15,7 +15,7 @@ Here:
    with o_b the hits of the blocks before b. Output block q owns [q*C, (q+1)*C), C =
    ceil(total / P). Block b feeds the output blocks q its range overlaps; the differences
    q - b that occur ("shifts") are few (0 and 1 when every block keeps a similar share);
-3. one program: every device lists its hits in order (a stable argsort; offsets from the
+3. one program: every device ranks its hits (a running count by matmuls; offsets from the
    counts, passed in from the host), then for every shift s sends the window of its hits that belongs to block
    me + s (at most C rows, gathered straight from its rows by the hit positions) with one
    lax.ppermute, and the receiver keeps the rows of the window that fall in its range. One
@@ -58,6 +58,33 @@ def _hits(mask_block, lay: Layout, me):
         rows = me * lay.chunk(0) + jnp.arange(lay.chunk(0), dtype=jnp.int32)
         hits = hits & (rows < lay.shape[0])
     return hits
+
+
+EXACT_FLOAT32 = 1 << 24  # float32 counts up to here exactly
+
+
+def running_count(hits, width: int = 128):
+    """Inclusive running count of a 1-D boolean array, as int32, by matmuls with a triangle
+    of ones over rows of `width` cells (then over the rows' totals, recursively). Why not
+    jnp.cumsum: on CPU (measured, 8 devices, 12504-cell blocks) XLA compiled its reduce-window
+    in 0.9 s and ran it in 2.0 ms; a stable argsort compiles in 0.2 s but ran 15.6 ms; this
+    compiles in 0.6 s and runs in 1.1 ms. Float32 counts are exact below 2^24 cells."""
+    n = hits.shape[0]
+    if n >= EXACT_FLOAT32:
+        return jnp.cumsum(hits.astype(jnp.int32))
+    return _running_sum(hits.astype(jnp.float32), width).astype(jnp.int32)
+
+
+def _running_sum(x, width):
+    n = x.shape[0]
+    rows = -(-n // width)
+    triangle = jnp.triu(jnp.ones((width, width), jnp.float32))
+    within = jnp.matmul(jnp.pad(x, (0, rows * width - n)).reshape(rows, width), triangle,
+                        precision=jax.lax.Precision.HIGHEST)
+    if rows > 1:
+        totals = within[:, -1]
+        within = within + (_running_sum(totals, width) - totals)[:, None]
+    return within.reshape(-1)[:n]
 
 
 def _axis_entry(names):
@@ -119,9 +146,10 @@ def _rows_fn(mask_lay: Layout, payload_lays: tuple, total: int, shifts: tuple,
         me = _block_number(names, sizes)
         hits = _hits(physical.strip_ghosts(mask_block, mask_lay), mask_lay, me)
         offsets = jnp.cumsum(counts) - counts
-        # where[r]: my row holding my r-th hit. A stable sort, not a cumulative count and a
-        # scatter: XLA's CPU cumsum of a block took 0.8 s to compile (sort: 0.1 s)
-        where = jnp.argsort(~hits, stable=True).astype(jnp.int32)
+        # where[r]: my row holding my r-th hit, scattered at each hit's rank
+        rank = running_count(hits) - 1
+        where = jnp.zeros((chunk,), jnp.int32).at[jnp.where(hits, rank, chunk)].set(
+            jnp.arange(chunk, dtype=jnp.int32), mode="drop")
         items = []
         if with_indices:
             items.append(me.astype(idx_dtype) * chunk + jnp.arange(chunk, dtype=idx_dtype))

@@ -80,6 +80,14 @@ def test_plan_shifts():
     assert compaction_rows.plan_shifts(np.array([3, 3, 3, 3])) == (3, (0,))
 
 
+@pytest.mark.parametrize("n", [1, 127, 128, 129, 16385 + 77])  # one to three levels of rows
+def test_running_count_is_exact(n):
+    hits = np.random.default_rng(n).random(n) < 0.7
+    got = jax.jit(compaction_rows.running_count)(hits)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(got), np.cumsum(hits))
+
+
 def _temps(fn, *args):
     compiled = fn.lower(*args).compile()
     m = compiled.memory_analysis()
