@@ -2,10 +2,10 @@
 (engine/compaction_rows.py, engine/distinct.py) beside the ones they replace, in one run.
 
 x[mask] is timed at the engine (compaction.compact, which x[mask] calls after its argument
-checks) on both sides. Old x[mask]: compaction.compact's general kernel (count_true, then a result-sized buffer per
-device summed by a reduce-scatter). Old unique_*: the replicated sort (set_functions'
-run_replicated path). Eager calls, warm (each compiled before timing), interleaved repeats,
-minimum per contender; ratio = new / old.
+checks) on both sides. Old x[mask]: compaction.compact's general kernel (count_true, then a
+result-sized buffer per device summed by a reduce-scatter). Old unique_*: the replicated
+sort (set_functions' run_replicated path). Eager calls, warm (each compiled before timing),
+interleaved repeats, minimum per contender; ratio = new / old.
 
 Run: PYTHONPATH=. python benchmarks/bench_split_selection.py [--repeats 5] [--big 1048576]
 """
@@ -53,6 +53,18 @@ def old_unique_inverse(x):
                                      static=(n,))
 
 
+def _cases(x, y):
+    mask = y == 1
+    return [
+        ("x[y == 1]", lambda: compaction.compact(mask, [x], with_indices=False)[0],
+         lambda: old_select(x, mask)),
+        ("unique_counts(y)", lambda: tuple(darray.unique_counts(y)),
+         lambda: old_unique_counts(y)),
+        ("unique_inverse(y)", lambda: tuple(darray.unique_inverse(y)),
+         lambda: old_unique_inverse(y)),
+    ]
+
+
 def timed(fn, repeats):
     best = []
     for _ in range(repeats):
@@ -76,15 +88,7 @@ def main():
         labels = rng.integers(0, 3, n).astype(np.int32)
         x = darray.asarray(host, mesh=mesh, spec=("x", None))
         y = darray.asarray(labels, mesh=mesh, spec=("x",))
-        mask = y == 1
-        cases = [
-            ("x[y == 1]", lambda: compaction.compact(mask, [x], with_indices=False)[0],
-             lambda: old_select(x, mask)),
-            ("unique_counts(y)", lambda: tuple(darray.unique_counts(y)),
-             lambda: old_unique_counts(y)),
-            ("unique_inverse(y)", lambda: tuple(darray.unique_inverse(y)),
-             lambda: old_unique_inverse(y)),
-        ]
+        cases = _cases(x, y)
         for name, new, old in cases:
             np.testing.assert_array_equal(np.asarray(new()[0] if isinstance(new(), tuple)
                                                      else new()),
