@@ -6,10 +6,11 @@ that static size. NaNs are all distinct, as the Array API asks. The unique_* fun
 therefore need concrete inputs: under jit they raise jax's ConcretizationTypeError (a shape
 cannot depend on values there); eagerly they accept everything numpy does.
 
-Every kernel here runs on replicated operands inside shard_map (compaction.run_replicated):
-unique values need the whole sorted array on one device anyway, and XLA's partitioner
-miscompiles the data-dependent compaction inside jnp.unique on partly replicated layouts (see
-compaction.py).
+Split integer arrays of engine/distinct.py's MIN_CELLS cells or more take engine/distinct.py:
+each device sorts its own block, only the per-device distinct values meet. Every other kernel
+here runs on replicated operands inside shard_map (compaction.run_replicated): XLA's
+partitioner miscompiles the data-dependent compaction inside jnp.unique on partly replicated
+layouts (see compaction.py).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 from darray._src.api.creation import asarray
 from darray._src.api.statistical import plain
 from darray._src.distarray.array import DistArray
-from darray._src.engine import compaction, membership
+from darray._src.engine import compaction, distinct, membership
 from darray._src.engine.arguments import ensure_array
 from darray._src.engine.operands import check_operand_meshes, same_mesh
 from darray._src.layout.layout import default_layout
@@ -89,6 +90,8 @@ def unique_all(x: DistArray, /) -> UniqueAllResult:
       count) goes to the host.
     """
     x = ensure_array("unique_all", x)
+    if distinct.applies(x):
+        return UniqueAllResult(*distinct.unique(x, ("values", "indices", "inverse", "counts")))
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
     outs = compaction.run_replicated(_unique_all, [x],
@@ -99,6 +102,8 @@ def unique_all(x: DistArray, /) -> UniqueAllResult:
 def unique_counts(x: DistArray, /) -> UniqueCountsResult:
     """Unique values of `x` and their counts. Layout: as unique_all."""
     x = ensure_array("unique_counts", x)
+    if distinct.applies(x):
+        return UniqueCountsResult(*distinct.unique(x, ("values", "counts")))
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
     return UniqueCountsResult(*compaction.run_replicated(_unique_counts, [x], (flat, flat),
@@ -111,6 +116,8 @@ def unique_inverse(x: DistArray, /) -> UniqueInverseResult:
     Layout: values as unique_all; inverse_indices in x's layout.
     """
     x = ensure_array("unique_inverse", x)
+    if distinct.applies(x):
+        return UniqueInverseResult(*distinct.unique(x, ("values", "inverse")))
     n = _distinct(x)
     flat = default_layout((n,), x.layout)
     return UniqueInverseResult(*compaction.run_replicated(
@@ -120,6 +127,8 @@ def unique_inverse(x: DistArray, /) -> UniqueInverseResult:
 def unique_values(x: DistArray, /) -> DistArray:
     """The sorted unique values of `x`. Layout: as unique_all's values."""
     x = ensure_array("unique_values", x)
+    if distinct.applies(x):
+        return distinct.unique(x, ("values",))[0]
     n = _distinct(x)
     (out,) = compaction.run_replicated(_unique_values, [x], (default_layout((n,), x.layout),),
                                        static=(n,))

@@ -31,6 +31,7 @@ from darray._src.base import compat
 from darray._src.base import dtypes as _dt
 from darray._src.base.program_cache import COMPACTION, program_cache
 from darray._src.distarray.array import DistArray
+from darray._src.engine import compaction_rows
 from darray._src.engine.placing import asarray
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
@@ -239,8 +240,6 @@ def compact(mask: DistArray, payloads: Sequence[DistArray] = (), *, with_indices
     payload). A payload has mask's shape (and split) on its leading axes; its other axes are
     kept (with their split). Outputs are split over the mesh axes the mask uses."""
     concrete_count(mask, "boolean-mask selection / nonzero")
-    if count is None:
-        count = count_true(mask)
     mask_spec = mask.layout.split
     # the mask's split must match the payloads' leading split; choose the first payload's
     mask_spec = payloads[0].layout.split[:mask.ndim] if payloads else mask_spec
@@ -248,15 +247,20 @@ def compact(mask: DistArray, payloads: Sequence[DistArray] = (), *, with_indices
     payloads = [p if p.layout.split[:mask.ndim] == mask.layout.split
                 else plain_like(p, tuple(mask.layout.split) + tuple(p.layout.split[mask.ndim:]))
                 for p in payloads]
+    if mask.ndim == 1 and mask.layout.split[0]:  # rows of a split axis: compaction_rows.py
+        outs = compaction_rows.compact_rows(mask, payloads, with_indices)
+        return empty_results(mask, payloads, with_indices) if outs is None else outs
+    if count is None:
+        count = count_true(mask)
     if count == 0:
-        return _empty_results(mask, payloads, with_indices)
+        return empty_results(mask, payloads, with_indices)
     fn, out_lays = _compact_fn(mask.layout, tuple(p.layout for p in payloads), count,
                                with_indices)
     outs = fn(mask.data, *[p.data for p in payloads])
     return tuple(DistArray._new(o, lay) for o, lay in zip(outs, out_lays))
 
 
-def _empty_results(mask, payloads, with_indices):
+def empty_results(mask, payloads, with_indices):
     """Nothing selected: empty arrays in the layouts a selection would have had."""
     k, names = mask.ndim, (mask.layout.used_mesh_axes,)
     outs = []

@@ -161,7 +161,7 @@ def join_blocks(blocks, sizes: tuple[int, ...], chunks: tuple[int, ...] | None, 
 
     def run_round(r: _Round):
         def write(result):
-            buf = _window(blocks, r, at_me, axis, dtype, _after(result))
+            buf = _window(blocks, r, at_me, axis, dtype, after_written(result))
             if any(b != q for b, q in r.pairs):
                 buf = compat.ppermute_blocks(buf, split, r.pairs, out.mesh)
             start = at_me(r.place)  # the window lies inside my block (see _skew)
@@ -175,7 +175,7 @@ def join_blocks(blocks, sizes: tuple[int, ...], chunks: tuple[int, ...] | None, 
         return write
 
     # One round at a time: each round's window is cut after the previous round has written
-    # (_after). Left free, XLA cut every round's window first and held them all: about 2
+    # (after_written). Left free, XLA cut every round's window first and held them all: about 2
     # output blocks, 3.0 blocks of temporaries in all for (1001, 403) and (203, 403) joined
     # along axis 0 over 8 devices. A loop over the rounds also serialises them, but copied
     # the output block in every round (1.5-1.9x slower, benchmarks/bench_concat.py).
@@ -184,7 +184,7 @@ def join_blocks(blocks, sizes: tuple[int, ...], chunks: tuple[int, ...] | None, 
     return result
 
 
-def _after(result):
+def after_written(result):
     """Zero, computed from `result`'s first cell: a window start plus this waits until
     `result` is written (XLA cannot fold the clamp of a data value, and it does not keep
     optimization barriers for scheduling on CPU)."""

@@ -330,6 +330,30 @@ def test_eager_programs_take_cholesky_qr2_and_fall_back_to_householder():
     assert np.linalg.norm(qh @ np.asarray(r) - b) <= 1e-12 * np.linalg.norm(b)
 
 
+def test_float32_grams_take_cholesky_qr2_up_to_their_margin(monkeypatch):
+    """With x64 off the Grams of float32 data are float32: CholeskyQR2 runs while cond(A) <
+    GRAM_MARGIN / sqrt(eps) (1450), as accurate as Householder's (scikit-learn's LDA hands
+    the svd a cond-458 matrix, which took the slow per-device LAPACK path at margin 0.1).
+    The float32 Gram is forced here, so that the x64 tier checks it too."""
+    monkeypatch.setattr(tall_skinny, "gram_dtype", lambda dtype: np.dtype(dtype))
+    taken = []
+    original = tall_skinny._program
+    monkeypatch.setattr(tall_skinny, "_program",
+                        lambda *a: taken.append(a[-1]) or original(*a))
+    rows, k = 8 * 1024 - 3, 19  # a shape no other test compiles (programs are cached)
+    for cond, method in ((1000.0, "cholesky"), (1e5, "householder")):
+        a = ill((rows, k), cond=cond, dtype=np.float64).astype(np.float32)
+        x = darray.asarray(a, mesh=mesh_of((8,)), spec=("x",))
+        taken.clear()
+        u, s, vh = la.svd(x, full_matrices=False)
+        assert taken[-1] == method, (cond, taken)
+        assert_layout(u, x.layout)
+        ref = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+        np.testing.assert_allclose(np.asarray(s, np.float64), ref, rtol=2e-5 * cond ** 0.5)
+        uh = np.asarray(u, np.float64)
+        assert np.linalg.norm(uh.T @ uh - np.eye(k)) <= 1e-5
+
+
 @pytest.mark.parametrize("where,dtype", [
     (((8,), ("x",), (1003, 7)), np.float64),
     (((2, 4), (("x", "y"),), (611, 6)), np.complex128),
