@@ -346,7 +346,7 @@ def _slabbed(block, order: list, axis: int, stages, i: int, deferred, norm: str,
     where = order.index(axis)
     n = block.shape[where]
     bounds = [n * j // SLABS for j in range(SLABS + 1)]
-    done = []
+    done: list = []
     new_order = order
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         src = block
