@@ -373,9 +373,10 @@ def fftshift(x, /, *, axes=None) -> DistArray:
     """Move the zero-frequency entry to the centre of `axes` (default: all axes).
 
     Layout:
-      Same layout as `x`. A shift along an unsplit axis is local; along a split axis XLA moves
-      the blocks with collective-permutes (neighbour exchange, no all-gather, for evenly split
-      axes).
+      Same layout as `x`. A shift along an unsplit axis is local; along a split axis the blocks
+      move by collective-permutes (neighbour exchange, no all-gather): where one shifted axis
+      is split, darray's own roll (fft/shift.py: about 2 blocks of temporaries on uneven
+      splits too), where several are, XLA's partitioner.
     """
     return _shift(x, axes, False, "fftshift")
 
