@@ -31,8 +31,6 @@ _FFT = "FFT exchange on an uneven split: the received pieces land beyond the sen
 _SCALARS = "3 blocks plus a few hundred bytes of per-block scalars"
 _SORT = "g: XLA sorts the gathered axis (needs a distributed sort)"
 OVER: dict[tuple[str, str], tuple[float, str]] = {
-    ("fft.irfftn", "8 uneven"): (3.08, _FFT),
-    ("fft.ifftshift", "8 uneven"): (3.0017, _SCALARS + " (a half roll of the split axis)"),
 }
 
 # case -> why it is not compiled as one program (its test asserts it still is not)

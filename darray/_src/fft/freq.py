@@ -12,6 +12,7 @@ from darray._src.base.program_cache import SMALL, program_cache
 from darray._src.distarray.array import DistArray
 from darray._src.engine.apply import apply_logical
 from darray._src.engine.arguments import ensure_array
+from darray._src.fft import shift
 from darray._src.layout.axes import positive_length
 from darray._src.layout.layout import Layout
 from darray._src.placement import physical
@@ -346,6 +347,8 @@ def _shift_axes(x, axes, fname):
 def _shift(x, axes, inverse, fname):
     x = ensure_array(fname, x)
     axes = _shift_axes(x, axes, fname)
+    if shift.splits_a_shifted_axis(x.layout, axes):
+        return DistArray._new(shift.shifted(x.data, x.layout, axes, inverse), x.layout)
     fn = jnp.fft.ifftshift if inverse else jnp.fft.fftshift
     return apply_logical(_ShiftFn(fn, axes), (x,), x.layout.without_halo())
 
@@ -370,9 +373,10 @@ def fftshift(x, /, *, axes=None) -> DistArray:
     """Move the zero-frequency entry to the centre of `axes` (default: all axes).
 
     Layout:
-      Same layout as `x`. A shift along an unsplit axis is local; along a split axis XLA moves
-      the blocks with collective-permutes (neighbour exchange, no all-gather, for evenly split
-      axes).
+      Same layout as `x`. A shift along an unsplit axis is local; along a split axis the blocks
+      move by collective-permutes (neighbour exchange, no all-gather): where one shifted axis
+      is split, darray's own roll (fft/shift.py: about 2 blocks of temporaries on uneven
+      splits too), where several are, XLA's partitioner.
     """
     return _shift(x, axes, False, "fftshift")
 

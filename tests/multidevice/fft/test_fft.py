@@ -1,7 +1,9 @@
 """Covers: darray/_src/fft/api.py, darray/_src/fft/freq.py, darray/_src/plans/fft_plan.py
+Covers: darray/_src/fft/shift.py
 Covers: darray/_src/backends/jax/fft_exec.py, darray/_src/backends/jax/transpose.py
 
 darray.fft against numpy.fft (float64 reference) on 8 virtual devices; layouts and HLO."""
+import functools
 import re
 
 import jax
@@ -201,6 +203,41 @@ def test_shifts(shape):
     assert y.layout == x.layout
     close(dfft.ifftshift(x, axes=(0,)), np.fft.ifftshift(a, axes=(0,)), a.dtype)
     close(dfft.ifftshift(dfft.fftshift(x)), a, a.dtype)
+
+
+# uneven splits (fft/shift.py): padding within a chunk (37 -> 8 x 5, padding 3), padding beyond
+# a chunk (9 -> 8 x 2, padding 7), an axis split over ("y", "x"), both axes split
+@pytest.mark.parametrize("mesh_shape,shape,spec", [
+    ((8,), (3, 37, 4), (None, "x", None)), ((8,), (9, 5), ("x", None)),
+    ((2, 4), (13, 7), (("y", "x"), None)), ((2, 4), (11, 6), ("x", "y"))])
+def test_shifts_on_uneven_splits_move_every_cell_as_numpy(mesh_shape, shape, spec):
+    a = rand(shape, np.float32)
+    x = darray.asarray(a, mesh=mesh_of(mesh_shape), spec=spec)
+    for name, axes in (("fftshift", None), ("ifftshift", None), ("ifftshift", (1, 1))):
+        shift = functools.partial(getattr(dfft, name), axes=axes)
+        compiled = jax.jit(shift).lower(x).compile()
+        y = compiled(x)
+        assert y.layout == x.layout
+        np.testing.assert_array_equal(np.asarray(y), getattr(np.fft, name)(a, axes=axes))
+        text = compiled.as_text()
+        assert "all-gather" not in text
+        assert axes is not None or "collective-permute" in text  # a split axis shifted
+
+
+def test_irfftn_runs_the_padded_exchange_in_slabs():
+    # fft_exec._slabbed: the axis-0 FFT and the padded all-to-all after it run in 4 slabs of
+    # axis 2 (issue 49: irfftn of (37, 203, 19) over 8 planned 3.08 blocks in one piece);
+    # ifftn, a complex end, keeps one exchange
+    a = rand((6, 27, 9), np.complex128)
+    x = darray.asarray(a, mesh=mesh_of((8,)), spec=(None, "x", None))
+    for fn, ref, exchanges in ((dfft.irfftn, np.fft.irfftn, 4), (dfft.ifftn, np.fft.ifftn, 1)):
+        compiled = jax.jit(fn).lower(x).compile()
+        y = compiled(x)
+        close(y, ref(a), canonical_dtype(np.complex128))
+        assert_layout(y, split=(("x",), (), ()))
+        text = compiled.as_text()
+        assert len(re.findall(r"%all-to-all[.\d]* = ", text)) == exchanges, fn
+        assert "all-gather" not in text
 
 
 @pytest.mark.distributed_placement

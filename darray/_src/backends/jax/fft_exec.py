@@ -24,6 +24,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from darray._src.backends.jax.transpose import (
     all_to_all_move,
@@ -227,56 +228,137 @@ def run_stages(block, plan: Plan, norm: str, exchange=lax_exchange, move=None,
         start = _start_order(plan, ndim)
         block, order = _reorder(block, order, start, ends), start
     deferred = _deferred_stage(stages, order, norm)
-    for i, stage in enumerate(stages):
+    devices = plan.in_layout.mesh.size
+    i = 0
+    while i < len(stages):
+        stage = stages[i]
         if move is not None and isinstance(stage, (Transpose, Merge)):
             block = move(block, stage, order)
+            i += 1
             continue
-        following = stages[i + 1] if i + 1 < len(stages) else None
         if strided and isinstance(stage, LocalFFT) and not stage.kernels:
             block = _strided_fft(block, stage, order, norm,
                                  "forward" if i == deferred else norm)
+            i += 1
             continue
-        if not strided and _orders_before_exchange(stage, following, plan.in_layout.mesh.size):
-            assert isinstance(following, LocalFFT)  # _orders_before_exchange checked it
-            new = _order_for(order, following)
-            block, order = _reorder(block, order, new, permute), new
-        if isinstance(stage, Transpose):
-            block = all_to_all_move(block, stage.mesh_axes, order.index(stage.src),
-                                    order.index(stage.dst), stage.src_local_len, stage.parts,
-                                    exchange)
+        slab_axis = None if strided or move is not None else _slab_axis(block, order, stages,
+                                                                       i)
+        if slab_axis is not None:
+            block, order = _slabbed(block, order, slab_axis, stages, i, deferred, norm,
+                                    exchange, permute, devices)
+            i += 2
             continue
-        if isinstance(stage, Merge):
-            block = _run_merge(block, stage, order, exchange)
-            continue
-        new = _order_for(order, stage)
-        block, order = _reorder(block, order, new, permute), new
-        k = len(stage.axes)
-        size_of = dict(zip(stage.axes, stage.sizes))
-        s = tuple(size_of[a] for a in order[ndim - k:])
-        if stage.kind == "r2r":
-            block = apply_r2r_stage(block, [order.index(a) for a in stage.axes],
-                                    stage.kernels)
-        elif stage.kind in ("r2c", "c2r") and stage.kernels:  # a padded real axis
-            block = stage.kernels[0](block, order.index(stage.axes[0]))
-        elif stage.kernels:
-            block = apply_mixed_stage(block, [order.index(a) for a in stage.axes],
-                                      stage.kernels)
-        elif stage.kind == "r2c":
-            block = local_fft.rfftn(block, s, tuple(range(ndim - k, ndim)), norm)
-        elif stage.kind == "c2r":
-            block = local_fft.irfftn(block, s, tuple(range(ndim - k, ndim)), norm)
-        elif i == deferred:  # unnormalised here; scaled in the closing pass below
-            block = local_fft.ifftn(block, s=s, axes=tuple(range(ndim - k, ndim)),
-                                    norm="forward")
-        else:
-            fn = local_fft.ifftn if stage.inverse else local_fft.fftn
-            block = fn(block, s, tuple(range(ndim - k, ndim)), norm)
+        block, order = _run_stage(block, order, stages, i, deferred, norm, exchange, permute,
+                                  0 if strided else devices)
+        i += 1
     if deferred is not None:
         n = math.prod(stages[deferred].sizes)
         scale = 1.0 / n if norm == "backward" else 1.0 / math.sqrt(n)
         block = block * np.asarray(scale, dtype=jnp.finfo(block.dtype).dtype)
     return _reorder(block, order, list(range(ndim)), ends)
 
+
+
+def _run_stage(block, order: list, stages, i: int, deferred, norm: str, exchange, permute,
+               devices: int):
+    """Stage `i` of `stages` (a LocalFFT, Transpose or Merge) on `block` held in `order`:
+    (new block, its order). `devices`: the mesh size (0: never reorder before an exchange,
+    for FFTW's strided plans)."""
+    ndim = block.ndim
+    stage = stages[i]
+    following = stages[i + 1] if i + 1 < len(stages) else None
+    if _orders_before_exchange(stage, following, devices):
+        assert isinstance(following, LocalFFT)  # _orders_before_exchange checked it
+        new = _order_for(order, following)
+        block, order = _reorder(block, order, new, permute), new
+    if isinstance(stage, Transpose):
+        return all_to_all_move(block, stage.mesh_axes, order.index(stage.src),
+                               order.index(stage.dst), stage.src_local_len, stage.parts,
+                               exchange), order
+    if isinstance(stage, Merge):
+        return _run_merge(block, stage, order, exchange), order
+    new = _order_for(order, stage)
+    block, order = _reorder(block, order, new, permute), new
+    k = len(stage.axes)
+    size_of = dict(zip(stage.axes, stage.sizes))
+    s = tuple(size_of[a] for a in order[ndim - k:])
+    if stage.kind == "r2r":
+        block = apply_r2r_stage(block, [order.index(a) for a in stage.axes], stage.kernels)
+    elif stage.kind in ("r2c", "c2r") and stage.kernels:  # a padded real axis
+        block = stage.kernels[0](block, order.index(stage.axes[0]))
+    elif stage.kernels:
+        block = apply_mixed_stage(block, [order.index(a) for a in stage.axes], stage.kernels)
+    elif stage.kind == "r2c":
+        block = local_fft.rfftn(block, s, tuple(range(ndim - k, ndim)), norm)
+    elif stage.kind == "c2r":
+        block = local_fft.irfftn(block, s, tuple(range(ndim - k, ndim)), norm)
+    elif i == deferred:  # unnormalised here; scaled in run_stages' closing pass
+        block = local_fft.ifftn(block, s=s, axes=tuple(range(ndim - k, ndim)), norm="forward")
+    else:
+        fn = local_fft.ifftn if stage.inverse else local_fft.fftn
+        block = fn(block, s, tuple(range(ndim - k, ndim)), norm)
+    return block, order
+
+
+# How many slabs `_slabbed` cuts the block into.
+SLABS = 4
+
+
+def _slab_axis(block, order: list, stages, i: int):
+    """The logical axis along which the c2c FFT `stages[i]` and the padded all-to-all after it
+    run slab by slab (`_slabbed`), or None.
+
+    Why (issue 49): on an uneven split the exchange's padded send rows are materialised (the
+    barrier in transpose.all_to_all_move), so the FFT's output, the padded copy, the send and
+    the receive pieces and their concatenation are all block-sized; XLA's size-ordered heap
+    then stacked them past 3 blocks (irfftn of (37, 203, 19) split over 8: 3.08). Slab by
+    slab, only the received slabs and one slab's transients are live at a time. Only where
+    the exchange pads, the plan ends in a real (c2r) stage and an axis is untouched by both (a
+    batch axis of the FFT and the exchange) and as long as the slab count; not for folds.
+    Complex ends are left whole (ifftn plans 2.05 blocks either way; the slabs' sequential
+    exchanges cost small arrays time: ifftn of (37, 203, 19) over 8 ran 1.3-1.7x as long).
+    Measured with 4 slabs (2 slabs: irfftn of (101, 67, 45) on (2, 4) 2.94, too close)."""
+    stage = stages[i]
+    following = stages[i + 1] if i + 1 < len(stages) else None
+    if not any(isinstance(s, LocalFFT) and s.kind == "c2r" for s in stages[i + 2:]):
+        return None
+    if not (isinstance(stage, LocalFFT) and stage.kind == "c2c" and not stage.kernels
+            and isinstance(following, Transpose) and following.src_keep == 1
+            and following.dst_keep == 1 and following.parts > 1):
+        return None
+    dst_local = block.shape[order.index(following.dst)]
+    if dst_local % following.parts == 0:
+        return None
+    batch = [a for a in order if a not in stage.axes and a not in (following.src, following.dst)
+             and block.shape[order.index(a)] >= SLABS]
+    if not batch:
+        return None
+    return max(batch, key=lambda a: block.shape[order.index(a)])
+
+
+def _slabbed(block, order: list, axis: int, stages, i: int, deferred, norm: str, exchange,
+             permute, devices: int):
+    """Stages `i` (a c2c FFT) and `i + 1` (a padded Transpose) run on `SLABS` slabs of `block`
+    along logical `axis`, one after another (each slab's input waits, by an optimization
+    barrier, for the slab before it to arrive), the received slabs concatenated. (Merging
+    each slab in place into one zeroed buffer instead saves that concatenation's pass but
+    planned 2.94 blocks for irfftn of (101, 67, 45) on (2, 4), against 2.36.)"""
+    where = order.index(axis)
+    n = block.shape[where]
+    bounds = [n * j // SLABS for j in range(SLABS + 1)]
+    done: list = []
+    new_order = order
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        src = block
+        if done:
+            _, src = lax.optimization_barrier((done[-1], block))
+        piece = lax.slice_in_dim(src, lo, hi, axis=where)
+        piece, new_order = _run_stage(piece, order, stages, i, deferred, norm, exchange,
+                                      permute, devices)
+        piece, new_order = _run_stage(piece, new_order, stages, i + 1, deferred, norm,
+                                      exchange, permute, devices)
+        done.append(piece)
+    return jnp.concatenate(done, axis=new_order.index(axis)), new_order
 
 # Whether blocks stay in logical order where FFTW runs the local FFTs (see run_stages). Off:
 # measured on 8 virtual CPU devices (2 cores, heavily loaded, so only indicative), keeping the
