@@ -144,7 +144,7 @@ def test_eigh_of_degenerate_and_zero_matrices_has_orthonormal_vectors(dtype):
 
 
 # m = 108 rows over 8 devices: blocks of 14, the last one 10 rows, fewer than k = 13
-TALL = [(108, 13, 5), (108, 13, 0), (203, 13, 13)]
+TALL = [(108, 13, 5), (108, 13, 0), pytest.param((203, 13, 13), marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("shape", TALL, ids=["rank5-short-last", "zero", "full"])
