@@ -51,8 +51,9 @@ Memory
   1; a round adds the rotated slots and the moving ones, the final sort one travelling block
   (a rolled ring: unrolled, XLA kept every block of the ring alive at once). Measured
   (tests/memory/test_memory_spectral.py, temporaries per max(input, output) block, n = 203):
-  eigh about 3.1 (float32 up to 4.1), svd about 3.1 (its block is U's and Vh's), eigvalsh /
-  svdvals about 3.7 (float32 4.3), within issue 50's 6.
+  eigh about 3.1 (float32 up to 4.1), svd 3.6-4.7 (float32 4.2-5.2; its block is U's and
+  Vh's; 3.1 before the small-value branches below were added), eigvalsh / svdvals about 3.7
+  (float32 4.3), within issue 50's 6.
 
 Small and zero singular values (svd)
   A rotation orthogonalises a small column against a large one only to eps times their ratio,
