@@ -11,12 +11,13 @@ Sweeps
   the sweeps going to MAX_SWEEPS); `refine` orthogonalises them afterwards.
 
 Small singular values (`refine`, svd only, run only where some value is below WEAK s_max)
-  Level by level, the columns below `cut` (starting at WEAK s_max, shrinking by WEAK each
-  level) are projected off the larger ones (twice: classical Gram-Schmidt needs two passes;
-  a ring of the larger columns' blocks, never a gather) and iterated among themselves, the
-  larger ones frozen (`rotate`'s `frozen`: they neither move nor mix). [W; V] rotate
-  together, so A V = W still holds; the projection changes a column by its error only (eps
-  s_max). A column then is orthogonal to the others to about eps / WEAK relative to itself.
+  Level by level, the columns below `cut` (starting at WEAK s_max, then WEAK times the
+  largest column of the level before) are projected off the larger ones (twice: classical
+  Gram-Schmidt needs two passes; a ring of the larger columns' blocks, never a gather) and
+  iterated among themselves, the larger ones frozen (`rotate`'s `frozen`: they neither move
+  nor mix). [W; V] rotate together, so A V = W still holds; the projection changes a column
+  by its error only (eps s_max). A column then is orthogonal to the others to about
+  eps / WEAK relative to itself.
 
 Zero singular values (`left_vectors`)
   Columns of W at most n eps s_max (numpy's matrix_rank cutoff) carry no direction: A V = U S
@@ -199,7 +200,10 @@ def refine(wv, values, real, plan, tol: float):
             moved = project_out(moved, kept, plan)
         w = jnp.where(live[None, :], moved, w)
         wv = iterate(jnp.concatenate([w, wv[rows:]]), plan, tol, frozen=~live)
-        return wv, cut * ratio, count + 1
+        # this level resolved its columns down to WEAK times its largest: the next starts there
+        # (rank-deficient matrices: one level for all the rounding-sized columns)
+        largest = jnp.max(jnp.where(live, jnp.linalg.norm(wv[:rows], axis=0), 0))
+        return wv, ratio * lax.pmax(largest, plan.names), count + 1
 
     def going(state):
         _, cut, count = state
