@@ -22,7 +22,7 @@ axis (n >= 64) goes to the one-sided block Jacobi path for eigh, eigvalsh, svd a
 (darray/_src/linalg/jacobi.py), which never gathers the matrix either and returns
 eigenvectors, U and Vh in the input's layout (the values replicated). A stack whose matrix
 axes are split runs these 2-D paths one batch element at a time (darray/_src/linalg/stacked.py;
-eigh / eigvalsh / svd / svdvals stacks only outside transformations).
+under jax.jit too; derivatives of eigh / eigvalsh / svd / svdvals stacks gather the stack).
 """
 from __future__ import annotations
 

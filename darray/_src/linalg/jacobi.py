@@ -27,7 +27,7 @@ The iteration (one-sided block Jacobi)
   the largest scaled off-diagonal |w_i^H w_j| / (|w_i| |w_j|) seen in a sweep is below
   tolerance, or it stops shrinking below eps^(3/4) (the rounding floor, eps * cond), or
   MAX_SWEEPS. The rotation's columns are reordered to keep each column in its slot (see
-  `_rotate`).
+  jacobi_sweeps.py, which holds the sweeps).
   Then A V = U S with S the column norms: an SVD (U = W / S, V accumulated).
 
 eigh
@@ -51,12 +51,17 @@ Memory
   1; a round adds the rotated slots and the moving ones, the final sort one travelling block
   (a rolled ring: unrolled, XLA kept every block of the ring alive at once). Measured
   (tests/memory/test_memory_spectral.py, temporaries per max(input, output) block, n = 203):
-  eigh about 3.1 (float32 up to 4.1), svd about 3.1 (its block is U's and Vh's), eigvalsh /
-  svdvals about 3.7 (float32 4.3), within issue 50's 6.
+  eigh about 3.1 (float32 up to 4.1), svd 3.6-4.7 (float32 4.2-5.2; its block is U's and
+  Vh's; 3.1 before the small-value branches below were added), eigvalsh / svdvals about 3.7
+  (float32 4.3), within issue 50's 6.
 
-Rank-deficient svd
-  A zero singular value leaves a zero column of W, whose U column is not defined by A V = U S;
-  such U columns are returned as zeros (numpy completes them to an orthonormal basis).
+Small and zero singular values (svd)
+  A rotation orthogonalises a small column against a large one only to eps times their ratio,
+  and a zero singular value leaves a column of W with no direction. Where such values occur,
+  jacobi_sweeps.py makes the small columns orthogonal level by level and replaces those at
+  most n eps s_max (numpy's matrix_rank cutoff) by an orthonormal basis of the complement of
+  the others, as LAPACK's U: U always has orthonormal columns. Without small values (and for
+  eigh, whose B is well conditioned) none of it runs (lax.cond).
 """
 from __future__ import annotations
 
@@ -72,11 +77,10 @@ from darray._src.base import compat
 from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
 from darray._src.layout.layout import Layout, make_out_layout
-from darray._src.linalg import spectral_grads
+from darray._src.linalg import jacobi_sweeps, spectral_grads
 from darray._src.placement import physical
 
 MIN_EXTENT = 64   # below this the gathering path is faster than 2P - 1 rounds of messages
-MAX_SWEEPS = 30   # quadratic convergence: 6-12 sweeps in practice
 HIGHEST = lax.Precision.HIGHEST
 
 
@@ -263,72 +267,6 @@ def _setup(block, plan: Plan, shift_factor: float, vectors: bool):
     return w, shift, scale
 
 
-def _rotate(top, bot, rows: int):
-    """Orthogonalise the pair of blocks this device holds: [W; V] <- [W; V] J, the two
-    slots kept as separate arrays (a joined copy of [W; V] would cost two more blocks)."""
-    b = top.shape[-1]
-    r = jnp.linalg.qr(jnp.concatenate([top[:rows], bot[:rows]], axis=1), mode="r")
-    g = mm(ct(r), r)
-    d = jnp.sqrt(jnp.abs(jnp.real(jnp.diagonal(g))))
-    d = jnp.where(d > 0, d, 1)
-    scaled = jnp.abs(g) / (d[:, None] * d[None, :])
-    off = jnp.max(jnp.where(jnp.eye(g.shape[0], dtype=bool), 0, scaled))
-    _, _, vh = jnp.linalg.svd(r)
-    rot = ct(vh)
-    # The SVD sorts the pair's columns by size; left so, the large columns would gather in
-    # the top slots and never meet each other. Keep each column where it was instead: J is
-    # close to a permutation once nearly converged; undo it (column j to the row of its
-    # largest entry), so that columns keep their slots and every pair meets each sweep.
-    rot = rot[:, jnp.argsort(jnp.argmax(jnp.abs(rot), axis=0))]
-    new_top = mm(top, rot[:b, :b]) + mm(bot, rot[b:, :b])
-    new_bot = mm(top, rot[:b, b:]) + mm(bot, rot[b:, b:])
-    return new_top, new_bot, off
-
-
-def _next_pairing(top, bot, plan: Plan):
-    """The circle method: slot 0 of device 0 stays; top slots move right, the last top slot
-    drops to the bottom row, bottom slots move left, device 0's bottom slot rises to device 1.
-    """
-    p = plan.parts
-    dev = lax.axis_index(plan.names)
-    send = jnp.where(dev == 0, bot, top)
-    right = lax.ppermute(send, plan.names, plan.perm([(i, i + 1) for i in range(p - 1)]))
-    left = lax.ppermute(bot, plan.names, plan.perm([(i + 1, i) for i in range(p - 1)]))
-    return jnp.where(dev == 0, top, right), jnp.where(dev == p - 1, top, left)
-
-
-def _iterate(wv, plan: Plan, tol: float):
-    rows, b = plan.rows, plan.b
-
-    def one_round(_, state):
-        top, bot, off = state
-        top, bot, o = _rotate(top, bot, rows)
-        top, bot = _next_pairing(top, bot, plan)
-        return top, bot, jnp.maximum(off, o)
-
-    def sweep(state):
-        top, bot, off, _, count = state
-        zero = jnp.abs(top[0, 0]) * 0  # varying over the devices, like each round's value
-        top, bot, new = lax.fori_loop(0, 2 * plan.parts - 1, one_round, (top, bot, zero))
-        new = jnp.where(new == new, new, 0)  # a NaN (padding of a stack) stops no one
-        new = lax.pmax(new, plan.names + plan.sync)
-        return top, bot, new, off, count + 1
-
-    floor = float(np.finfo(wv.dtype).eps) ** 0.75  # 2e-12 in float64: residuals far below 1e-10
-
-    def going(state):
-        *_, off, before, count = state
-        # converged, or stuck at the rounding floor (no longer shrinking quadratically)
-        stalled = (off < floor) & (off > 0.25 * before)
-        return (count < MAX_SWEEPS) & (off > tol) & ~stalled
-
-    # varying over the mesh axes as the sweeps' pmax is
-    one = lax.pmax(jnp.abs(wv[0, 0]) * 0 + 1, plan.names + plan.sync)
-    top, bot, *_ = lax.while_loop(going, sweep, (wv[:, :b], wv[:, b:], one, 2 * one,
-                                                 jnp.zeros((), jnp.int32)))
-    return jnp.concatenate([top, bot], axis=1)
-
-
 def _values(norms, plan: Plan):
     """Every slot's value on every device (a psum of one-hot pieces: no all-gather)."""
     dev = lax.axis_index(plan.names)
@@ -372,11 +310,15 @@ def _kernel(block, *, plan: Plan, hermitian: bool, vectors: bool):
     wv, shift, scale = _setup(block, plan, 1.5 if hermitian else 0.0,
                               vectors and not hermitian)
     rows, n = plan.rows, plan.n
-    wv = _iterate(wv, plan, tol=float(np.sqrt(rows)) * eps)
+    tol = float(np.sqrt(rows)) * eps
+    wv = jacobi_sweeps.iterate(wv, plan, tol)
+    values = _values(jnp.linalg.norm(wv[:rows], axis=0), plan)
+    padded = values > shift + 1.25 * scale  # between the largest real value and d
+    if vectors and not hermitian:  # small singular values: U and V orthogonal to the end
+        wv = jacobi_sweeps.refine(wv, values, ~padded, plan, tol)
+        values = _values(jnp.linalg.norm(wv[:rows], axis=0), plan)
     w = wv[:rows]
     norms = jnp.linalg.norm(w, axis=0)
-    values = _values(norms, plan)
-    padded = values > shift + 1.25 * scale  # between the largest real value and d
     key = jnp.where(padded, jnp.inf, values if hermitian else -values)
     order = jnp.argsort(key, stable=True)[:n]
     out_values = values[order] - shift
@@ -385,8 +327,10 @@ def _kernel(block, *, plan: Plan, hermitian: bool, vectors: bool):
     dev = lax.axis_index(plan.names)
     mine = jnp.asarray(plan.work_columns())[dev]             # output columns here
     want = jnp.pad(order, (0, 1))[mine]  # no column (n): any slot, it lands in the padding
-    safe = jnp.where(norms > 0, norms, 1)
-    u = jnp.where(norms > 0, w[:n] / safe, 0)
+    if hermitian:  # B is positive definite: no column is zero
+        u = w[:n] / jnp.where(norms > 0, norms, 1)
+    else:
+        u = jacobi_sweeps.left_vectors(w, values, ~padded, plan, eps)[:n]
     u = _sorted_columns(u, want, plan)
     if hermitian:
         return out_values, _column_to_row_blocks(u, plan)

@@ -23,8 +23,9 @@ How it runs
 Gradients
   The factorizations (cholesky, solve, inv, det, slogdet) are lax.linalg on local blocks and
   collectives: JAX differentiates them through lax.map. eigh / eigvalsh / svd / svdvals
-  iterate in a while loop whose derivative rule (spectral_grads.py) is written for one
-  matrix, so under a transformation their stacks keep the gathering path.
+  iterate in a while loop, which JAX cannot transpose: under a transformation their stack
+  program carries a custom_jvp, so that jax.jit alone runs it distributed (no all-gather)
+  and a derivative takes jax.numpy's rules on the gathered stack (values and tangents).
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ import dataclasses
 import functools
 import math
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -40,6 +42,7 @@ from darray._src.base.program_cache import MEDIUM, program_cache
 from darray._src.distarray.array import DistArray
 from darray._src.layout.layout import Layout, make_out_layout
 from darray._src.linalg import blocked_cholesky, blocked_lu, jacobi, panels
+from darray._src.placement import physical
 
 
 def matrix_layout(lay: Layout) -> Layout:
@@ -149,7 +152,7 @@ def solve(x1: DistArray, x2: DistArray):
 
 
 def _spectral(x: DistArray, hermitian: bool, vectors: bool):
-    if not _applies(x) or compat.is_tracer(x.data):
+    if not _applies(x):
         return None
     plan = jacobi.plan_for_layout(matrix_layout(x.layout), x.dtype)
     if plan is None:
@@ -158,7 +161,42 @@ def _spectral(x: DistArray, hermitian: bool, vectors: bool):
     values = _values_layout(x, (x.shape[-1],))
     outs = ((values,) if not vectors else (values, x.layout) if hermitian
             else (x.layout, values, x.layout))
-    return _run(jacobi.kernel, [x], outs, plan=plan, hermitian=hermitian, vectors=vectors)
+    static = (("hermitian", hermitian), ("plan", plan), ("vectors", vectors))
+    compiled = _program(jacobi.kernel, (x.layout,), outs, static)
+    if compat.is_tracer(x.data):  # under a transformation: a derivative rule (below)
+        compiled = _differentiable(compiled, x.layout, outs, hermitian, vectors)
+    datas = compiled(x.data)
+    return tuple(DistArray._new(o, lay) for o, lay in zip(datas, outs))
+
+
+def _gathering(data, layout: Layout, outs, hermitian: bool, vectors: bool):
+    """What the gathering path computes, physical data in and out (its derivative is JAX's)."""
+    # pinned: the transpose of this constraint lays the gradient out like the input
+    a = physical.physical_to_logical(physical.constrain(data, layout), layout)
+    if hermitian:
+        res = jnp.linalg.eigh(a) if vectors else (jnp.linalg.eigvalsh(a),)
+    else:
+        res = jnp.linalg.svd(a, full_matrices=False) if vectors else (jnp.linalg.svdvals(a),)
+    return tuple(physical.logical_to_physical(r, lay) for r, lay in zip(res, outs))
+
+
+def _differentiable(compiled, layout: Layout, outs, hermitian: bool, vectors: bool):
+    """The stacked program (its sweeps' while loop cannot be transposed) with a derivative
+    rule: jit alone runs the distributed program; where a derivative is taken, values and
+    tangents come from jax.numpy's rules on the gathered stack (as spectral_grads.py, the
+    derivative is not held to the no-gather rule)."""
+
+    @jax.custom_jvp
+    def run(data):
+        return compiled(data)
+
+    @run.defjvp
+    def run_jvp(primals, tangents):
+        fn = functools.partial(_gathering, layout=layout, outs=outs, hermitian=hermitian,
+                               vectors=vectors)
+        return jax.jvp(fn, primals, tangents)
+
+    return run
 
 
 def eigh(x: DistArray):

@@ -130,3 +130,25 @@ def test_layouts_outside_the_rule_keep_the_gathering_path():
     inv = la.inv(x)
     assert_layout(inv, split=(("x", "y"), (), ()))
     np.testing.assert_allclose(np.asarray(inv), np.linalg.inv(a), atol=1e-14)
+
+
+@pytest.mark.slow
+def test_spectral_stacks_under_jit_stay_distributed_and_differentiate():
+    """Under jax.jit the eigh / svd stack programs run distributed (no all-gather, vectors in
+    the input's layout); darray.grad through them equals jax.grad of jnp.linalg's."""
+    a = spd_stack()
+    x = stack_of(a, SPLIT_BATCH)
+    for fn in (la.eigh, la.svd):
+        assert collective_count(jax.jit(fn).lower(x).compile().as_text(), "all-gather") == 0
+    w, v = jax.jit(la.eigh)(x)
+    assert_layout(v, x.layout)
+    scale = 1e-12 * np.linalg.norm(a, 2, axis=(1, 2)).max()
+    np.testing.assert_allclose(np.asarray(w), np.linalg.eigvalsh(a), atol=scale)
+    u, s, vh = jax.jit(la.svd)(x)
+    assert_layout(u, x.layout)
+    np.testing.assert_allclose(np.asarray(s), np.linalg.svd(a, compute_uv=False), atol=scale)
+    weights = np.arange(N, dtype=np.float64)
+    g = darray.grad(lambda t: (la.eigvalsh(t) * darray.asarray(weights)).sum())(x)
+    ref = jax.grad(lambda t: (jax.numpy.linalg.eigvalsh(t) * weights).sum())(a)
+    assert_layout(g, x.layout)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(ref), atol=1e-10)
