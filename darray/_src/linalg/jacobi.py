@@ -293,7 +293,7 @@ def _sorted_columns(block, want, plan: Plan):
 
     def step(i, state):
         travel, out = state
-        travel = lax.ppermute(travel, plan.names, ring)
+        travel = lax.ppermute(travel, plan.mesh_order, ring)
         return travel, pick(i + 1, travel, out)
 
     out = pick(0, block, jnp.zeros(block.shape[:-1] + want.shape, block.dtype))

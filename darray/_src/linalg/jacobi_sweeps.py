@@ -106,8 +106,8 @@ def next_pairing(top, bot, plan):
     p = plan.parts
     dev = lax.axis_index(plan.names)
     send = jnp.where(dev == 0, bot, top)
-    right = lax.ppermute(send, plan.names, plan.perm([(i, i + 1) for i in range(p - 1)]))
-    left = lax.ppermute(bot, plan.names, plan.perm([(i + 1, i) for i in range(p - 1)]))
+    right = lax.ppermute(send, plan.mesh_order, plan.perm([(i, i + 1) for i in range(p - 1)]))
+    left = lax.ppermute(bot, plan.mesh_order, plan.perm([(i + 1, i) for i in range(p - 1)]))
     return jnp.where(dev == 0, top, right), jnp.where(dev == p - 1, top, left)
 
 
@@ -161,7 +161,7 @@ def project_out(c, u, plan):
 
     def step(_, state):
         travel, c = state
-        travel = lax.ppermute(travel, plan.names, ring)
+        travel = lax.ppermute(travel, plan.mesh_order, ring)
         return travel, drop(travel, c)
 
     _, c = lax.fori_loop(0, p - 1, step, (u, drop(u, c)))

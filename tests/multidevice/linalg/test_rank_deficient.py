@@ -40,9 +40,11 @@ def graded(n, dtype, low, seed=0):
 
 
 def bounds(dtype):
-    """(orthonormality, reconstruction and values relative to ||A||_2)."""
+    """(orthonormality, reconstruction and values relative to ||A||_2). Orthonormality is a
+    Frobenius norm over up to 101 columns: float32 Jacobi rounding reaches 1.1e-3 there on
+    jax 0.12 (x64 off); the zero columns this file guards against give about 10."""
     if np.dtype(dtype) in (np.float32, np.complex64):
-        return 1e-3, 2e-4
+        return 3e-3, 2e-4
     return 1e-10, 1e-12
 
 
