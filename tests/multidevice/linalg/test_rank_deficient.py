@@ -20,6 +20,16 @@ from darray._src.linalg import jacobi, tall_skinny
 la = darray.linalg
 
 
+# jax 0.12 with x64 off: lowering the float32 Jacobi sweep sometimes raises a KeyError in
+# eval_jaxpr and then refuses a ppermute's axis order (not every run; as test_jacobi_eigh_svd's
+# float32 eigh). Not strict: it passes on most runs.
+_JAX_012_X64_OFF = pytest.mark.xfail(
+    not jax.config.jax_enable_x64
+    and tuple(int(v) for v in jax.__version__.split(".")[:2]) >= (0, 12),
+    reason="jax 0.12, x64 off: KeyError in eval_jaxpr inside the Jacobi sweep (issue 50)",
+    strict=False)
+
+
 def low_rank(m, n, rank, dtype, seed=0):
     """A matrix of exactly `rank` (0: zeros), float64 / complex128 built, then cast."""
     rng = np.random.default_rng(seed)
@@ -124,7 +134,7 @@ def test_stacked_svd_of_deficient_matrices():
 
 @pytest.mark.parametrize("dtype", [pytest.param(np.float64, marks=[pytest.mark.x64,
                                                                    pytest.mark.slow]),
-                                   np.float32,
+                                   pytest.param(np.float32, marks=_JAX_012_X64_OFF),
                                    pytest.param(np.complex128, marks=[pytest.mark.x64,
                                                                       pytest.mark.slow])])
 def test_eigh_of_degenerate_and_zero_matrices_has_orthonormal_vectors(dtype):
