@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from darray._src.api import linalg_adjoints as adjoints
 from darray._src.api.manipulation import matrix_transpose
 from darray._src.distarray.array import DistArray
 from darray._src.engine import views
@@ -407,7 +408,10 @@ def inv(x, /) -> DistArray:
     matrix with a split matrix axis is inverted by a blocked LU, in its own layout (no gather).
     """
     x = _square("inv", x)
-    fast = _two_d_or_stacked(blocked_lu.inv, stacked.inv, x)
+    distributed = functools.partial(_two_d_or_stacked, blocked_lu.inv, stacked.inv)
+    if adjoints.reverse_mode(x) and adjoints.applies(distributed, [x]):
+        return adjoints.with_adjoint(distributed, adjoints.inv_backward(matmul), [x])
+    fast = distributed(x)
     if fast is not None:
         return fast
     return _batched("inv", [x], 2)
@@ -486,6 +490,13 @@ def slogdet(x, /) -> SlogdetResult:
     return SlogdetResult(*_batched("slogdet", [x], 2))
 
 
+def _distributed_solve(x1: DistArray, x2: DistArray) -> DistArray | None:
+    fast = blocked_lu.solve(x1, x2) if x2.ndim in (1, 2) else None
+    if fast is None and x1.ndim >= 3:
+        fast = stacked.solve(x1, x2)
+    return fast
+
+
 def solve(x1, x2, /) -> DistArray:
     """Solve x1 @ y = x2 for y (x2 a stack of matrices, or a vector).
 
@@ -496,9 +507,10 @@ def solve(x1, x2, /) -> DistArray:
     x2 = ensure_array("solve", x2, "x2")
     if x2.ndim in (1, 2) or x2.ndim == x1.ndim:
         x1, x2 = check_same_mesh("solve", [x1, x2], "x1, x2")
-        fast = blocked_lu.solve(x1, x2) if x2.ndim in (1, 2) else None
-        if fast is None and x1.ndim >= 3:
-            fast = stacked.solve(x1, x2)
+        if adjoints.reverse_mode(x1, x2) and adjoints.applies(_distributed_solve, [x1, x2]):
+            return adjoints.with_adjoint(_distributed_solve,
+                                         adjoints.solve_backward(solve, matmul), [x1, x2])
+        fast = _distributed_solve(x1, x2)
         if fast is not None:
             return fast
     return _batched("solve", [x1, x2], 2)

@@ -121,6 +121,22 @@ def is_tracer(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+def is_linearize_tracer(x) -> bool:
+    """Whether x is traced by a reverse-mode derivative (jax.grad, vjp, linearize) with no
+    forward-mode tracer (jax.jvp, jacfwd) above it; a vmap tracer on top is looked through.
+    jax names its tracers privately (both jax lines we support: LinearizeTracer under
+    reverse mode, JVPTracer under forward mode); an unknown name answers False, which keeps
+    the caller on its plain path."""
+    for _ in range(8):
+        name = type(x).__name__
+        if name == "LinearizeTracer":
+            return True
+        if name != "BatchTracer":
+            return False
+        x = getattr(x, "val", None)
+    return False
+
+
 def is_tracing() -> bool:
     """Whether a jax transformation (jit, grad, vmap, ...) is tracing right now. jax has no
     public call for this; its core keeps the trace context (both jax lines we support)."""
