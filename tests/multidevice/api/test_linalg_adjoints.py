@@ -84,8 +84,10 @@ def test_inv_gradient_of_a_stack_equals_jax():
 
 
 def test_gradient_programs_hold_no_loop_residuals(summa):
-    """jit(grad) of inv and solve on 2x4: no all-gather, and temporaries within 12 blocks of
-    the matrix (n = 203: inv 100.8 and solve 102.9 before; 1024: 96.6 / 98.6 -> 5.7 / 10.9)."""
+    """jit(grad) of inv and solve on 2x4: no all-gather, and temporaries within 16 blocks of
+    the matrix. Before: 100.8 (inv) and 102.9 (solve) at n = 203, 96.6 / 98.6 at 1024; now
+    6.9 / 10.8 at 203 on jax 0.10 (7.7 / 14.3 on jax 0.12), 5.7 / 10.9 at 1024. solve's
+    gradient in A holds A, the solution, its cotangent, one more LU and a SUMMA product."""
     a = matrix(10, shape=(203, 203)) + 60 * np.eye(203)
     x = place(a)
     for fn in (la.inv, lambda u: la.solve(u, u)):
@@ -93,7 +95,7 @@ def test_gradient_programs_hold_no_loop_residuals(summa):
         assert collective_count(compiled.as_text(), "all-gather") == 0
         m = compiled.memory_analysis()
         blocks = m.temp_size_in_bytes / max(m.argument_size_in_bytes, m.output_size_in_bytes)
-        assert blocks <= 12, blocks
+        assert blocks <= 16, blocks
 
 
 def test_forward_mode_keeps_the_plain_program():
