@@ -330,6 +330,10 @@ def vecdot(x1, x2, /, *, axis=-1) -> DistArray:
 
 
 # -- linalg extension -------------------------------------------------------------------------
+def _cholesky_distributed(x: DistArray, upper: bool) -> DistArray | None:
+    return _two_d_or_stacked(blocked_cholesky.cholesky, stacked.cholesky, x, upper)
+
+
 def cholesky(x, /, *, upper=False) -> DistArray:
     """Cholesky factor of Hermitian positive-definite matrices (lower, or upper if asked).
 
@@ -338,7 +342,11 @@ def cholesky(x, /, *, upper=False) -> DistArray:
     batch element); other stacks keep their batch split, matrix axes unsplit.
     """
     x = _square("cholesky", x)
-    fast = _two_d_or_stacked(blocked_cholesky.cholesky, stacked.cholesky, x, bool(upper))
+    distributed = functools.partial(_cholesky_distributed, upper=bool(upper))
+    if adjoints.reverse_mode(x) and adjoints.applies(distributed, [x]):
+        backward = adjoints.cholesky_backward(solve, matmul, bool(upper))
+        return adjoints.with_adjoint(distributed, backward, [x])
+    fast = distributed(x)
     if fast is not None:
         return fast
     return _batched("cholesky", [x], 2, kwargs=(("upper", bool(upper)),))

@@ -11,7 +11,11 @@ one solve or one matmul holds:
 
   Y = solve(A, B):  B_bar = solve(A^T, Y_bar),  A_bar = -B_bar Y^T  (an outer product for a
                     vector B);
-  Y = inv(A):       A_bar = -Y^T Y_bar Y^T.
+  Y = inv(A):       A_bar = -Y^T Y_bar Y^T;
+  L = cholesky(A):  A_bar = sym(L^-T phi(L^T L_bar) conj(L)^-1), phi keeping the lower
+                    triangle with half its diagonal, sym(G) = (G + G^H) / 2 (the input is
+                    symmetrized, as jnp.linalg.cholesky does); the two triangular solves are
+                    darray solves.
 
 These are JAX's cotangents (transposes of the linear maps, no conjugation), so complex inputs
 get what jax.numpy's rules give.
@@ -25,9 +29,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import jax
+import jax.numpy as jnp
 
 from darray._src.base import compat
 from darray._src.distarray.array import DistArray
+from darray._src.engine.apply import apply_physical
 from darray._src.engine.placing import redistribute
 from darray._src.layout.layout import make_out_layout
 
@@ -118,5 +124,36 @@ def inv_backward(matmul):
         del inputs
         yt = _transposed(y)
         return (-matmul(matmul(yt, y_bar), yt),)
+
+    return backward
+
+
+def _lower_half_diagonal(data):
+    """phi: the strict lower triangle of the last two axes, and half the diagonal (physical
+    index = logical index: padding sits at the end of each split axis)."""
+    rows = jax.lax.broadcasted_iota(jnp.int32, data.shape, data.ndim - 2)
+    cols = jax.lax.broadcasted_iota(jnp.int32, data.shape, data.ndim - 1)
+    return jnp.where(rows > cols, data, jnp.where(rows == cols, data / 2, jnp.zeros_like(data)))
+
+
+def _conj(z: DistArray) -> DistArray:
+    return z if not jnp.issubdtype(z.dtype, jnp.complexfloating) else \
+        apply_physical(jnp.conj, [z], z.layout)
+
+
+def cholesky_backward(solve, matmul, upper: bool):
+    """The backward pass of cholesky(A, upper), given darray's solve and matmul."""
+
+    def backward(inputs, factor, factor_bar):
+        del inputs
+        if upper:  # U = L^H: L = conj(U)^T, and L_bar = conj(U_bar)^T
+            factor, factor_bar = _transposed(_conj(factor)), _transposed(_conj(factor_bar))
+        lt = _transposed(factor)
+        s_bar = matmul(lt, factor_bar)
+        s_bar = apply_physical(_lower_half_diagonal, [s_bar], s_bar.layout)
+        left = solve(lt, s_bar)  # L^-T phi(...)
+        # left conj(L)^-1 = (conj(L)^-T left^T)^T = solve(L^H, left^T)^T
+        a_bar = _transposed(solve(_transposed(_conj(factor)), _transposed(left)))
+        return ((a_bar + _transposed(_conj(a_bar))) / 2,)
 
     return backward

@@ -74,6 +74,10 @@ def factor_panels(a, side: panels.Side):
         trailing = rows[c:] - panels.mm(lu[c:], u_kj)
         a = a.at[top:below].set(jnp.where(q == k, lu[:c], jnp.where(q > k, u_kj, rows[:c])))
         a = a.at[below:].set(jnp.where(q == k, lu[c:], jnp.where(q > k, trailing, rows[c:])))
+        # as in blocked_cholesky.factor_panels: keeps jax 0.12's XLA from overlapping the
+        # unrolled steps' panels (a alone: through the barrier jax 0.10 no longer sees that
+        # perm and swaps are replicated)
+        a = lax.optimization_barrier(a)
     return a, perm, swaps
 
 

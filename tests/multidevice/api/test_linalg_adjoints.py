@@ -42,7 +42,8 @@ def summa(monkeypatch):
     monkeypatch.setattr(contraction, "MIN_STEP_WORK", 0)
 
 
-@pytest.mark.parametrize("complex_", [False, True], ids=["float64", "complex128"])
+@pytest.mark.parametrize("complex_", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["float64", "complex128"])
 def test_solve_gradient_equals_jax_and_keeps_layouts(complex_):
     a, b, w = matrix(1, complex_), matrix(2, complex_, (N, 3)), matrix(3, complex_, (N, 3))
     x1, x2 = place(a), place(b, spec=("x", None))
@@ -60,6 +61,7 @@ def test_solve_gradient_equals_jax_and_keeps_layouts(complex_):
     np.testing.assert_allclose(np.asarray(gb), np.asarray(rb), rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.slow
 def test_solve_gradient_with_a_vector_right_hand_side():
     a, b, w = matrix(4), matrix(5, shape=(N,)), matrix(6, shape=(N,))
     x1, x2 = place(a, (8,), ("x", None)), place(b, (8,), ("x",))
@@ -84,13 +86,14 @@ def test_inv_gradient_of_a_stack_equals_jax():
 
 
 def test_gradient_programs_hold_no_loop_residuals(summa):
-    """jit(grad) of inv and solve on 2x4: no all-gather, and temporaries within 16 blocks of
-    the matrix. Before: 100.8 (inv) and 102.9 (solve) at n = 203, 96.6 / 98.6 at 1024; now
-    6.9 / 10.8 at 203 on jax 0.10 (7.7 / 14.3 on jax 0.12), 5.7 / 10.9 at 1024. solve's
-    gradient in A holds A, the solution, its cotangent, one more LU and a SUMMA product."""
+    """jit(grad) of cholesky, inv and solve on 2x4: no all-gather, and temporaries within 16
+    blocks of the matrix. Before: 25.4 (cholesky), 100.8 (inv) and 102.9 (solve) at n = 203,
+    inv / solve 96.6 / 98.6 at 1024; now 8.5 / 6.9 / 10.8 at 203 on jax 0.10 (inv / solve
+    7.7 / 14.3 on jax 0.12), 5.7 / 10.9 at 1024. solve's gradient in A holds A, the solution,
+    its cotangent, one more LU and a SUMMA product."""
     a = matrix(10, shape=(203, 203)) + 60 * np.eye(203)
     x = place(a)
-    for fn in (la.inv, lambda u: la.solve(u, u)):
+    for fn in (la.cholesky, la.inv, lambda u: la.solve(u, u)):
         compiled = jax.jit(darray.grad(lambda u, f=fn: darray.sum(f(u)))).lower(x).compile()
         assert collective_count(compiled.as_text(), "all-gather") == 0
         m = compiled.memory_analysis()
@@ -107,3 +110,21 @@ def test_forward_mode_keeps_the_plain_program():
     assert_layout(tangent, x.layout)
     np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(np.asarray(tangent), np.asarray(ref_t), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("upper,complex_,spec", [
+    (False, False, ("x", "y")),
+    pytest.param(True, True, ("x", "y"), marks=pytest.mark.slow),
+    pytest.param(False, True, (None, "x"), marks=pytest.mark.slow)],
+    ids=["lower-float64-2x4", "upper-complex128-2x4", "lower-complex128-cols"])
+def test_cholesky_gradient_equals_jax_and_keeps_layout(upper, complex_, spec):
+    g = matrix(13, complex_, (N, N))
+    a = g @ np.conj(g.T) + N * np.eye(N)
+    w = matrix(14, complex_, (N, N))
+    x = place(a, (2, 4) if len(spec[1] or "") == 1 and spec[0] else (8,), spec)
+    got = darray.grad(lambda u: darray.sum(darray.real(la.cholesky(u, upper=upper)
+                                                       * darray.asarray(w))))(x)
+    ref = jax.grad(lambda u: jnp.sum(jnp.real(jnp.linalg.cholesky(u, upper=upper) * w)))(
+        jnp.asarray(a))
+    assert_layout(got, x.layout)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-9, atol=1e-12)
