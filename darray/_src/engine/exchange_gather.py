@@ -40,8 +40,10 @@ from darray._src.placement import physical
 # Below this many cells of x, the caller keeps XLA's path: the ring's P steps cost more than
 # gathering a small operand (benchmarks/bench_take.py, bench_speed_guard.py). Measured on 8
 # CPU devices at load ~15: the ring ran 3.8-4.2x XLA's path at 2^16 float32 cells (256 KiB:
-# take 2.8 against 0.7 ms, take_along_axis 2.4 against 0.6 ms) and 1.6-2.4x at 2^20, so the
-# speed crossover lies past 4 MiB. Counted in cells, not bytes, because the ring's cost is
+# take 2.8 against 0.7 ms, take_along_axis 2.4 against 0.6 ms); at 2^20, since the indices are
+# normalized once (no division per step), 1.0-1.45x at load ~6 (take_along_axis on 8 devices
+# the slowest: each of the P steps gathers a whole output block, XLA's path gathers it once
+# after its all-gather). Counted in cells, not bytes, because the ring's cost is
 # mostly its P rounds: the memory rule's survey (tests/memory: 100003-cell and larger cases of
 # every dtype, one-byte ones included) must see the ring, and XLA's gather below the threshold
 # holds at most 96 Ki cells of x.
