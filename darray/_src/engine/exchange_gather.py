@@ -40,8 +40,10 @@ from darray._src.placement import physical
 # Below this many cells of x, the caller keeps XLA's path: the ring's P steps cost more than
 # gathering a small operand (benchmarks/bench_take.py, bench_speed_guard.py). Measured on 8
 # CPU devices at load ~15: the ring ran 3.8-4.2x XLA's path at 2^16 float32 cells (256 KiB:
-# take 2.8 against 0.7 ms, take_along_axis 2.4 against 0.6 ms) and 1.6-2.4x at 2^20, so the
-# speed crossover lies past 4 MiB. Counted in cells, not bytes, because the ring's cost is
+# take 2.8 against 0.7 ms, take_along_axis 2.4 against 0.6 ms); at 2^20, since the indices are
+# normalized once (no division per step), 1.0-1.45x at load ~6 (take_along_axis on 8 devices
+# the slowest: each of the P steps gathers a whole output block, XLA's path gathers it once
+# after its all-gather). Counted in cells, not bytes, because the ring's cost is
 # mostly its P rounds: the memory rule's survey (tests/memory: 100003-cell and larger cases of
 # every dtype, one-byte ones included) must see the ring, and XLA's gather below the threshold
 # holds at most 96 Ki cells of x.
@@ -75,14 +77,23 @@ def _ring(buf, names, parts, mesh, shift):
                                   mesh)
 
 
-def _owner_and_local(idx, n, c):
-    """(owning block, cell within it) of logical indices read as darray reads them."""
-    wide = jnp.int32 if n < 2**31 else _index_dtype()  # int32 halves the index temporaries
+def _normalized(idx, n, parts, c):
+    """Logical indices read as darray reads them (a negative one counts once from the end,
+    then clamped into [0, n - 1]), in int32 unless the padded axis needs more (half the index
+    temporaries of int64)."""
+    wide = jnp.int32 if parts * c < 2**31 else _index_dtype()
     i = idx.astype(_index_dtype()) if idx.dtype.itemsize > 4 or idx.dtype.kind == "u" \
         else idx.astype(wide)
-    i = jnp.clip(jnp.where(i < 0, i + n, i), 0, max(n - 1, 0)).astype(wide)
-    owner = i // c
-    return owner, i - owner * c
+    return jnp.clip(jnp.where(i < 0, i + n, i), 0, max(n - 1, 0)).astype(wide)
+
+
+def _cell_in(i, block_number, c):
+    """(cell of block `block_number` that normalized indices `i` read, whether that block
+    holds it). One subtraction and one unsigned compare: no division by c at each step of
+    the ring, which cost more than the ring's moves (issue 49's speed guard)."""
+    cell = i - block_number.astype(i.dtype) * c
+    unsigned = {4: jnp.uint32, 8: jnp.uint64}[i.dtype.itemsize]
+    return cell, jax.lax.bitcast_convert_type(cell, unsigned) < c
 
 
 def _mask_shape(mask, ndim, axis, along):
@@ -118,13 +129,14 @@ def _gather_fn(x_lay: Layout, idx_lay: Layout, out_lay: Layout, axis: int, along
         me = _block_number(mesh, names)
         out_shape = jax.eval_shape(lambda b, i: _pick(b, i, axis, along), block, idx).shape
 
-        def fill(out, source, source_block, idx):
-            # owner and cell recomputed from the indices at every step: XLA fuses them into
-            # the select instead of keeping two index-sized int arrays alive
-            owner, cell = _owner_and_local(idx, n, c)
-            hit = _mask_shape(owner == source_block, ndim, axis, along)
+        def fill(out, source, source_block, i):
+            cell, hit = _cell_in(i, source_block, c)
+            hit = _mask_shape(hit, ndim, axis, along)
             return jnp.where(hit, _pick(source, cell, axis, along), out)
 
+        # the indices are normalized once; the requests mode moves them normalized (int32
+        # where the axis allows, so no larger than int64 indices)
+        idx = _normalized(idx, n, parts, c)
         if mode == "broadcast" and parts > 1:
             # every device of the ring answers all the ring's requests it owns (zeros
             # elsewhere), one sum brings each answer to all and each keeps its own block
