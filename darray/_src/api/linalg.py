@@ -382,7 +382,8 @@ def eigh(x, /) -> EighResult:
     matrix axis (n >= 64): eigenvectors in x's layout, eigenvalues replicated, never gathered.
     """
     x = _square("eigh", x)
-    fast = _two_d_or_stacked(jacobi.eigh, stacked.eigh, x)
+    vectors = functools.partial(_two_d_or_stacked, jacobi.eigh, stacked.eigh)
+    fast = adjoints.distributed(x, vectors, adjoints.eigh_backward(matmul, True))
     if fast is not None:
         return EighResult(*fast)
     return EighResult(*_batched("eigh", [x], 2))
@@ -392,7 +393,10 @@ def eigvalsh(x, /) -> DistArray:
     """Eigenvalues (ascending) of Hermitian matrices. Layout: batch axes keep their split
     (replicated for a 2-D matrix with a split matrix axis, computed without gathering it)."""
     x = _square("eigvalsh", x)
-    fast = _two_d_or_stacked(jacobi.eigvalsh, stacked.eigvalsh, x)
+    vectors = functools.partial(_two_d_or_stacked, jacobi.eigh, stacked.eigh)
+    values = functools.partial(_two_d_or_stacked, jacobi.eigvalsh, stacked.eigvalsh)
+    fast = adjoints.distributed(x, values, adjoints.eigh_backward(matmul, False),
+                                adjoints.vectors_saved(vectors, 0))
     if fast is not None:
         return fast
     return _batched("eigvalsh", [x], 2)
@@ -529,7 +533,8 @@ def svd(x, /, *, full_matrices=True) -> SVDResult:
     x = _matrix("svd", x)
     fast = tall_skinny.svd(x, bool(full_matrices))
     if fast is None and x.shape[-1] == x.shape[-2]:  # square: full and reduced agree
-        fast = _two_d_or_stacked(jacobi.svd, stacked.svd, x)
+        vectors = functools.partial(_two_d_or_stacked, jacobi.svd, stacked.svd)
+        fast = adjoints.distributed(x, vectors, adjoints.svd_backward(matmul, True))
     if fast is not None:
         return SVDResult(*fast)
     return SVDResult(*_batched("svd", [x], 2,
@@ -541,7 +546,10 @@ def svdvals(x, /) -> DistArray:
     x = _matrix("svdvals", x)
     fast = tall_skinny.svdvals(x)
     if fast is None and x.shape[-1] == x.shape[-2]:
-        fast = _two_d_or_stacked(jacobi.svdvals, stacked.svdvals, x)
+        vectors = functools.partial(_two_d_or_stacked, jacobi.svd, stacked.svd)
+        values = functools.partial(_two_d_or_stacked, jacobi.svdvals, stacked.svdvals)
+        fast = adjoints.distributed(x, values, adjoints.svd_backward(matmul, False),
+                                    adjoints.vectors_saved(vectors, 1))
     if fast is not None:
         return fast
     return _batched("svdvals", [x], 2)
