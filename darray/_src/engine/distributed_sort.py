@@ -143,6 +143,17 @@ def _merge_split_counts(x, received, axis: int, chunk: int, looped: bool = False
     return t, u
 
 
+def _kept_count(x, received, axis: int, chunk: int, lower):
+    """`_merge_split_counts`'s t where `lower`, else its u, from one search (one loop where
+    two would cost twice the compile time of every unrolled phase): u's predicate at j is
+    the negation of t's at c-1-j, both comparing x[i] with received[c-1-i]."""
+    def holds(i):
+        mine, theirs = _at(x, i, axis), _at(received, chunk - 1 - i, axis)
+        return jnp.where(lower, ~_value_lt_eq(theirs, mine)[0],
+                         _value_lt_eq(mine, theirs)[0])
+    return _prefix_length(holds, x, axis, chunk, looped=True)
+
+
 def _merge_values(x, layout: Layout, axis: int, pos):
     """The odd-even transposition phases on my sorted block of values alone (no index key).
 
@@ -219,17 +230,17 @@ def _merge_keyed(x, k, layout: Layout, axis: int, pos, descending: bool):
         received = compat.ppermute_blocks(x, split, pairs, layout.mesh)
         lower = (pos % 2 == parity) & (pos + 1 < parts)
         upper = (pos % 2 != parity) & (pos >= 1)
-        # (t, u) from a loop, so buffers: else XLA fuses the search's last step into the
+        # from a loop, so a buffer: else XLA fuses the search's last step into the
         # selects, and both blocks of values stay alive until the keys are merged
-        t, u = _merge_split_counts(x, received, axis, chunk, looped=True)
+        kept = _kept_count(x, received, axis, chunk, lower)  # t if lower, else u
 
         def keep(mine, theirs):
             # lower: theirs b[:c-t] at cells [0, c-t), mine a[:t] reversed after them; upper:
             # mine b[u:] reversed at [0, c-u), theirs a[c-u:] after. Written over the
             # received block (the select reads it cell by cell), so nothing else is held.
             cell = jax.lax.broadcasted_iota(np.int32, mine.shape, axis)
-            from_partner = jnp.where(lower, cell < chunk - t,
-                                     upper & (cell >= chunk - u))
+            from_partner = jnp.where(lower, cell < chunk - kept,
+                                     upper & (cell >= chunk - kept))
             return jnp.where(from_partner, theirs, jnp.flip(mine, axis))
 
         x = keep(x, received)
