@@ -143,6 +143,17 @@ def _merge_split_counts(x, received, axis: int, chunk: int, looped: bool = False
     return t, u
 
 
+def _kept_count(x, received, axis: int, chunk: int, lower):
+    """`_merge_split_counts`'s t where `lower`, else its u, from one search (one loop where
+    two would cost twice the compile time of every unrolled phase): u's predicate at j is
+    the negation of t's at c-1-j, both comparing x[i] with received[c-1-i]."""
+    def holds(i):
+        mine, theirs = _at(x, i, axis), _at(received, chunk - 1 - i, axis)
+        return jnp.where(lower, ~_value_lt_eq(theirs, mine)[0],
+                         _value_lt_eq(mine, theirs)[0])
+    return _prefix_length(holds, x, axis, chunk, looped=True)
+
+
 def _merge_values(x, layout: Layout, axis: int, pos):
     """The odd-even transposition phases on my sorted block of values alone (no index key).
 
@@ -178,14 +189,22 @@ def _after(k, x, axis: int):
     """`k` unchanged, but computed from x's first cell: XLA cannot start what uses it before
     x exists (CPU drops optimization barriers, and its scheduler would send the keys while
     both blocks of values are still held). A shift right by 31 then by 1 is 0, which XLA's
-    simplifier does not know."""
+    simplifier does not know. The 0 is divided by k | 1 (never 0): a division is costly to
+    XLA, so it is not recomputed inside each user of the result (which would keep k alive
+    beside it); k + 0 is one buffer, written over k."""
     probe = jax.lax.slice_in_dim(x, 0, 1, axis=axis)
     if jnp.issubdtype(probe.dtype, jnp.complexfloating):
         probe = jnp.real(probe)
     bits = probe.astype(np.int32)  # any value: the shifts make it 0
     zero = jax.lax.shift_right_logical(jax.lax.shift_right_logical(bits, np.int32(31)),
                                        np.int32(1))
-    return k + zero.astype(k.dtype)
+    return k + zero.astype(k.dtype) // (k | 1)
+
+
+# Up to this many blocks the phases of `_merge_keyed` are unrolled: in a loop the carried
+# blocks are the loop's buffers, which XLA never overwrites with a fused result, and argsort
+# held 3.3 blocks of temporaries with x64 off (2.3 unrolled, 8 blocks; issue 49).
+UNROLLED_MAX_PARTS = 32
 
 
 def _merge_keyed(x, k, layout: Layout, axis: int, pos, descending: bool):
@@ -196,7 +215,9 @@ def _merge_keyed(x, k, layout: Layout, axis: int, pos, descending: bool):
     So the values cross first, are merged, and only then the keys cross (a second
     ppermute): a device holds its pair and one received block, never two. What a device
     keeps is Batcher's split (one run reversed: a bitonic sequence the (value, key) sort
-    orders again), with no gather to rotate it."""
+    orders again), with no gather to rotate it. Each merged block is written over the
+    received one, and the keys' over their own (`_after`), so a phase holds three blocks,
+    the output's buffer one of them."""
     parts, split, chunk = layout.parts(axis), layout.split[axis], layout.chunk(axis)
 
     def local_sort(x, k):
@@ -209,17 +230,17 @@ def _merge_keyed(x, k, layout: Layout, axis: int, pos, descending: bool):
         received = compat.ppermute_blocks(x, split, pairs, layout.mesh)
         lower = (pos % 2 == parity) & (pos + 1 < parts)
         upper = (pos % 2 != parity) & (pos >= 1)
-        # (t, u) from a loop, so buffers: else XLA fuses the search's last step into the
+        # from a loop, so a buffer: else XLA fuses the search's last step into the
         # selects, and both blocks of values stay alive until the keys are merged
-        t, u = _merge_split_counts(x, received, axis, chunk, looped=True)
+        kept = _kept_count(x, received, axis, chunk, lower)  # t if lower, else u
 
         def keep(mine, theirs):
             # lower: theirs b[:c-t] at cells [0, c-t), mine a[:t] reversed after them; upper:
             # mine b[u:] reversed at [0, c-u), theirs a[c-u:] after. Written over the
             # received block (the select reads it cell by cell), so nothing else is held.
             cell = jax.lax.broadcasted_iota(np.int32, mine.shape, axis)
-            from_partner = jnp.where(lower, cell < chunk - t,
-                                     upper & (cell >= chunk - u))
+            from_partner = jnp.where(lower, cell < chunk - kept,
+                                     upper & (cell >= chunk - kept))
             return jnp.where(from_partner, theirs, jnp.flip(mine, axis))
 
         x = keep(x, received)
@@ -227,10 +248,16 @@ def _merge_keyed(x, k, layout: Layout, axis: int, pos, descending: bool):
         k = _after(k, x, axis)
         return local_sort(x, keep(k, compat.ppermute_blocks(k, split, pairs, layout.mesh)))
 
+    carry = local_sort(x, k)
+    if parts <= UNROLLED_MAX_PARTS:
+        for s in range(parts):  # P phases sort P blocks
+            carry = phase(s % 2, *carry)
+        return carry
+
     def two_phases(_, carry):
         return phase(1, *phase(0, *carry))
 
-    return jax.lax.fori_loop(0, (parts + 1) // 2, two_phases, local_sort(x, k))
+    return jax.lax.fori_loop(0, (parts + 1) // 2, two_phases, carry)
 
 
 def _mirror(x, layout: Layout, axis: int):
@@ -281,6 +308,10 @@ def _sort_fn(layout: Layout, axis: int, descending: bool, indices: bool):
         x, k = _merge_keyed(x, k, layout, axis, pos, descending)
         if descending:
             k = (n - 1) - jnp.flip(k, axis)
+        else:
+            # a copy into the output's buffer: the last sort's values (unused) take the
+            # buffer the keys leave, where they would need a fourth block
+            k = _after(k, k, axis)
         return k.astype(_dt.default_int())
 
     fn = compat.shard_map(sort_indices if indices else sort_values, mesh=layout.mesh,
