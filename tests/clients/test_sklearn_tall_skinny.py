@@ -113,6 +113,22 @@ def test_ridge_cholesky_on_a_row_split_matrix():
     np.testing.assert_allclose(np.asarray(fit.coef_), ref.coef_, rtol=1e-10, atol=1e-12)
 
 
+def test_ridge_cholesky_without_dispatch_fits_a_distarray_on_the_host():
+    """Without array-API dispatch scikit-learn reads X and y with np.asarray: the DistArrays are
+    gathered to one host array (darray's explicit __array__) and the fit is numpy's. This is
+    the only way Ridge(solver="cholesky") takes a DistArray today (see the strict xfail above);
+    the coefficients come back as numpy arrays, equal to the numpy fit."""
+    pytest.importorskip("sklearn")
+    from sklearn.linear_model import Ridge
+
+    host, target, _, (x, y, _) = _tall_case(2)
+    ref = Ridge(alpha=1.0, solver="cholesky").fit(host, target)
+    fit = Ridge(alpha=1.0, solver="cholesky").fit(x, y)
+    assert isinstance(fit.coef_, np.ndarray)
+    np.testing.assert_allclose(fit.coef_, ref.coef_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fit.intercept_, ref.intercept_, rtol=1e-12, atol=1e-12)
+
+
 def test_lda_on_a_row_split_matrix_uses_the_tall_svd(monkeypatch):
     sklearn = pytest.importorskip("sklearn")
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as LDA
