@@ -88,8 +88,8 @@ def test_inv_gradient_of_a_stack_equals_jax():
 def test_gradient_programs_hold_no_loop_residuals(summa):
     """jit(grad) of cholesky, inv and solve on 2x4: no all-gather, and temporaries within 16
     blocks of the matrix. Before: 25.4 (cholesky), 100.8 (inv) and 102.9 (solve) at n = 203,
-    inv / solve 96.6 / 98.6 at 1024; now 8.5 / 6.9 / 10.8 at 203 on jax 0.10 (inv / solve
-    7.7 / 14.3 on jax 0.12), 5.7 / 10.9 at 1024. solve's gradient in A holds A, the solution,
+    inv / solve 96.6 / 98.6 at 1024; now 8.5 / 6.9 / 10.8 at 203 on both jax lines, 5.7 /
+    10.9 at 1024. solve's gradient in A holds A, the solution,
     its cotangent, one more LU and a SUMMA product."""
     a = matrix(10, shape=(203, 203)) + 60 * np.eye(203)
     x = place(a)
