@@ -6,16 +6,19 @@ through the logical array: it all-gathers the operand (12 blocks of temporaries 
 contiguous rows, since a row-major reshape keeps every element's flat index:
 
 * Input side (`rows_of`, `_to_rows`): the mesh axes of every split axis but 0 move onto axis
-  0 (an all-to-all, written as a loop of collective-permutes into one buffer), after which
-  each device holds `sub` consecutive rows of axis 0, every other axis whole: one contiguous
-  range of flat indices. The output is seen the same way: each device needs one contiguous
-  range (its rows of the output's axis 0, before the inverse all-to-all `_from_rows`).
+  0 (an all-to-all in two halves along an axis that stays whole, or, where none does, a loop
+  of collective-permutes into one buffer), after which each device holds `sub` consecutive
+  rows of axis 0, every other axis whole: one contiguous range of flat indices. The output
+  is seen the same way: each device needs one contiguous range (its rows of the output's
+  axis 0, before the inverse all-to-all `_from_rows`).
 * The exchange (`plan`): every device's output range overlaps the input ranges of a few
   devices. Its own piece is copied; the others' pieces are grouped by the difference of the
   devices' linear indices (each group a permutation) and sent in windows of at most an eighth
   of a device's rows, one window in flight at a time (a loop), placed with
-  `dynamic_update_slice`: memcpy-like work, no index arithmetic per cell except where an
-  axis is padded (`_read` then gathers past the padding instead of copying the rows).
+  `dynamic_update_slice`: memcpy-like work. Cells move in runs (`_unit`: the longest run
+  dividing both sides' rows that never straddles padding, 45 cells for (101, 67, 45) into
+  (-1, 45)); where an axis is padded, `_read` gathers runs past the padding instead of
+  copying the rows, with index arithmetic per run, not per cell.
 * Temporaries: the input rows, the output rows being built and one window each way, about 2.5
   blocks (tests/multidevice/engine/test_reshape_blockwise.py); speed beside XLA's path:
   benchmarks/bench_reshape.py.
@@ -245,6 +248,10 @@ def _to_rows(block, layout: Layout, rows: Rows, idx):
     rolled, so that their rows come first."""
     if not rows.groups:
         return block, 0
+    group_axes = {a for a, _ in rows.groups}
+    free = [a for a in range(1, block.ndim) if a not in group_axes and block.shape[a] >= 2]
+    if free:
+        return _to_rows_by_all_to_all(block, layout, rows, free[-1], idx), 0
     mesh = layout.mesh
     names = [n for _, group in rows.groups for n in group]
     sizes = [mesh.shape[n] for n in names]
@@ -293,29 +300,77 @@ def _to_rows(block, layout: Layout, rows: Rows, idx):
     return have, 0
 
 
-def _read(have, first: int, layout: Layout, f, idx):
-    """The logical cells at flat indices `f` (an int array, clipped to the rows) of `have`
-    (the rows `_to_rows` gave, its logical rows from row `first` on), gathered past the
-    padding of unevenly split axes rather than cutting it off first (a copy of the rows)."""
-    flat = have.reshape(-1)
-    if tuple(have.shape[1:]) == tuple(layout.shape[1:]):  # no padding: flat is logical
-        return jnp.take(flat, f + first * math.prod(have.shape[1:]), mode="clip")
-    pos = jnp.zeros(f.shape, idx)
+def _to_rows_by_all_to_all(block, layout: Layout, rows: Rows, along: int, idx):
+    """`_to_rows` where an axis `along` is neither axis 0 nor moved: one all-to-all per
+    group, in two halves along `along` (a loop). XLA's CPU all-to-all keeps the pieces sent
+    (here axis 0 padded to the groups' size, a copy), the pieces received and their
+    concatenation: on the whole block that is 3.3 blocks, on halves 2.4 at most. Against the
+    loop of collective-permutes it is 2.4x faster (one collective per half instead of one
+    per device of the group; bench_speed_guard's reshape rows)."""
+    extra = rows.padded_chunk - block.shape[0]
+    n = block.shape[along]
+    width = -(-n // 2)
+    shape = (rows.sub,) + tuple(layout.physical_shape[a] if layout.split[a] else
+                                block.shape[a] for a in range(1, block.ndim))
+
+    def half(h, have):
+        at = jnp.minimum(h * width, n - width).astype(idx)  # the halves overlap if n is odd
+        piece = jax.lax.dynamic_slice_in_dim(block, at, width, axis=along)
+        if extra:
+            piece = jnp.pad(piece, [(0, extra)] + [(0, 0)] * (piece.ndim - 1))
+        for a, names in rows.groups:
+            piece = jax.lax.all_to_all(piece, names, 0, a, tiled=True)
+        starts = [jnp.zeros((), idx)] * block.ndim
+        starts[along] = at
+        return jax.lax.dynamic_update_slice(have, piece, tuple(starts))
+
+    return jax.lax.fori_loop(0, 2, half, jnp.zeros(shape, block.dtype))
+
+
+def _read(have, first: int, layout: Layout, f, unit: int):
+    """The logical runs of `unit` cells at run indices `f` (an int array, clipped to the rows)
+    of `have` (the rows `_to_rows` gave, its logical rows from row `first` on), as an
+    (n, unit) array: gathered past the padding of unevenly split axes rather than cutting it
+    off first (a copy of the rows). A run never straddles padding (`_unit`), so the index
+    arithmetic is per run, and XLA copies whole runs: several times faster than a gather of
+    single cells on CPU, with an index array `unit` times smaller."""
+    runs = have.reshape(-1, unit)
+    logical, stored = tuple(layout.shape[1:]), tuple(have.shape[1:])
+    if logical == stored:  # no padding: the runs are the logical ones
+        return jnp.take(runs, f + first * (math.prod(logical) // unit), axis=0, mode="clip")
+    last = max(a for a in range(len(logical)) if logical[a] != stored[a])
+    tail = math.prod(logical[last + 1:]) // unit  # runs per row of the last padded axis
+    logical, stored = logical[:last + 1] + (tail,), stored[:last + 1] + (tail,)
+    pos = jnp.zeros(f.shape, f.dtype)
     stride = 1
-    for a in range(layout.ndim - 1, 0, -1):
-        pos = pos + (f % layout.shape[a]) * stride
-        f = f // layout.shape[a]
-        stride *= have.shape[a]
+    for a in range(len(logical) - 1, -1, -1):
+        pos = pos + (f % logical[a]) * stride
+        f = f // logical[a]
+        stride *= stored[a]
     pos = pos + (f + first) * stride
-    return jnp.take(flat, pos, mode="clip")
+    return jnp.take(runs, pos, axis=0, mode="clip")
 
 
-def _window(have, first: int, layout: Layout, start, cells: int, idx):
-    """`cells` consecutive logical cells of `have` from logical flat index `start` on."""
+def _window(have, first: int, layout: Layout, start, runs: int, unit: int):
+    """`runs` consecutive logical runs of `have` from run index `start` on, as (runs, unit)."""
     if tuple(have.shape[1:]) == tuple(layout.shape[1:]):
-        row = math.prod(have.shape[1:])
-        return jax.lax.dynamic_slice(have.reshape(-1), (start + first * row,), (cells,))
-    return _read(have, first, layout, start + jnp.arange(cells, dtype=idx), idx)
+        per_row = math.prod(have.shape[1:]) // unit
+        return jax.lax.dynamic_slice(have.reshape(-1, unit), (start + first * per_row,
+                                                              jnp.zeros((), start.dtype)),
+                                     (runs, unit))
+    return _read(have, first, layout, start + jnp.arange(runs, dtype=start.dtype), unit)
+
+
+def _unit(src: Layout, ins: Rows, outs: Rows) -> int:
+    """The longest run of cells the exchange can move as one: it divides every row of both
+    sides (so every piece's offsets and lengths) and the cells after the input's last padded
+    axis (so that no run straddles padding)."""
+    stored = tuple(src.physical_shape[a] if src.split[a] else src.shape[a]
+                   for a in range(1, src.ndim))
+    logical = tuple(src.shape[1:])
+    padded = [a for a in range(len(logical)) if logical[a] != stored[a]]
+    tail = math.prod(logical[padded[-1] + 1:]) if padded else ins.row_cells
+    return max(1, math.gcd(ins.row_cells, outs.row_cells, tail))
 
 
 def _from_rows(flat, layout: Layout, rows: Rows):
@@ -334,13 +389,22 @@ def reshape_fn(src: Layout, dst: Layout):
     mesh = src.mesh
     names = tuple(mesh.axis_names)
     sizes = [mesh.shape[n] for n in names]
-    ex = plan(src, dst)
     ins, outs = rows_of(src), rows_of(dst)
     in_cells, out_cells = ins.sub * ins.row_cells, outs.sub * outs.row_cells
+    unit = _unit(src, ins, outs)
+    # windows of whole runs: every offset of the plan is then a multiple of `unit`
+    window = -(-max(in_cells, out_cells) // 8)
+    ex = plan(src, dst, min(-(-window // unit) * unit, in_cells))
+    values = [v for name in ("send", "put", "keep_lo", "keep_hi")
+              for per_round in getattr(ex, name) for v in per_round]
+    if any(v % unit for v in values + [c for o in ex.own for c in o] + [ex.window]):
+        unit = 1  # not expected (every offset is a multiple of both sides' rows): be exact
     w = ex.window
+    in_runs, out_runs, w_runs = in_cells // unit, out_cells // unit, w // unit
     idx = np.int32 if max(in_cells, out_cells) + 2 * w <= _INT32_MAX else np.int64
     tables = {name: np.asarray(getattr(ex, name), idx).reshape(len(ex.perm_of), mesh.size)
-              for name in ("send", "put", "keep_lo", "keep_hi")}
+              // unit for name in ("send", "put", "keep_lo", "keep_hi")}
+    own_runs = np.asarray(ex.own, idx).reshape(-1, 3) // unit
 
     def exchange(perm):
         def run(window):
@@ -361,24 +425,25 @@ def reshape_fn(src: Layout, dst: Layout):
         def round_(j, out):
             # a loop, so XLA runs the rounds one after the other and reuses one window's
             # buffers; the switch picks the round's static permutation
-            window = _window(have, first, src, t["send"][j, lin], w, idx)
+            window = _window(have, first, src, t["send"][j, lin], w_runs, unit)
             got = jax.lax.switch(perm_of[j], runs, window)
-            at = t["put"][j, lin] + w  # `out` has a window's margin on each side
-            cell = jnp.arange(w, dtype=idx)
-            kept = (cell >= t["keep_lo"][j, lin]) & (cell < t["keep_hi"][j, lin])
-            old = jax.lax.dynamic_slice(out, (at,), (w,))
-            return jax.lax.dynamic_update_slice(out, jnp.where(kept, got, old), (at,))
+            at = t["put"][j, lin] + w_runs  # `out` has a window's margin on each side
+            run = jnp.arange(w_runs, dtype=idx)[:, None]
+            kept = (run >= t["keep_lo"][j, lin]) & (run < t["keep_hi"][j, lin])
+            zero = jnp.zeros((), idx)
+            old = jax.lax.dynamic_slice(out, (at, zero), (w_runs, unit))
+            return jax.lax.dynamic_update_slice(out, jnp.where(kept, got, old), (at, zero))
 
-        # the device's own piece is copied (one gather, fused into the buffer's creation);
-        # only the pieces of other devices go through the rounds
-        cell = jnp.arange(out_cells + 2 * w, dtype=idx) - w
-        own = jnp.asarray(np.asarray(ex.own, idx).reshape(-1, 3))[lin]
-        mine = (cell >= own[1]) & (cell < own[1] + own[2])
-        start = jnp.where(mine, _read(have, first, src, jnp.clip(cell - own[1] + own[0], 0,
-                                                                   in_cells - 1), idx),
+        # the device's own piece is copied (one gather of runs, fused into the buffer's
+        # creation); only the pieces of other devices go through the rounds
+        run = jnp.arange(out_runs + 2 * w_runs, dtype=idx) - w_runs
+        own = jnp.asarray(own_runs)[lin]
+        mine = ((run >= own[1]) & (run < own[1] + own[2]))[:, None]
+        start = jnp.where(mine, _read(have, first, src, jnp.clip(run - own[1] + own[0], 0,
+                                                                  in_runs - 1), unit),
                           jnp.zeros((), block.dtype))
         out = jax.lax.fori_loop(0, len(ex.perm_of), round_, start) if ex.perm_of else start
-        return _from_rows(out[w:w + out_cells], dst, outs)
+        return _from_rows(out[w_runs:w_runs + out_runs].reshape(-1), dst, outs)
 
     mapped = compat.shard_map(body, mesh=mesh, in_specs=(src.spec,), out_specs=dst.spec,
                               check_vma=False)

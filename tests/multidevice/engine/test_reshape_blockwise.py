@@ -1,8 +1,9 @@
 """Covers: darray/_src/engine/reshaping.py, darray/_src/api/manipulation.py
 
-A reshape that merges or cuts split axes moves data block by block (issue 49, item 2): rounds
-of one collective-permute each, never an all-gather, within 3 blocks of temporaries per device
-(XLA's plan: ``jax.jit(f).lower(x).compile().memory_analysis()``), on uneven shapes too.
+A reshape that merges or cuts split axes moves data block by block (issue 49, item 2): an
+all-to-all in two halves where an axis stays whole (else a loop of collective-permutes), then
+rounds of one collective-permute each, never an all-gather, within 3 blocks of temporaries per
+device (XLA's plan: ``jax.jit(f).lower(x).compile().memory_analysis()``), on uneven shapes too.
 Before, XLA's partitioner all-gathered the uneven operand: 12.0 blocks and two all-gathers for
 (101, 67, 45) split (x, y) merged into (6767, 45); 9.0 and one on the 8-device mesh.
 Values against numpy's reshape in float64; output layout and physical sharding asserted.
@@ -34,6 +35,8 @@ CASES = [
     ((6767, 45), (2, 4), (("x", "y"),), (101, 67, 45), (("x", "y"), (), ())),
     ((13, 7, 3), (2, 4), (None, "y", "x"), (3, 7, 13), ((), ("y",), ("x",))),
     ((7, 13, 3), (4, 2), ("y", "x"), (91, 3), (("y", "x"), ())),
+    # every axis split: no axis stays whole for the all-to-all, the collective-permute loop
+    ((203, 67), (2, 4), ("x", "y"), (-1,), (("x", "y"),)),
     # a mesh axis the input leaves unused: the data is replicated over it
     ((101, 67), (2, 4), ("y", None), (-1,), (("y",),)),
     ((5, 3), (8,), ("x", None), (15,), (("x",),)),
