@@ -4,10 +4,37 @@ fast (default): few examples per case, reproducible (derandomize), no shrinking,
 suite fits the default run's budget; every new (shape, layout, dtype) compiles, which dominates.
 large: 10x the examples, with shrinking; selected by DARRAY_DIFF_PROFILE=large or run as the
 slow tier (`-m slow`, test_differential_large in test_differential.py).
+
+DARRAY_DIFF_KERNELS=1 lowers every size threshold below which darray keeps XLA's program
+(`KERNEL_THRESHOLDS`), so the distributed kernels written for issue 49 (block-wise reshape,
+index ring, distributed sort and search, SUMMA and ring contractions, tile, distinct) run on
+the suite's small uneven examples too, where the default thresholds take XLA's path.
 """
+import importlib
 import os
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
+
+# (module, threshold, value that lets every array through); each threshold is a speed
+# crossover, not a precondition of its kernel
+KERNEL_THRESHOLDS = (
+    ("darray._src.engine.reshaping", "MIN_CELLS", 0),
+    ("darray._src.engine.exchange_gather", "MIN_RING_CELLS", 0),
+    ("darray._src.engine.repeating", "TILE_MIN_CELLS", 0),
+    ("darray._src.engine.distinct", "MIN_CELLS", 0),
+    ("darray._src.engine.distributed_sort", "MIN_BLOCK_ELEMENTS", 1),
+    ("darray._src.api.searching", "_ONE_BUFFER_SEARCH_CELLS", 0),
+    ("darray._src.linalg.contraction", "MIN_ELEMENTS", 0),
+    ("darray._src.linalg.contraction", "MIN_STEP_WORK", 0),
+)
+
+
+@pytest.fixture(autouse=True)
+def _kernels_at_every_size(monkeypatch):
+    if os.environ.get("DARRAY_DIFF_KERNELS") == "1":
+        for module, name, value in KERNEL_THRESHOLDS:
+            monkeypatch.setattr(importlib.import_module(module), name, value)
 
 FAST_EXAMPLES = 3
 LARGE_EXAMPLES = 10 * FAST_EXAMPLES
