@@ -352,7 +352,7 @@ def _cut_to_piece(a, b, plan: Plan, ta: str, tb: str):
     label `plan.summed` (the unsplit one cut to the split one's piece, the padding zeroed),
     and the mesh axes that split it, over which the partial products are summed."""
     mesh = plan.a_layout.mesh
-    k = plan.summed
+    k = plan.summed or ""
     ia, ib = ta.index(k), tb.index(k)
     ga, gb = plan.a_layout.split[ia], plan.b_layout.split[ib]
     if ga:
