@@ -18,6 +18,7 @@ Usage::
 
     python benchmarks/bench_matmul.py             # 2048^2 SUMMA, 4096x1024 rings, 64^2
     python benchmarks/bench_matmul.py --small     # smoke run
+    python benchmarks/bench_matmul.py --only ring+psum summa   # some cases
 """
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ CASES = {
     "summa 2047^2 4x2": ((4, 2), (2047, 2047), ("x", "y"), (2047, 2047), ("x", "y")),
     "rows@rows 4096x1024 8": ((8,), (4096, 1024), ("x",), (1024, 1024), ("x",)),
     "gram 4096x1024 8": ((8,), (1024, 4096), (None, "x"), (4096, 1024), ("x",)),
+    # k over y in both, b's columns over x (a's rows' axis): a ring over x, then a psum
+    "ring+psum 2047^2 2x4": ((2, 4), (2047, 2047), ("x", "y"), (2047, 2047), ("y", "x")),
     "batched ring 16x256^2 2x4": ((2, 4), (16, 256, 256), ("x", "y"),
                                   (16, 256, 256), ("x", None, "y")),
     "small 64^2 2x4": ((2, 4), (64, 64), ("x", "y"), (64, 64), ("x", "y")),
@@ -73,9 +76,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--small", action="store_true", help="three cases, 2 repeats")
+    parser.add_argument("--only", nargs="*", default=[], help="case name substrings")
     parser.add_argument("--json", default=str(default_json_path("bench_matmul")))
     args = parser.parse_args(argv)
     names = SMALL if args.small else tuple(CASES)
+    names = tuple(n for n in names if not args.only or any(o in n for o in args.only))
     repeats = 2 if args.small else args.repeats
     rng = np.random.default_rng(0)
     rows = []

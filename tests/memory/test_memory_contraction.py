@@ -15,7 +15,7 @@ share a mesh axis 4.0 blocks and one all-gather, its einsum 4.5.
 import jax
 import numpy as np
 import pytest
-from helpers import collective_count, mesh_of, rand
+from helpers import assert_layout, collective_count, mesh_of, rand
 
 import darray
 from darray._src.linalg import contraction
@@ -58,6 +58,14 @@ CASES = {
                               ((37, 19, 203), (8,), (None, "x")), "psum"),
     "tensordot 8": (lambda a, b: darray.tensordot(a, b, axes=2),
                     ((37, 203, 19), (8,), (None, "x")), ((203, 19, 11), (8,), ("x",)), "psum"),
+    # issue 49's speed-guard row, smaller (a ring over y, then an all-reduce over x): 8.9
+    # blocks at (1021, 1031) when it was a SUMMA holding b's panels whole
+    "tensordot axis 0 2x4": (lambda a, b: darray.tensordot(a, b, axes=([0], [0])),
+                             ((803, 611), (2, 4), ("x", "y")), ((803, 611), (2, 4), ("x", "y")),
+                             "ring_n"),
+    "tensordot axis 0 4x2": (lambda a, b: darray.tensordot(a, b, axes=([0], [0])),
+                             ((803, 611), (4, 2), ("x", "y")), ((803, 611), (4, 2), ("x", "y")),
+                             "ring_n"),
     "vecdot 2x4": (darray.vecdot, ((37, 203, 190), (2, 4), (None, "y", "x")),
                    ((37, 203, 190), (2, 4), (None, "y", None)), "psum"),
     "einsum batched 2x4": (lambda a, b: darray.einsum("bij,bjk->bik", a, b),
@@ -67,11 +75,13 @@ CASES = {
                          ((1603, 4001), (4, 2), ("x", "y")),
                          ((4001, 1199), (4, 2), ("x", "y")), "summa"),
 }
-TERMS = {"tensordot 8": ("abc", "bcd", "ad"), "vecdot 2x4": ("abc", "abc", "ab"),
+TERMS = {"tensordot 8": ("abc", "bcd", "ad"), "tensordot axis 0 2x4": ("ab", "ac", "bc"),
+         "tensordot axis 0 4x2": ("ab", "ac", "bc"), "vecdot 2x4": ("abc", "abc", "ab"),
          "einsum batched 2x4": ("bij", "bjk", "bik"), "einsum summa 4x2": ("ij", "jk", "ki")}
 # einsum's own rule: a mesh axis serves the first label that splits it (j claims y, so k
 # comes back unsplit)
-TARGETS = {"einsum summa 4x2": ((), ("x",))}
+TARGETS = {"einsum summa 4x2": ((), ("x",)), "tensordot axis 0 2x4": (("y",), ()),
+           "tensordot axis 0 4x2": (("y",), ())}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -87,3 +97,21 @@ def test_contraction_within_three_blocks_and_no_all_gather(name):
     print(f"{name}: {blocks:.2f} blocks, {gathers} all-gathers")
     assert gathers == 0
     assert blocks <= RULE, blocks
+
+
+def test_tensordot_axis_0_runs_within_three_blocks_and_equals_numpy():
+    """The speed-guard row itself, run (float32 as there): 2.2 blocks, no all-gather, the
+    output split as tensordot's rule says (a's free axis over y, b's unsplit), numpy's value."""
+    a, b = rand((803, 611), seed=3), rand((803, 611), seed=4)
+    mesh = mesh_of((2, 4))
+    x1 = darray.asarray(a.astype(np.float32), mesh=mesh, spec=("x", "y"))
+    x2 = darray.asarray(b.astype(np.float32), mesh=mesh, spec=("x", "y"))
+
+    def fn(u, v):
+        return darray.tensordot(u, v, axes=([0], [0]))
+    blocks, gathers = blocks_and_gathers(fn, x1, x2)
+    assert gathers == 0 and blocks <= RULE, (blocks, gathers)
+    out = jax.jit(fn)(x1, x2)
+    assert_layout(out, split=("y", None), shape=(611, 611))
+    ref = a.astype(np.float32).astype(np.float64).T @ b.astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=0, atol=1e-4 * np.abs(ref).max())

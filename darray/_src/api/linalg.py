@@ -180,7 +180,8 @@ def matmul(x1, x2, /) -> DistArray:
       gather-free plan (darray/_src/linalg/contraction.py): a SUMMA panel loop for 2-D
       splits, a ring of collective-permutes when the contracted axis of one operand is split
       (row-split @ row-split), a partial product plus a psum when the contracted axis alone
-      is split (X.T @ X). Below a size threshold, and where batch axes broadcast or are split
+      is split (X.T @ X), both when x2's columns also ride a ring over x1's row mesh axes
+      ((x, y) @ (y, x)). Below a size threshold, and where batch axes broadcast or are split
       differently, XLA partitions the product (it may gather an operand there).
     """
     x1 = ensure_array("matmul", x1, "x1")

@@ -3,7 +3,8 @@ Covers: darray/_src/extras/numerical.py
 
 Contractions that never gather an operand (issue 50 item 2, issue 49 item 2): matmul, tensordot,
 vecdot and two-operand einsum on split layouts take the shard_map plans of
-linalg/contraction.py (local, psum, rings of collective-permutes, SUMMA panels). Every result
+linalg/contraction.py (local, psum, rings of collective-permutes, a ring followed by a
+psum, SUMMA panels). Every result
 is compared with numpy in float64 (float32 and complex64 at their tolerances), every result's
 layout is asserted (rows split as the first operand's rows, columns as the second's columns),
 the plan each layout takes is asserted (so a case cannot silently fall back), garbage in the
@@ -74,6 +75,13 @@ MATMUL = {
     "batched-ring-n-2x4": ((2, 4), (11, 67, 45), ("x", "y"), (11, 45, 67), ("x", None, "y"),
                            "ring_n", ("x", "y", None)),
     "local-2x4": ((2, 4), (203, 45), ("x",), (45, 301), (None, "y"), "local", ("x", "y")),
+    # k over y in both, b's columns over x (which a's rows use): a ring over x, then a psum
+    "ring-n-psum-2x4": ((2, 4), (203, 301), ("x", "y"), (301, 99), ("y", "x"), "ring_n",
+                        ("x", None)),
+    "ring-n-psum-a-2x4": ((2, 4), (203, 301), ("x", "y"), (301, 99), (None, "x"), "ring_n",
+                          ("x", None)),
+    "ring-n-psum-b-2x4": ((2, 4), (203, 301), ("x", None), (301, 99), ("y", "x"), "ring_n",
+                          ("x", None)),
     "matvec-2x4": ((2, 4), (301, 4003), ("x", "y"), (4003,), ("x",), "summa", ("x",)),
 }
 
@@ -100,7 +108,7 @@ def test_matmul_takes_a_gather_free_plan_and_equals_numpy(name, dtype):
 
 
 @pytest.mark.parametrize("name", ["summa-2x4", "ring-rows-8", "ring-cols-8", "gram-8",
-                                  "batched-ring-n-2x4"])
+                                  "batched-ring-n-2x4", "ring-n-psum-a-2x4"])
 def test_garbage_in_padding_never_reaches_a_result(name):
     mesh_shape, s1, p1, s2, p2, kind, split = MATMUL[name]
     a, b = rand(s1, seed=3), rand(s2, seed=4)
@@ -166,6 +174,22 @@ def test_tensordot_contracting_split_axes():
     assert_close(out, np.tensordot(a, b, axes=([0], [1])), np.float64)
 
 
+@pytest.mark.parametrize("mesh_shape", [(2, 4), (4, 2)])
+def test_tensordot_over_axis_0_of_2d_split_matrices_rings_then_sums(mesh_shape):
+    """Issue 49's speed-guard row: axis 0 (k) over x in both, b's columns over y (which a's
+    free axis uses): b's column blocks travel a ring over y on a's piece of k, one all-reduce
+    over x adds the pieces (formerly a SUMMA holding b's panels whole); padding garbage of
+    the uneven k never reaches the result."""
+    a, b = rand((61, 43), seed=22), rand((61, 37), seed=23)
+    x1 = with_nan_padding(dist(a, mesh_shape, ("x", "y")))
+    x2 = with_nan_padding(dist(b, mesh_shape, ("x", "y")))
+    plan = contraction.plan_contraction(x1, x2, "ab", "ac", "bc", target=(("y",), ()))
+    assert plan is not None and (plan.kind, plan.label, plan.summed) == ("ring_n", "c", "a")
+    out = darray.tensordot(x1, x2, axes=([0], [0]))
+    assert_layout(out, split=("y", None), shape=(43, 37))
+    assert_close(out, a.T @ b, np.float64)
+
+
 @pytest.mark.parametrize("dtype", [np.complex128, np.float32])
 def test_vecdot_along_a_split_axis(dtype):
     a, b = rand((37, 203, 190), dtype, seed=11), rand((37, 203, 190), dtype, seed=12)
@@ -205,7 +229,8 @@ def test_einsum_keeps_its_label_rule_and_needs_no_gather():
 
 
 # -- gradients -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["summa-2x4", "ring-rows-8", "gram-8", "batched-ring-n-2x4"])
+@pytest.mark.parametrize("name", ["summa-2x4", "ring-rows-8", "gram-8", "batched-ring-n-2x4",
+                                  "ring-n-psum-b-2x4"])
 def test_grad_equals_single_device_jax_and_keeps_layouts(name):
     mesh_shape, s1, p1, s2, p2, kind, split = MATMUL[name]
     if name == "summa-2x4":
