@@ -95,19 +95,26 @@ def _invoke(*args):
 
 
 def _shapes(fn, arrays, static):
-    specs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) if isinstance(a, DistArray) else a
-                  for a in arrays)
+    # (True, shape, dtype) for a DistArray: a cache key cheaper to build than a
+    # jax.ShapeDtypeStruct (eager calls on small arrays pay for every microsecond)
+    key = tuple((True, a.shape, a.dtype) if isinstance(a, DistArray) else (False, a)
+                for a in arrays)
     try:
         # eval_shape traces (~0.5 ms per eager call); x64 changes result dtypes
-        return _cached_shapes(fn, specs, static, bool(jax.config.jax_enable_x64))
+        return _cached_shapes(fn, key, static, bool(jax.config.jax_enable_x64))
     except TypeError:  # an unhashable operand
-        return jax.eval_shape(lambda *xs: fn(*xs, *static), *specs)
+        return _eval_shapes(fn, key, static)
+
+
+def _eval_shapes(fn, key, static):
+    specs = [jax.ShapeDtypeStruct(k[1], k[2]) if k[0] else k[1] for k in key]
+    return jax.eval_shape(lambda *xs: fn(*xs, *static), *specs)
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_shapes(fn, specs, static, x64):
+def _cached_shapes(fn, key, static, x64):
     del x64  # part of the cache key only
-    return jax.eval_shape(lambda *xs: fn(*xs, *static), *specs)
+    return _eval_shapes(fn, key, static)
 
 
 def _batch_layout(template: DistArray, shape, nbatch: int) -> Layout:
