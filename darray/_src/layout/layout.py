@@ -239,16 +239,22 @@ class Layout:
 def make_out_layout(mesh, shape, split) -> Layout:
     """A layout on `mesh` with the given per-axis split; a mesh axis used twice keeps only its
     first use (the later axis goes unsplit), so rules may propose freely."""
+    return _out_layout(mesh, tuple(int(d) for d in shape), tuple(tuple(s) for s in split))
+
+
+@functools.lru_cache(maxsize=4096)
+def _out_layout(mesh, shape: tuple[int, ...], split: tuple[Split, ...]) -> Layout:
+    """make_out_layout's result, one object per (mesh, shape, split): its cached properties
+    (physical_shape, read by every eager call's checked construction) are computed once, not
+    once per call (a few microseconds of each small-array call)."""
     seen: set[str] = set()
     clean = []
     for s in split:
-        s = tuple(s)
         if any(name in seen for name in s):
             s = ()
         seen.update(s)
         clean.append(s)
-    n = len(shape)
-    return Layout(tuple(int(d) for d in shape), mesh, tuple(clean), ((0, 0),) * n)
+    return Layout(shape, mesh, tuple(clean), ((0, 0),) * len(shape))
 
 
 def default_layout(shape, like: Layout) -> Layout:
