@@ -175,6 +175,92 @@ def _gather_fn(x_lay: Layout, idx_lay: Layout, out_lay: Layout, axis: int, along
     return jax.jit(run)
 
 
+# Fewest devices on the indexed axis for which take_along_axis reorients (`reorient_axis`)
+# rather than rings: the ring does P gathers of an output block and P - 1 block moves, the
+# reorientation three all-to-alls (XLA's CPU all-to-all copies a block about as slowly as
+# two ring steps) and one gather. Measured with benchmarks/bench_speed_guard.py's
+# (1021, 1031) float32 case on 8 CPU devices: on 8 the reorientation ran 1.05-1.2x XLA's
+# path where the ring ran 1.3-1.7x; split over 2 or 4 (2x4, 4x2 meshes) the ring was faster.
+MIN_REORIENT_PARTS = 8
+
+
+def reorient_axis(x_lay: Layout, axis: int) -> int | None:
+    """For ``take_along_axis`` along split `axis`: another axis of x to move the split onto
+    (`_reoriented_fn`), or None where none fits and the ring reads instead: `axis` split over
+    MIN_REORIENT_PARTS devices or more, in the mesh's order (all_to_all numbers a tuple of
+    mesh axes in the mesh's order, as ppermute does, and the rows must arrive in the
+    layout's block order), and an axis whose block, cut into P pieces, needs little padding
+    (the longest such block is taken)."""
+    names = x_lay.split[axis]
+    parts = x_lay.parts(axis)
+    if parts < MIN_REORIENT_PARTS or \
+            tuple(n for n in x_lay.mesh.axis_names if n in names) != tuple(names):
+        return None
+    # the block of the other axis is padded to a multiple of P: at most a quarter more
+    # (13 -> 16 cells held 2.08 blocks of temporaries on 8 devices; 9 -> 16 held 3.01)
+    fits = [a for a in range(x_lay.ndim) if a != axis
+            and 4 * -(-x_lay.chunk(a) // parts) * parts <= 5 * x_lay.chunk(a)]
+    return max(fits, key=x_lay.chunk) if fits else None
+
+
+def _pieces_to(a, names, parts, cut, join):
+    """All-to-all over `names`: axis `cut` of the block (a multiple of `parts` long) is cut
+    into `parts` pieces, piece d goes to device d, and the pieces a device receives are
+    joined along axis `join` in the senders' order. The pieces travel as one contiguous
+    (parts, ...) array: XLA's CPU all-to-all of a strided cut copies more slowly."""
+    shape = a.shape
+    a = a.reshape(shape[:cut] + (parts, shape[cut] // parts) + shape[cut + 1:])
+    a = jax.lax.all_to_all(jnp.moveaxis(a, cut, 0), names, 0, 0, tiled=False)
+    a = jnp.moveaxis(a, 0, join)
+    return a.reshape(a.shape[:join] + (parts * a.shape[join + 1],) + a.shape[join + 2:])
+
+
+def _narrow(i, n):
+    """Normalized indices (in [0, n)) in the narrowest unsigned type that holds them: the
+    all-to-all of the indices moves half the bytes of int32 or less."""
+    for kind in (jnp.uint8, jnp.uint16):
+        if n <= jnp.iinfo(kind).max + 1:
+            return i.astype(kind)
+    return i
+
+
+@program_cache(SMALL)
+def _reoriented_fn(x_lay: Layout, idx_lay: Layout, axis: int, other: int):
+    """``take_along_axis`` along split `axis` with the split moved onto axis `other`: the
+    picks along `axis` are independent across `other`, so an all-to-all of x and one of the
+    indices give every device whole columns of `axis` (the logical cells first, padding at
+    the end; normalized indices never reach it), one local gather picks, and an all-to-all
+    brings the result back to x's split. Three memcpy-like exchanges and one gather, against
+    the ring's P gathers of a whole output block (issue 49's speed guard). `idx_lay` splits
+    every axis as x does."""
+    names = x_lay.split[axis]
+    parts, c, n = x_lay.parts(axis), x_lay.chunk(axis), x_lay.shape[axis]
+    mesh = x_lay.mesh
+    cols = x_lay.chunk(other)
+    wide = -(-cols // parts) * parts  # `other`'s block, padded to split over `names`
+
+    def across(a):
+        if wide != cols:
+            pad = [(0, 0)] * a.ndim
+            pad[other] = (0, wide - cols)
+            a = jnp.pad(a, pad)
+        return _pieces_to(a, names, parts, other, axis)
+
+    def local(block, idx):
+        i = _normalized(idx, n, parts, c)
+        picks = across(_narrow(i, n)).astype(i.dtype)
+        out = _pieces_to(_pick(across(block), picks, axis, True), names, parts, axis, other)
+        return jax.lax.slice_in_dim(out, 0, cols, axis=other)
+
+    def run(data, idx):
+        data = physical.constrain(data, x_lay)
+        idx = physical.constrain(idx, idx_lay)
+        out = compat.shard_map(local, mesh=mesh, in_specs=(x_lay.spec, idx_lay.spec),
+                               out_specs=idx_lay.spec, check_vma=False)(data, idx)
+        return physical.constrain(out, idx_lay)
+    return jax.jit(run)
+
+
 def _sum_bits(a, names):
     """psum of arrays of which at most one device holds a nonzero cell: summed as unsigned
     bit patterns, so each cell arrives exactly (a float sum would turn -0.0 into 0.0)."""
@@ -249,6 +335,12 @@ def gather(x: DistArray, indices: DistArray, axis: int, out_layout: Layout, *,
     splits the output differently from x's other axes, x moves first (block-wise, never a
     gather) so that the ring computes straight into `out_layout`.
     """
+    other = reorient_axis(x.layout, axis) if along else None
+    if other is not None:
+        lay = make_out_layout(x.mesh, indices.shape, x.layout.split)
+        idx = move(indices, lay)
+        out = DistArray._new(_reoriented_fn(x.layout, lay, axis, other)(x.data, idx.data), lay)
+        return move(out, out_layout)
     if not along:
         # x's other axes split as the output's: the ring then computes each device's block of
         # `out_layout` itself. Moving x costs about one x block; computing in x's layout and
