@@ -179,8 +179,9 @@ def _gather_fn(x_lay: Layout, idx_lay: Layout, out_lay: Layout, axis: int, along
 # rather than rings: the ring does P gathers of an output block and P - 1 block moves, the
 # reorientation three all-to-alls (XLA's CPU all-to-all copies a block about as slowly as
 # two ring steps) and one gather. Measured with benchmarks/bench_speed_guard.py's
-# (1021, 1031) float32 case on 8 CPU devices: on 8 the reorientation ran 1.05-1.2x XLA's
-# path where the ring ran 1.3-1.7x; split over 2 or 4 (2x4, 4x2 meshes) the ring was faster.
+# (1021, 1031) float32 case on 8 CPU devices (load ~0.6): split over 8 the reorientation ran
+# 0.9-1.07x XLA's path where the ring ran 1.5x; split over 2 or 4 (the 2x4 and 4x2 meshes'
+# "x") it ran 2.2-2.4x and 1.7x, the ring 1.5x and 1.4x.
 MIN_REORIENT_PARTS = 8
 
 
@@ -196,23 +197,45 @@ def reorient_axis(x_lay: Layout, axis: int) -> int | None:
     if parts < MIN_REORIENT_PARTS or \
             tuple(n for n in x_lay.mesh.axis_names if n in names) != tuple(names):
         return None
-    # the block of the other axis is padded to a multiple of P: at most a quarter more
-    # (13 -> 16 cells held 2.08 blocks of temporaries on 8 devices; 9 -> 16 held 3.01)
+    # the other axis's block is cut into P pieces of ceil(block / P) cells, overlapping where
+    # they do not divide it: at most a quarter more cells (13 -> 16 cells held 2.08 blocks of
+    # temporaries on 8 devices with padding; 9 -> 16 held 3.01)
     fits = [a for a in range(x_lay.ndim) if a != axis
             and 4 * -(-x_lay.chunk(a) // parts) * parts <= 5 * x_lay.chunk(a)]
     return max(fits, key=x_lay.chunk) if fits else None
 
 
-def _pieces_to(a, names, parts, cut, join):
-    """All-to-all over `names`: axis `cut` of the block (a multiple of `parts` long) is cut
-    into `parts` pieces, piece d goes to device d, and the pieces a device receives are
-    joined along axis `join` in the senders' order. The pieces travel as one contiguous
-    (parts, ...) array: XLA's CPU all-to-all of a strided cut copies more slowly."""
+def _column_starts(cols: int, parts: int) -> list[int]:
+    """Where each of the `parts` pieces of an axis of `cols` cells starts: pieces of
+    ceil(cols / parts) cells, the last ones moved back so as not to run past the end (they
+    overlap their neighbours instead of padding the block: no copy of it)."""
+    width = -(-cols // parts)
+    return [min(d * width, cols - width) for d in range(parts)]
+
+
+def _to_columns(a, names, parts, axis, other):
+    """All-to-all over `names`: the block's axis `other` is cut into pieces
+    (`_column_starts`), piece d goes to device d, and the pieces a device receives are joined
+    along `axis` in the senders' order (the rows of `axis` in block order). The pieces travel
+    as one (parts, ...) array: XLA's CPU all-to-all of a strided cut copies more slowly."""
+    starts = _column_starts(a.shape[other], parts)
+    width = a.shape[other] - starts[-1]
+    a = jnp.stack([jax.lax.slice_in_dim(a, s, s + width, axis=other) for s in starts])
+    a = jnp.moveaxis(jax.lax.all_to_all(a, names, 0, 0, tiled=False), 0, axis)
+    return a.reshape(a.shape[:axis] + (parts * a.shape[axis + 1],) + a.shape[axis + 2:])
+
+
+def _from_columns(a, names, parts, axis, other, cols):
+    """`_to_columns`'s inverse for a block of `cols` cells along `other`: the rows of `axis`
+    go back to their devices, the column pieces are joined (overlaps kept once)."""
     shape = a.shape
-    a = a.reshape(shape[:cut] + (parts, shape[cut] // parts) + shape[cut + 1:])
-    a = jax.lax.all_to_all(jnp.moveaxis(a, cut, 0), names, 0, 0, tiled=False)
-    a = jnp.moveaxis(a, 0, join)
-    return a.reshape(a.shape[:join] + (parts * a.shape[join + 1],) + a.shape[join + 2:])
+    a = a.reshape(shape[:axis] + (parts, shape[axis] // parts) + shape[axis + 1:])
+    a = jax.lax.all_to_all(jnp.moveaxis(a, axis, 0), names, 0, 0, tiled=False)
+    kept, end = [], 0
+    for d, s in enumerate(_column_starts(cols, parts)):
+        kept.append(jax.lax.slice_in_dim(a[d], end - s, a.shape[other + 1], axis=other))
+        end = s + a.shape[other + 1]
+    return jnp.concatenate(kept, axis=other)
 
 
 def _narrow(i, n):
@@ -237,20 +260,22 @@ def _reoriented_fn(x_lay: Layout, idx_lay: Layout, axis: int, other: int):
     parts, c, n = x_lay.parts(axis), x_lay.chunk(axis), x_lay.shape[axis]
     mesh = x_lay.mesh
     cols = x_lay.chunk(other)
-    wide = -(-cols // parts) * parts  # `other`'s block, padded to split over `names`
-
-    def across(a):
-        if wide != cols:
-            pad = [(0, 0)] * a.ndim
-            pad[other] = (0, wide - cols)
-            a = jnp.pad(a, pad)
-        return _pieces_to(a, names, parts, other, axis)
 
     def local(block, idx):
         i = _normalized(idx, n, parts, c)
-        picks = across(_narrow(i, n)).astype(i.dtype)
-        out = _pieces_to(_pick(across(block), picks, axis, True), names, parts, axis, other)
-        return jax.lax.slice_in_dim(out, 0, cols, axis=other)
+        whole = _to_columns(block, names, parts, axis, other)
+        picks = _to_columns(_narrow(i, n), names, parts, axis, other)
+        # XLA's CPU all-to-all hands its pieces over one by one; left to itself XLA fuses their
+        # joining into the gather, which then finds each cell's piece through a P-way select
+        # (optimization_barrier does not stop that on CPU). A collective-permute of each
+        # device to itself is a copy XLA cannot fuse: the gather reads two joined arrays.
+        # 1.3x faster on 8 CPU devices, extra copy included (a block of x and one of the
+        # narrowed indices)
+        whole, picks = jax.lax.ppermute((whole, picks), names, [(d, d) for d in range(parts)])
+        # jnp's take_along_axis, not the ring's flat `_pick`: XLA's CPU gather of it ran in
+        # 0.6x the time of the flat one on these blocks
+        picked = jnp.take_along_axis(whole, picks.astype(i.dtype), axis=axis, mode="clip")
+        return _from_columns(picked, names, parts, axis, other, cols)
 
     def run(data, idx):
         data = physical.constrain(data, x_lay)
