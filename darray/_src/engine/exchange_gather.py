@@ -13,6 +13,12 @@ so block b holds logical cells [b*c, (b+1)*c)):
   its indices - the requests rotate instead (the index block and the partly filled output block
   make a full turn, P ppermutes, and each device fills what it owns). Either way a device holds
   its own block, one visiting block and its output block: no buffer grows with P.
+* **take_along_axis over many devices** (`reorient_axis`, `_reoriented_fn`): the picks along
+  axis k are independent across x's other axes, so where one of them cuts into P pieces with
+  little overlap and P >= MIN_REORIENT_PARTS, an all-to-all of x and one of the (narrowed)
+  indices move the split onto that axis, each device picks from whole columns of axis k in
+  one gather, and an all-to-all brings the result back: three exchanges and one gather, where
+  the ring does P gathers of a whole output block (issue 49's speed guard).
 * **scatters** (`scatter`): the (index, update) blocks make a turn of the ring (P - 1
   ppermutes); each device applies the updates it owns to its own block, with JAX's rule that
   repeated indices accumulate.
@@ -198,8 +204,8 @@ def reorient_axis(x_lay: Layout, axis: int) -> int | None:
             tuple(n for n in x_lay.mesh.axis_names if n in names) != tuple(names):
         return None
     # the other axis's block is cut into P pieces of ceil(block / P) cells, overlapping where
-    # they do not divide it: at most a quarter more cells (13 -> 16 cells held 2.08 blocks of
-    # temporaries on 8 devices with padding; 9 -> 16 held 3.01)
+    # they do not divide it: at most a quarter more cells (13 -> 16 on 8 devices: 1.70 blocks
+    # of temporaries, 2.47 with a single index row; 9 -> 16, padded, held 3.01)
     fits = [a for a in range(x_lay.ndim) if a != axis
             and 4 * -(-x_lay.chunk(a) // parts) * parts <= 5 * x_lay.chunk(a)]
     return max(fits, key=x_lay.chunk) if fits else None

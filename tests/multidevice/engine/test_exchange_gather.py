@@ -200,6 +200,19 @@ def test_take_along_axis_reoriented_dtypes_and_clamping(monkeypatch, dtype):
                                   np.asarray(y))
 
 
+def test_take_along_axis_reoriented_with_indices_placed_otherwise():
+    """Indices split over another axis than x's: moved to x's split for the kernel, and the
+    result comes back in the indices' layout (the output follows them, as on the ring)."""
+    mesh = mesh_of((2, 4))
+    xh, x = _x((203, 37), mesh, (("x", "y"), None))
+    ih = _idx(203, (60, 37))
+    idx = darray.asarray(ih, mesh=mesh, spec=(None, ("x", "y")))
+    y = darray.take_along_axis(x, idx, axis=0)
+    np.testing.assert_array_equal(np.asarray(y), np.take_along_axis(
+        xh.astype(np.float64), np.where(ih < 0, ih + 203, ih), 0))
+    assert_layout(y, idx.layout)
+
+
 def test_take_along_axis_reoriented_onto_a_split_axis(monkeypatch):
     """Reoriented over 2 devices (allowed here) onto an axis already split over 4 others."""
     monkeypatch.setattr(exchange_gather, "MIN_REORIENT_PARTS", 2)
