@@ -184,10 +184,11 @@ def _gather_fn(x_lay: Layout, idx_lay: Layout, out_lay: Layout, axis: int, along
 # Fewest devices on the indexed axis for which take_along_axis reorients (`reorient_axis`)
 # rather than rings: the ring does P gathers of an output block and P - 1 block moves, the
 # reorientation three all-to-alls (XLA's CPU all-to-all copies a block about as slowly as
-# two ring steps) and one gather. Measured with benchmarks/bench_speed_guard.py's
-# (1021, 1031) float32 case on 8 CPU devices (load ~0.6): split over 8 the reorientation ran
-# 0.9-1.07x XLA's path where the ring ran 1.5x; split over 2 or 4 (the 2x4 and 4x2 meshes'
-# "x") it ran 2.2-2.4x and 1.7x, the ring 1.5x and 1.4x.
+# two ring steps) and one gather. Measured on benchmarks/bench_speed_guard.py's (1021, 1031)
+# float32 case, 8 CPU devices on 2 shared cores, each path interleaved with XLA's alone: split
+# over 8 the reorientation ran 0.9-1.6x XLA's path, the ring 1.5-2.8x in the same runs; over
+# the 2x4 mesh's "x" (2 devices) 2.3-2.5x against the ring's 1.0-1.2x; over the 4x2 mesh's
+# "x" (4) 1.4-2.1x against 1.3-1.8x (no clear winner: the ring stays).
 MIN_REORIENT_PARTS = 8
 
 
@@ -275,8 +276,8 @@ def _reoriented_fn(x_lay: Layout, idx_lay: Layout, axis: int, other: int):
         # joining into the gather, which then finds each cell's piece through a P-way select
         # (optimization_barrier does not stop that on CPU). A collective-permute of each
         # device to itself is a copy XLA cannot fuse: the gather reads two joined arrays.
-        # 1.3x faster on 8 CPU devices, extra copy included (a block of x and one of the
-        # narrowed indices)
+        # Interleaved with XLA's path on 8 CPU devices: 0.9-1.15x its time, against 1.1-1.4x
+        # without this copy (which costs a block of x and one of the narrowed indices)
         whole, picks = jax.lax.ppermute((whole, picks), names, [(d, d) for d in range(parts)])
         # jnp's take_along_axis (the ring's flat `_pick` is its equal here, side by side on 8
         # CPU devices; on one device from unjoined pieces it ran in 0.6x the flat one's time)
