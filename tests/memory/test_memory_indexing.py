@@ -16,6 +16,7 @@ from helpers import mesh_of
 from memory_survey import RULE, blocks_of
 
 import darray
+from darray._src.engine import exchange_gather
 
 # (mesh shape, x shape, x spec, axis, index shape, index spec)
 LAYOUTS = [
@@ -98,3 +99,21 @@ def test_at_update(case, how):
 def test_at_add_scalar(case):
     axis = case[3]
     _check(lambda a, i: a.at[(slice(None),) * axis + (i,)].add(1.0), *_operands(*case))
+
+
+# take_along_axis split over 8 devices moves the split onto another axis (all-to-alls, one
+# gather): x's whole columns, the narrowed indices and their copies (2.0 and 2.47 blocks with
+# a single index row, where x's block outweighs the indices'; 1.44 with as many rows as x)
+REORIENTED = [((8,), (1021, 1031), ("x", None), 1), ((8,), (1021, 1031), ("x", None), 1021),
+              ((4, 2), (20011, 13), (("x", "y"), None), 1)]
+
+
+@pytest.mark.parametrize("mshape,shape,spec,k", REORIENTED)
+def test_take_along_axis_reoriented(mshape, shape, spec, k):
+    mesh = mesh_of(mshape)
+    rng = np.random.default_rng(2)
+    x = darray.asarray(rng.standard_normal(shape).astype(np.float32), mesh=mesh, spec=spec)
+    idx = darray.asarray(rng.integers(-shape[0], shape[0], (k,) + shape[1:]), mesh=mesh,
+                         spec=spec)
+    assert exchange_gather.reorient_axis(x.layout, 0) is not None
+    _check(lambda a, i: darray.take_along_axis(a, i, axis=0), x, idx)

@@ -1,7 +1,8 @@
 """`take`, `take_along_axis` and `dynamic_slice`: integer positions along one axis.
 
-Along a split axis, `take` and `take_along_axis` read by a ring of ppermutes
-(engine/exchange_gather.py) and never gather x; otherwise, and for arrays under the ring's size
+Along a split axis, `take` and `take_along_axis` read by a ring of ppermutes (take_along_axis
+over 8 devices or more: by all-to-alls onto another axis; engine/exchange_gather.py) and never
+gather x; otherwise, and for arrays under the ring's size
 threshold, on the logical path (XLA's partitioner). Split from indexing.py (``x[key]``).
 """
 from __future__ import annotations
@@ -70,9 +71,10 @@ def take_along_axis(x: DistArray, indices, /, *, axis=-1) -> DistArray:
     """Pick values along `axis` at `indices` (same rank as x, broadcast on the other axes).
 
     Layout: x's split where the output shape equals x's, else the indices'. Along a split axis
-    (x of 96 Ki cells or more, indices of x's extent on the other axes), a ring of ppermutes moves
-    x's blocks or the index requests (engine/exchange_gather.py), never gathering x; else the
-    logical path.
+    (x of 96 Ki cells or more, indices of x's extent on the other axes), never gathering x
+    (engine/exchange_gather.py): split over 8 devices or more, all-to-alls move the split onto
+    another long enough axis and each device picks from whole columns; otherwise a ring of
+    ppermutes moves x's blocks or the index requests. Else the logical path.
     """
     x = ensure_array("take_along_axis", x)
     axis = normalize_axis(axis, x.ndim)

@@ -13,6 +13,12 @@ so block b holds logical cells [b*c, (b+1)*c)):
   its indices - the requests rotate instead (the index block and the partly filled output block
   make a full turn, P ppermutes, and each device fills what it owns). Either way a device holds
   its own block, one visiting block and its output block: no buffer grows with P.
+* **take_along_axis over many devices** (`reorient_axis`, `_reoriented_fn`): the picks along
+  axis k are independent across x's other axes, so where one of them cuts into P pieces with
+  little overlap and P >= MIN_REORIENT_PARTS, an all-to-all of x and one of the (narrowed)
+  indices move the split onto that axis, each device picks from whole columns of axis k in
+  one gather, and an all-to-all brings the result back: three exchanges and one gather, where
+  the ring does P gathers of a whole output block (issue 49's speed guard).
 * **scatters** (`scatter`): the (index, update) blocks make a turn of the ring (P - 1
   ppermutes); each device applies the updates it owns to its own block, with JAX's rule that
   repeated indices accumulate.
@@ -175,6 +181,118 @@ def _gather_fn(x_lay: Layout, idx_lay: Layout, out_lay: Layout, axis: int, along
     return jax.jit(run)
 
 
+# Fewest devices on the indexed axis for which take_along_axis reorients (`reorient_axis`)
+# rather than rings: the ring does P gathers of an output block and P - 1 block moves, the
+# reorientation three all-to-alls (XLA's CPU all-to-all copies a block about as slowly as
+# two ring steps) and one gather. Measured on benchmarks/bench_speed_guard.py's (1021, 1031)
+# float32 case, 8 CPU devices on 2 shared cores, each path interleaved with XLA's alone: split
+# over 8 the reorientation ran 0.9-1.6x XLA's path, the ring 1.5-2.8x in the same runs; over
+# the 2x4 mesh's "x" (2 devices) 2.3-2.5x against the ring's 1.0-1.2x; over the 4x2 mesh's
+# "x" (4) 1.4-2.1x against 1.3-1.8x (no clear winner: the ring stays).
+MIN_REORIENT_PARTS = 8
+
+
+def reorient_axis(x_lay: Layout, axis: int) -> int | None:
+    """For ``take_along_axis`` along split `axis`: another axis of x to move the split onto
+    (`_reoriented_fn`), or None where none fits and the ring reads instead: `axis` split over
+    MIN_REORIENT_PARTS devices or more, in the mesh's order (all_to_all numbers a tuple of
+    mesh axes in the mesh's order, as ppermute does, and the rows must arrive in the
+    layout's block order), and an axis whose block, cut into P pieces, needs little padding
+    (the longest such block is taken)."""
+    names = x_lay.split[axis]
+    parts = x_lay.parts(axis)
+    if parts < MIN_REORIENT_PARTS or \
+            tuple(n for n in x_lay.mesh.axis_names if n in names) != tuple(names):
+        return None
+    # the other axis's block is cut into P pieces of ceil(block / P) cells, overlapping where
+    # they do not divide it: at most a quarter more cells (13 -> 16 on 8 devices: 1.70 blocks
+    # of temporaries, 2.47 with a single index row; 9 -> 16, padded, held 3.01)
+    fits = [a for a in range(x_lay.ndim) if a != axis
+            and 4 * -(-x_lay.chunk(a) // parts) * parts <= 5 * x_lay.chunk(a)]
+    return max(fits, key=x_lay.chunk) if fits else None
+
+
+def _column_starts(cols: int, parts: int) -> list[int]:
+    """Where each of the `parts` pieces of an axis of `cols` cells starts: pieces of
+    ceil(cols / parts) cells, the last ones moved back so as not to run past the end (they
+    overlap their neighbours instead of padding the block: no copy of it)."""
+    width = -(-cols // parts)
+    return [min(d * width, cols - width) for d in range(parts)]
+
+
+def _to_columns(a, names, parts, axis, other):
+    """All-to-all over `names`: the block's axis `other` is cut into pieces
+    (`_column_starts`), piece d goes to device d, and the pieces a device receives are joined
+    along `axis` in the senders' order (the rows of `axis` in block order). The pieces travel
+    as one (parts, ...) array: XLA's CPU all-to-all of a strided cut copies more slowly."""
+    starts = _column_starts(a.shape[other], parts)
+    width = a.shape[other] - starts[-1]
+    a = jnp.stack([jax.lax.slice_in_dim(a, s, s + width, axis=other) for s in starts])
+    a = jnp.moveaxis(jax.lax.all_to_all(a, names, 0, 0, tiled=False), 0, axis)
+    return a.reshape(a.shape[:axis] + (parts * a.shape[axis + 1],) + a.shape[axis + 2:])
+
+
+def _from_columns(a, names, parts, axis, other, cols):
+    """`_to_columns`'s inverse for a block of `cols` cells along `other`: the rows of `axis`
+    go back to their devices, the column pieces are joined (overlaps kept once)."""
+    shape = a.shape
+    a = a.reshape(shape[:axis] + (parts, shape[axis] // parts) + shape[axis + 1:])
+    a = jax.lax.all_to_all(jnp.moveaxis(a, axis, 0), names, 0, 0, tiled=False)
+    kept, end = [], 0
+    for d, s in enumerate(_column_starts(cols, parts)):
+        kept.append(jax.lax.slice_in_dim(a[d], end - s, a.shape[other + 1], axis=other))
+        end = s + a.shape[other + 1]
+    return jnp.concatenate(kept, axis=other)
+
+
+def _narrow(i, n):
+    """Normalized indices (in [0, n)) in the narrowest unsigned type that holds them: the
+    all-to-all of the indices moves half the bytes of int32 or less."""
+    for kind in (jnp.uint8, jnp.uint16):
+        if n <= jnp.iinfo(kind).max + 1:
+            return i.astype(kind)
+    return i
+
+
+@program_cache(SMALL)
+def _reoriented_fn(x_lay: Layout, idx_lay: Layout, axis: int, other: int):
+    """``take_along_axis`` along split `axis` with the split moved onto axis `other`: the
+    picks along `axis` are independent across `other`, so an all-to-all of x and one of the
+    indices give every device whole columns of `axis` (the logical cells first, padding at
+    the end; normalized indices never reach it), one local gather picks, and an all-to-all
+    brings the result back to x's split. Three memcpy-like exchanges and one gather, against
+    the ring's P gathers of a whole output block (issue 49's speed guard). `idx_lay` splits
+    every axis as x does."""
+    names = x_lay.split[axis]
+    parts, c, n = x_lay.parts(axis), x_lay.chunk(axis), x_lay.shape[axis]
+    mesh = x_lay.mesh
+    cols = x_lay.chunk(other)
+
+    def local(block, idx):
+        i = _normalized(idx, n, parts, c)
+        whole = _to_columns(block, names, parts, axis, other)
+        picks = _to_columns(_narrow(i, n), names, parts, axis, other)
+        # XLA's CPU all-to-all hands its pieces over one by one; left to itself XLA fuses their
+        # joining into the gather, which then finds each cell's piece through a P-way select
+        # (optimization_barrier does not stop that on CPU). A collective-permute of each
+        # device to itself is a copy XLA cannot fuse: the gather reads two joined arrays.
+        # Interleaved with XLA's path on 8 CPU devices: 0.9-1.15x its time, against 1.1-1.4x
+        # without this copy (which costs a block of x and one of the narrowed indices)
+        whole, picks = jax.lax.ppermute((whole, picks), names, [(d, d) for d in range(parts)])
+        # jnp's take_along_axis (the ring's flat `_pick` is its equal here, side by side on 8
+        # CPU devices; on one device from unjoined pieces it ran in 0.6x the flat one's time)
+        picked = jnp.take_along_axis(whole, picks.astype(i.dtype), axis=axis, mode="clip")
+        return _from_columns(picked, names, parts, axis, other, cols)
+
+    def run(data, idx):
+        data = physical.constrain(data, x_lay)
+        idx = physical.constrain(idx, idx_lay)
+        out = compat.shard_map(local, mesh=mesh, in_specs=(x_lay.spec, idx_lay.spec),
+                               out_specs=idx_lay.spec, check_vma=False)(data, idx)
+        return physical.constrain(out, idx_lay)
+    return jax.jit(run)
+
+
 def _sum_bits(a, names):
     """psum of arrays of which at most one device holds a nonzero cell: summed as unsigned
     bit patterns, so each cell arrives exactly (a float sum would turn -0.0 into 0.0)."""
@@ -249,6 +367,12 @@ def gather(x: DistArray, indices: DistArray, axis: int, out_layout: Layout, *,
     splits the output differently from x's other axes, x moves first (block-wise, never a
     gather) so that the ring computes straight into `out_layout`.
     """
+    other = reorient_axis(x.layout, axis) if along else None
+    if other is not None:
+        lay = make_out_layout(x.mesh, indices.shape, x.layout.split)
+        idx = move(indices, lay)
+        out = DistArray._new(_reoriented_fn(x.layout, lay, axis, other)(x.data, idx.data), lay)
+        return move(out, out_layout)
     if not along:
         # x's other axes split as the output's: the ring then computes each device's block of
         # `out_layout` itself. Moving x costs about one x block; computing in x's layout and

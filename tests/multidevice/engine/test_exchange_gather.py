@@ -142,6 +142,103 @@ def test_take_along_a_split_axis_with_take_along_axis(mshape, shape, spec, axis,
     _no_gather(lambda a, i: darray.take_along_axis(a, i, axis=axis), x, idx)
 
 
+# take_along_axis split over 8 devices moves the split onto another axis (all-to-alls, one
+# local gather) where one fits: (mesh shape, x shape, x spec, axis, index length, axis it moves
+# onto). Uneven blocks, the other axis before or after the indexed one, padded to a multiple
+# of 8 (37 -> 40, 41 -> 48), fewer or more index rows than x's, n over 256 (uint16 indices)
+REORIENT = [
+    ((8,), (203, 37), ("x", None), 0, 203, 1),
+    ((8,), (203, 37), ("x", None), 0, 67, 1),
+    ((8,), (300, 37), ("x", None), 0, 401, 1),
+    ((8,), (67, 5, 41), ("x", None, None), 0, 67, 2),
+    ((8,), (33, 203), (None, "x"), 1, 99, 0),
+    ((8,), (5, 203, 16), (None, "x", None), 1, 203, 2),
+    ((2, 4), (203, 37), (("x", "y"), None), 0, 150, 1),
+]
+
+
+@pytest.mark.parametrize("mshape,shape,spec,axis,k,other", REORIENT)
+def test_take_along_axis_reoriented(monkeypatch, mshape, shape, spec, axis, k, other):
+    mesh = mesh_of(mshape)
+    xh, x = _x(shape, mesh, spec)
+    assert exchange_gather.reorient_axis(x.layout, axis) == other
+    ishape = list(shape)
+    ishape[axis] = k
+    ih = _idx(shape[axis], tuple(ishape))
+    idx = darray.asarray(ih, mesh=mesh, spec=spec)
+    fn = jax.jit(lambda a, i: darray.take_along_axis(a, i, axis=axis))
+    y = fn(x, idx)
+    ref = np.take_along_axis(xh.astype(np.float64), np.where(ih < 0, ih + shape[axis], ih),
+                             axis=axis)
+    np.testing.assert_array_equal(np.asarray(y), ref)
+    assert_layout(y, split=(x if tuple(ishape) == shape else idx).layout.split, shape=ishape)
+    hlo = compiled_hlo(fn, x, idx)
+    assert collective_count(hlo, "all-gather") == 0
+    assert collective_count(hlo, "all-to-all") == 3
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.bool_, np.complex128, np.int8])
+def test_take_along_axis_reoriented_dtypes_and_clamping(monkeypatch, dtype):
+    """Any dtype travels; out-of-range indices are wrapped once and clamped, as the ring and
+    the logical path read them."""
+    mesh = mesh_of((8,))
+    rng = np.random.default_rng(3)
+    xh = rng.integers(-100, 100, (101, 45))
+    if dtype == np.complex128:
+        xh = xh + 1j * rng.standard_normal((101, 45))
+    xh = (xh > 0 if dtype == np.bool_ else xh).astype(canonical_dtype(dtype))
+    x = darray.asarray(xh, mesh=mesh, spec=("x", None))
+    ih = rng.integers(-300, 300, (101, 45)).astype(canonical_dtype(np.int64))
+    idx = darray.asarray(ih, mesh=mesh, spec=("x", None))
+    y = darray.take_along_axis(x, idx, axis=0)
+    np.testing.assert_array_equal(
+        np.asarray(y), np.take_along_axis(xh, np.clip(np.where(ih < 0, ih + 101, ih), 0, 100), 0))
+    assert y.dtype == xh.dtype
+    assert_layout(y, x.layout)
+    monkeypatch.setattr(exchange_gather, "MIN_REORIENT_PARTS", 1 << 30)  # the ring
+    np.testing.assert_array_equal(np.asarray(darray.take_along_axis(x, idx, axis=0)),
+                                  np.asarray(y))
+
+
+def test_take_along_axis_reoriented_with_indices_placed_otherwise():
+    """Indices split over another axis than x's: moved to x's split for the kernel, and the
+    result comes back in the indices' layout (the output follows them, as on the ring)."""
+    mesh = mesh_of((2, 4))
+    xh, x = _x((203, 37), mesh, (("x", "y"), None))
+    ih = _idx(203, (60, 37))
+    idx = darray.asarray(ih, mesh=mesh, spec=(None, ("x", "y")))
+    y = darray.take_along_axis(x, idx, axis=0)
+    np.testing.assert_array_equal(np.asarray(y), np.take_along_axis(
+        xh.astype(np.float64), np.where(ih < 0, ih + 203, ih), 0))
+    assert_layout(y, idx.layout)
+
+
+def test_take_along_axis_reoriented_onto_a_split_axis(monkeypatch):
+    """Reoriented over 2 devices (allowed here) onto an axis already split over 4 others."""
+    monkeypatch.setattr(exchange_gather, "MIN_REORIENT_PARTS", 2)
+    mesh = mesh_of((2, 4))
+    xh, x = _x((41, 67, 3), mesh, ("x", "y", None))
+    assert exchange_gather.reorient_axis(x.layout, 0) == 1
+    ih = _idx(41, (41, 67, 3))
+    y = darray.take_along_axis(x, darray.asarray(ih, mesh=mesh, spec=("x", "y", None)), axis=0)
+    np.testing.assert_array_equal(np.asarray(y), np.take_along_axis(
+        xh.astype(np.float64), np.where(ih < 0, ih + 41, ih), 0))
+    assert_layout(y, x.layout)
+
+
+def test_take_along_axis_keeps_the_ring_where_reorienting_does_not_fit():
+    """Too few devices on the axis, too short other axes (9 -> 16 cells would hold 3 blocks),
+    a 1-D array, mesh axes out of the mesh's order: the ring."""
+    assert exchange_gather.reorient_axis(_x((41, 67), mesh_of((2, 4)), ("x", "y"))[1].layout,
+                                         0) is None
+    assert exchange_gather.reorient_axis(_x((203, 9), mesh_of((8,)), ("x", None))[1].layout,
+                                         0) is None
+    assert exchange_gather.reorient_axis(_x((203,), mesh_of((8,)), ("x",))[1].layout,
+                                         0) is None
+    assert exchange_gather.reorient_axis(
+        _x((203, 37), mesh_of((4, 2)), (("y", "x"), None))[1].layout, 0) is None
+
+
 def _np_at(xh, key, how, values):
     """numpy's unbuffered equivalents of JAX's .at (repeats accumulate)."""
     out = xh.astype(np.float64).copy()
