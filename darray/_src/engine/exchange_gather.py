@@ -464,8 +464,10 @@ def _scatter_fn(x_lay: Layout, idx_lay: Layout, upd_lay: Layout | None, axis: in
             target = jnp.ones_like(block) if combine else block
 
         def apply(target, i, updates):
-            # cells owned elsewhere point past the block and are dropped
-            mine = jnp.where(i // c == me, i - me * c, c + 1)
+            # cells owned elsewhere point past the block and are dropped (a subtraction and
+            # two compares per step, no division: the ring runs P steps)
+            local = i - me * c
+            mine = jnp.where((local >= 0) & (local < c), local, c + 1)
             if scalar:
                 return target.at[mine.reshape(-1)].add(1, mode="drop")
             ref = target.at[(slice(None),) * axis + (mine,)]
