@@ -151,6 +151,15 @@ def _gather_fn(x_lay: Layout, idx_lay: Layout, out_lay: Layout, axis: int, along
                                      block.dtype), block, me, every)
             return jax.lax.dynamic_slice_in_dim(_sum_bits(answers, names), me * idx.shape[0],
                                                 idx.shape[0], axis)
+        if parts == 2 and mode == "data":
+            # two blocks: the other one visits once and the pair, own block first, is read by
+            # one gather (cell i - me * c modulo 2c), where the ring's two masked gathers
+            # each fill a whole output block; x's two blocks are all a device holds, as in
+            # XLA's path over a 2-device axis, without its all-gather
+            pair = jnp.concatenate([block, _ring(block, names, parts, mesh, -1)], axis)
+            cell = idx - me.astype(idx.dtype) * c
+            cell = jnp.where(cell < 0, cell + 2 * c, cell)
+            return _pick(pair, cell, axis, along)
         out = fill(jnp.zeros(out_shape, block.dtype), block, me, idx)
         if parts == 1:
             return out
