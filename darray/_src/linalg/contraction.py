@@ -258,7 +258,6 @@ def _ring_pairs(parts: int):
 
 
 def _kernel(a, b, *, plan: Plan):
-    mesh = plan.a_layout.mesh
     ta, rest = plan.subscripts.split(",")
     tb, to = rest.split("->")
     a = a.astype(plan.dtype)
@@ -273,29 +272,14 @@ def _kernel(a, b, *, plan: Plan):
         return product(a, b)
     k = plan.label
     if plan.kind == "psum":
-        ia, ib = ta.index(k), tb.index(k)
-        ga, gb = plan.a_layout.split[ia], plan.b_layout.split[ib]
-        if ga:
-            a = _zero_padding(a, ia, plan.a_layout)
-        if gb:
-            b = _zero_padding(b, ib, plan.b_layout)
-        if ga and gb:
-            return lax.psum(product(a, b), ga)
-        if ga:  # cut b to a's piece of k
-            c = a.shape[ia]
-            piece = lax.dynamic_slice_in_dim(_padded(b, ib, plan.a_layout.parts(ia) * c),
-                                             _block_index(ga, mesh) * c, c, axis=ib)
-            return lax.psum(product(a, piece), ga)
-        c = b.shape[ib]
-        piece = lax.dynamic_slice_in_dim(_padded(a, ia, plan.b_layout.parts(ib) * c),
-                                         _block_index(gb, mesh) * c, c, axis=ia)
-        return lax.psum(product(piece, b), gb)
+        a, b, names = _cut_to_piece(a, b, plan, ta, tb, k)
+        return lax.psum(product(a, b), names)
     if plan.kind in ("ring_a", "ring_b"):
         return _ring_k(a, b, plan, ta, tb, product)
     if plan.kind == "ring_n":
         if plan.summed is None:
             return _ring_n(a, b, plan, tb, to, product)
-        a, b, names = _cut_to_piece(a, b, plan, ta, tb)
+        a, b, names = _cut_to_piece(a, b, plan, ta, tb, plan.summed)
         return lax.psum(_ring_n(a, b, plan, tb, to, product), names)
     return _summa(a, b, plan, ta, tb, product)
 
@@ -347,12 +331,12 @@ def _ring_k(a, b, plan: Plan, ta: str, tb: str, product):
     return _summed(acc, rest)
 
 
-def _cut_to_piece(a, b, plan: Plan, ta: str, tb: str):
+def _cut_to_piece(a, b, plan: Plan, ta: str, tb: str, k: str):
     """(a, b, mesh axes): both operands' blocks over the same piece of the split contracted
-    label `plan.summed` (the unsplit one cut to the split one's piece, the padding zeroed),
-    and the mesh axes that split it, over which the partial products are summed."""
+    label `k` (an unsplit side cut to the split one's piece, the padding zeroed), and the
+    mesh axes that split it (a's where both do), over which the partial products are
+    summed: the psum plan, and ring_n's `Plan.summed`."""
     mesh = plan.a_layout.mesh
-    k = plan.summed or ""
     ia, ib = ta.index(k), tb.index(k)
     ga, gb = plan.a_layout.split[ia], plan.b_layout.split[ib]
     if ga:
