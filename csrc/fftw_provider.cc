@@ -28,6 +28,10 @@ constexpr int kBackward = +1;
 // A chunk of leading slices that stays in a core's L2 cache (512 KiB): its scale and its c2r
 // input copy then cost no pass over memory.
 constexpr int64_t kChunkBytes = int64_t{1} << 19;
+// Column tiles (`ExecuteTiled`): a tile's rows are this many bytes of contiguous columns (four
+// cache lines), its buffer at most kTileBytes.
+constexpr int64_t kTileRowBytes = 256;
+constexpr int64_t kTileBytes = int64_t{1} << 19;
 
 // The calls darray makes, one table per precision; `Real` is double or float and FFTW's
 // complex type is Real[2], so pointers to it are passed as void*.
@@ -86,8 +90,10 @@ std::string LoadOne(const std::string& path, const std::string& prefix, Api* api
   return "";
 }
 
-// One cached plan's key: everything FFTW's plan depends on.
-using Key = std::tuple<int, int, int, unsigned, std::vector<ptrdiff_t>, std::vector<ptrdiff_t>>;
+// One cached plan's key: everything FFTW's plan depends on (the last field: in place, for the
+// column tiles of `ExecuteTiled`).
+using Key = std::tuple<int, int, int, unsigned, std::vector<ptrdiff_t>, std::vector<ptrdiff_t>,
+                       bool>;
 std::map<Key, Plan> g_plans;
 
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
@@ -139,6 +145,92 @@ void Scale(void* out, int64_t reals, double scale) {
   Real* p = static_cast<Real*>(out);
   const Real s = static_cast<Real>(scale);
   for (int64_t i = 0; i < reals; ++i) p[i] *= s;
+}
+
+// A c2c transform of one axis that is not the minor one, over a batch of contiguous columns
+// behind it (the leading axis of a slab after its exchange): [outer][n][inner]. FFTW's own
+// plan for that reads and writes each length-n column at a stride of `inner` elements; where
+// that stride is a power of two every element of a column falls on the same cache sets, and
+// the transform took 2.5x (FFTW_MEASURE) to 16x (FFTW_ESTIMATE) as long as over the minor axis
+// (256^3 complex128 slab, one core). Instead the columns go through a buffer in tiles: `width`
+// columns of all n rows are copied in (contiguous row pieces, each read once), transformed in
+// place there with a row pitch one cache line longer than the row (so rows spread over all
+// sets), scaled and copied out. The block is still read once and written once.
+// Whether `t` runs in column tiles: one c2c axis whose column stride (the bytes behind one
+// element of the axis) is a multiple of 2 KiB, so that a column's elements fall on 1/32 of the
+// cache sets or fewer, over at least two tiles of columns. Measured on one core (FFTW_MEASURE,
+// complex128): (128, 64, 128) along axis 0 5.3 -> 4.9 ms, (256, 128, 256) 71 -> 58 ms,
+// (256, 128, 129) 41 -> 29 ms; a (128, 64, 65) block (stride 65 KiB + 1 KiB) took 1.3 ms
+// through FFTW's own plan and 2.0 ms in tiles, hence the rule.
+bool TakesTiles(const Transform& t, size_t elem) {
+  if (t.kind != Kind::kC2C || t.axes.size() != 1) return false;
+  int64_t inner = 1;
+  for (size_t k = static_cast<size_t>(t.axes[0]) + 1; k < t.in_dims.size(); ++k) {
+    inner *= t.in_dims[k];
+  }
+  const int64_t stride_bytes = inner * static_cast<int64_t>(elem);
+  return stride_bytes % 2048 == 0 && stride_bytes >= 2 * kTileRowBytes;
+}
+
+std::string ExecuteTiled(const Transform& t, const Api& api, int p, const void* in, void* out) {
+  const size_t elem = (p == 0 ? sizeof(double) : sizeof(float)) * 2;
+  const int64_t axis = t.axes[0];
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= t.in_dims[k];
+  for (size_t k = static_cast<size_t>(axis) + 1; k < t.in_dims.size(); ++k) inner *= t.in_dims[k];
+  const int64_t n = t.in_dims[axis];
+  const int64_t line = 64 / static_cast<int64_t>(elem);  // elements per cache line
+  int64_t width = kTileRowBytes / static_cast<int64_t>(elem);
+  while (width > line && n * (width + line) * static_cast<int64_t>(elem) > kTileBytes) width /= 2;
+  width = std::min(width, inner);
+  const int64_t pitch = (width + line - 1) / line * line + line;
+  Scratch buffer = Allocate(static_cast<size_t>(n * pitch) * elem);
+  if (!buffer) return "out of memory for the column tile";
+  const int sign = t.forward ? kForward : kBackward;
+  const unsigned flags = t.measure ? kMeasure : kEstimate;
+  auto plan_of = [&](int64_t w) -> Plan {  // w columns in place, rows `pitch` apart
+    const IoDim64 dim{static_cast<ptrdiff_t>(n), static_cast<ptrdiff_t>(pitch),
+                      static_cast<ptrdiff_t>(pitch)};
+    const IoDim64 batch{static_cast<ptrdiff_t>(w), 1, 1};
+    const Key key{static_cast<int>(Kind::kC2C), p, sign, flags, {dim.n, dim.is, dim.os},
+                  {batch.n, batch.is, batch.os}, true};
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto found = g_plans.find(key);
+    if (found != g_plans.end()) return found->second;
+    // in place on this call's buffer: FFTW_MEASURE's trials only scribble on scratch
+    Plan plan = api.plan_dft(1, &dim, 1, &batch, buffer.get(), buffer.get(), sign, flags);
+    if (plan != nullptr) g_plans.emplace(key, plan);
+    return plan;
+  };
+  // `width` (a power of two, at most 256 bytes of columns) divides `inner`, whose bytes are a
+  // multiple of 2 KiB (`TakesTiles`): every tile is whole, and one plan serves them all
+  const Plan plan = plan_of(width);
+  if (plan == nullptr) return "FFTW returned no plan for a column tile";
+  const size_t row = static_cast<size_t>(pitch) * elem;
+  unsigned char* buf = buffer.get();
+  for (int64_t o = 0; o < outer; ++o) {
+    const unsigned char* src = static_cast<const unsigned char*>(in) + o * n * inner * elem;
+    unsigned char* dst = static_cast<unsigned char*>(out) + o * n * inner * elem;
+    for (int64_t j = 0; j < inner; j += width) {
+      const size_t piece = static_cast<size_t>(width) * elem;
+      for (int64_t r = 0; r < n; ++r) {
+        std::memcpy(buf + r * row, src + (r * inner + j) * elem, piece);
+      }
+      api.execute_dft(plan, buf, buf);
+      for (int64_t r = 0; r < n; ++r) {
+        unsigned char* to = dst + (r * inner + j) * elem;
+        std::memcpy(to, buf + r * row, piece);
+        if (t.scale != 1.0) {
+          if (p == 0) {
+            Scale<double>(to, 2 * width, t.scale);
+          } else {
+            Scale<float>(to, 2 * width, t.scale);
+          }
+        }
+      }
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -194,6 +286,9 @@ std::string Execute(const Transform& t, const void* in, void* out) {
   }
   std::string err = Check(t);
   if (!err.empty()) return err;
+  if (TakesTiles(t, (p == 0 ? sizeof(double) : sizeof(float)) * 2)) {
+    return ExecuteTiled(t, api, p, in, out);
+  }
   const size_t real_bytes = p == 0 ? sizeof(double) : sizeof(float);
   const size_t in_elem = real_bytes * (t.kind == Kind::kR2C ? 1 : 2);
   const size_t out_elem = real_bytes * (t.kind == Kind::kC2R ? 1 : 2);
@@ -266,7 +361,7 @@ std::string Execute(const Transform& t, const void* in, void* out) {
   std::vector<ptrdiff_t> dim_key, howmany_key;
   for (const IoDim64& d : dims) dim_key.insert(dim_key.end(), {d.n, d.is, d.os});
   for (const IoDim64& d : howmany) howmany_key.insert(howmany_key.end(), {d.n, d.is, d.os});
-  const Key key{static_cast<int>(t.kind), p, sign, flags, dim_key, howmany_key};
+  const Key key{static_cast<int>(t.kind), p, sign, flags, dim_key, howmany_key, false};
 
   Plan plan = nullptr;
   {

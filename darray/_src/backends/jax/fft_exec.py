@@ -360,18 +360,17 @@ def _slabbed(block, order: list, axis: int, stages, i: int, deferred, norm: str,
         done.append(piece)
     return jnp.concatenate(done, axis=new_order.index(axis)), new_order
 
-# Whether blocks stay in logical order where FFTW runs the local FFTs (see run_stages). Off:
-# measured on 8 virtual CPU devices (2 cores, heavily loaded, so only indicative), keeping the
-# working order was as fast or faster for complex128 (128^3 round trip: 147 ms against 171 ms
-# strided), while strided helped complex64 (33 against 48 ms); the exchanges' own slices already
-# do most of the reordering, so the strided order saved one transposing copy only in irfftn.
-# On one rank of the MPI backend (2 ranks, 128^3, FFTW 3.3.5, loaded machine, best of 15): a
-# strided 1-D FFT over the leading axis of a (128, 64, 128) complex128 block took 30.6 ms, the
-# same FFT over the minor axis 8.4 ms plus 2.3 ms for the native reorder that puts it there:
-# power-of-two strides map every element of one transform onto the same cache sets. Where the
-# stride is not a power of two (r2c's halved axis, 65) strided was a little faster (1.3 ms
-# against 2.0 + 0.8), too little to switch by shape.
-STRIDED_FFTW = False
+# Whether blocks stay in logical order where FFTW runs the local FFTs (see run_stages): no
+# stage then pays a transposing copy, and an eager call needs no closing or opening reorder,
+# so eager round trips cost what jitted ones do. FFTW's own plan for a leading-axis FFT of a
+# power-of-two stride is slow (every element of a column on the same cache sets: 2.5x the
+# minor-axis time with FFTW_MEASURE, 16x with FFTW_ESTIMATE, 256^3 complex128 slab), so such
+# columns run in tiles through a cache-sized buffer (csrc/fftw_provider.cc, ExecuteTiled).
+# Measured on an idle 2-core machine, median of interleaved rounds: 8 virtual devices, 128^3
+# jitted round trips, strided / working order 0.91-0.98 for all four dtypes; 2 MPI ranks,
+# 128^3 r2c eager 15.8 against 31.1 ms, jitted 15.4 against 24.4; 256^3 r2c jitted 151
+# against 167 ms; c2c as fast or faster (docs/performance.md).
+STRIDED_FFTW = True
 
 
 def _strided_fft(block, stage: LocalFFT, order: list, norm: str, stage_norm: str):
