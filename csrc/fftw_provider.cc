@@ -28,9 +28,10 @@ constexpr int kBackward = +1;
 // A chunk of leading slices that stays in a core's L2 cache (512 KiB): its scale and its c2r
 // input copy then cost no pass over memory.
 constexpr int64_t kChunkBytes = int64_t{1} << 19;
-// Column tiles (`ExecuteTiled`): a tile's rows are this many bytes of contiguous columns (four
-// cache lines), its buffer at most kTileBytes.
-constexpr int64_t kTileRowBytes = 256;
+// Column tiles (`ExecuteTiled`): a tile's rows are this many bytes of contiguous columns (16
+// cache lines: 256 bytes took 1.3-1.5x as long, 2-4 KiB no less), its buffer at most
+// kTileBytes.
+constexpr int64_t kTileRowBytes = 1024;
 constexpr int64_t kTileBytes = int64_t{1} << 19;
 
 // The calls darray makes, one table per precision; `Real` is double or float and FFTW's
@@ -155,13 +156,14 @@ void Scale(void* out, int64_t reals, double scale) {
 // (256^3 complex128 slab, one core). Instead the columns go through a buffer in tiles: `width`
 // columns of all n rows are copied in (contiguous row pieces, each read once), transformed in
 // place there with a row pitch one cache line longer than the row (so rows spread over all
-// sets), scaled and copied out. The block is still read once and written once.
+// sets), scaled and copied out. The block is still read once and written once: (128, 64, 128)
+// along axis 0 then took 3.6 ms (FFTW's own plan 5.3-6.2), (256, 128, 256) 38 ms (71).
 // Whether `t` runs in column tiles: one c2c axis whose column stride (the bytes behind one
 // element of the axis) is a multiple of 2 KiB, so that a column's elements fall on 1/32 of the
 // cache sets or fewer, over at least two tiles of columns. Measured on one core (FFTW_MEASURE,
-// complex128): (128, 64, 128) along axis 0 5.3 -> 4.9 ms, (256, 128, 256) 71 -> 58 ms,
-// (256, 128, 129) 41 -> 29 ms; a (128, 64, 65) block (stride 65 KiB + 1 KiB) took 1.3 ms
-// through FFTW's own plan and 2.0 ms in tiles, hence the rule.
+// complex128, tiles of 256 bytes): (256, 128, 129) along axis 0 41 -> 29 ms; a (128, 64, 65)
+// block (stride 65 KiB) took 1.3 ms through FFTW's own plan and 2.0 ms in tiles, hence the
+// rule.
 bool TakesTiles(const Transform& t, size_t elem) {
   if (t.kind != Kind::kC2C || t.axes.size() != 1) return false;
   int64_t inner = 1;
@@ -202,7 +204,7 @@ std::string ExecuteTiled(const Transform& t, const Api& api, int p, const void* 
     if (plan != nullptr) g_plans.emplace(key, plan);
     return plan;
   };
-  // `width` (a power of two, at most 256 bytes of columns) divides `inner`, whose bytes are a
+  // `width` (a power of two, at most 1 KiB of columns) divides `inner`, whose bytes are a
   // multiple of 2 KiB (`TakesTiles`): every tile is whole, and one plan serves them all
   const Plan plan = plan_of(width);
   if (plan == nullptr) return "FFTW returned no plan for a column tile";
@@ -217,16 +219,15 @@ std::string ExecuteTiled(const Transform& t, const Api& api, int p, const void* 
         std::memcpy(buf + r * row, src + (r * inner + j) * elem, piece);
       }
       api.execute_dft(plan, buf, buf);
-      for (int64_t r = 0; r < n; ++r) {
-        unsigned char* to = dst + (r * inner + j) * elem;
-        std::memcpy(to, buf + r * row, piece);
-        if (t.scale != 1.0) {
-          if (p == 0) {
-            Scale<double>(to, 2 * width, t.scale);
-          } else {
-            Scale<float>(to, 2 * width, t.scale);
-          }
+      if (t.scale != 1.0) {  // the whole tile, padding included, while it is in cache
+        if (p == 0) {
+          Scale<double>(buf, 2 * n * pitch, t.scale);
+        } else {
+          Scale<float>(buf, 2 * n * pitch, t.scale);
         }
+      }
+      for (int64_t r = 0; r < n; ++r) {
+        std::memcpy(dst + (r * inner + j) * elem, buf + r * row, piece);
       }
     }
   }
