@@ -244,6 +244,8 @@ def usable_for(dtype) -> bool:
     """Whether the provider in force is FFTW and has the precision of `dtype`; asking for
     "fftw" where its library of that precision is missing raises, saying what to install.
     "auto" takes FFTW for single precision only (`AUTO_PRECISIONS`)."""
+    if not jnp.issubdtype(dtype, jnp.inexact):  # integer or bool blocks (r2r casts them later)
+        return False
     if provider() != "fftw":
         return False
     single = jnp.finfo(dtype).dtype == np.float32
