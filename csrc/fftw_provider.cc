@@ -148,16 +148,6 @@ void Scale(void* out, int64_t reals, double scale) {
   for (int64_t i = 0; i < reals; ++i) p[i] *= s;
 }
 
-// A c2c transform of one axis that is not the minor one, over a batch of contiguous columns
-// behind it (the leading axis of a slab after its exchange): [outer][n][inner]. FFTW's own
-// plan for that reads and writes each length-n column at a stride of `inner` elements; where
-// that stride is a power of two every element of a column falls on the same cache sets, and
-// the transform took 2.5x (FFTW_MEASURE) to 16x (FFTW_ESTIMATE) as long as over the minor axis
-// (256^3 complex128 slab, one core). Instead the columns go through a buffer in tiles: `width`
-// columns of all n rows are copied in (contiguous row pieces, each read once), transformed in
-// place there with a row pitch one cache line longer than the row (so rows spread over all
-// sets), scaled and copied out. The block is still read once and written once: (128, 64, 128)
-// along axis 0 then took 3.6 ms (FFTW's own plan 5.3-6.2), (256, 128, 256) 38 ms (71).
 // Whether `t` runs in column tiles: one c2c axis whose column stride (the bytes behind one
 // element of the axis) is a multiple of 2 KiB, so that a column's elements fall on 1/32 of the
 // cache sets or fewer, over at least two tiles of columns. Measured on one core (FFTW_MEASURE,
@@ -174,8 +164,18 @@ bool TakesTiles(const Transform& t, size_t elem) {
   return stride_bytes % 2048 == 0 && stride_bytes >= 2 * kTileRowBytes;
 }
 
-std::string ExecuteTiled(const Transform& t, const Api& api, int p, const void* in, void* out) {
-  const size_t elem = (p == 0 ? sizeof(double) : sizeof(float)) * 2;
+// A c2c transform of one axis that is not the minor one, over a batch of contiguous columns
+// behind it (the leading axis of a slab after its exchange): [outer][n][inner]. FFTW's own
+// plan for that reads and writes each length-n column at a stride of `inner` elements; where
+// that stride is a power of two every element of a column falls on the same cache sets, and
+// the transform took 2.5x (FFTW_MEASURE) to 16x (FFTW_ESTIMATE) as long as over the minor axis
+// (256^3 complex128 slab, one core). Instead the columns go through a buffer in tiles: `width`
+// columns of all n rows are copied in (contiguous row pieces, each read once), transformed in
+// place there with a row pitch one cache line longer than the row (so rows spread over all
+// sets), scaled and copied out. The block is still read once and written once: (128, 64, 128)
+// along axis 0 then took 3.6 ms (FFTW's own plan 5.3-6.2), (256, 128, 256) 38 ms (71).
+std::string ExecuteTiled(const Transform& t, const Api& api, int p, size_t elem, const void* in,
+                         void* out) {
   const int64_t axis = t.axes[0];
   int64_t outer = 1, inner = 1;
   for (int64_t k = 0; k < axis; ++k) outer *= t.in_dims[k];
@@ -190,31 +190,34 @@ std::string ExecuteTiled(const Transform& t, const Api& api, int p, const void* 
   if (!buffer) return "out of memory for the column tile";
   const int sign = t.forward ? kForward : kBackward;
   const unsigned flags = t.measure ? kMeasure : kEstimate;
-  auto plan_of = [&](int64_t w) -> Plan {  // w columns in place, rows `pitch` apart
-    const IoDim64 dim{static_cast<ptrdiff_t>(n), static_cast<ptrdiff_t>(pitch),
-                      static_cast<ptrdiff_t>(pitch)};
-    const IoDim64 batch{static_cast<ptrdiff_t>(w), 1, 1};
-    const Key key{static_cast<int>(Kind::kC2C), p, sign, flags, {dim.n, dim.is, dim.os},
-                  {batch.n, batch.is, batch.os}, true};
+  // `width` (a power of two, at most 1 KiB of columns) divides `inner`, whose bytes are a
+  // multiple of 2 KiB (`TakesTiles`): every tile is whole, and one plan serves them all:
+  // `width` columns in place, rows `pitch` apart
+  const IoDim64 dim{static_cast<ptrdiff_t>(n), static_cast<ptrdiff_t>(pitch),
+                    static_cast<ptrdiff_t>(pitch)};
+  const IoDim64 batch{static_cast<ptrdiff_t>(width), 1, 1};
+  const Key key{static_cast<int>(Kind::kC2C), p, sign, flags, {dim.n, dim.is, dim.os},
+                {batch.n, batch.is, batch.os}, true};
+  Plan plan = nullptr;
+  {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto found = g_plans.find(key);
-    if (found != g_plans.end()) return found->second;
-    // in place on this call's buffer: FFTW_MEASURE's trials only scribble on scratch
-    Plan plan = api.plan_dft(1, &dim, 1, &batch, buffer.get(), buffer.get(), sign, flags);
-    if (plan != nullptr) g_plans.emplace(key, plan);
-    return plan;
-  };
-  // `width` (a power of two, at most 1 KiB of columns) divides `inner`, whose bytes are a
-  // multiple of 2 KiB (`TakesTiles`): every tile is whole, and one plan serves them all
-  const Plan plan = plan_of(width);
+    if (found != g_plans.end()) {
+      plan = found->second;
+    } else {
+      // in place on this call's buffer: FFTW_MEASURE's trials only scribble on scratch
+      plan = api.plan_dft(1, &dim, 1, &batch, buffer.get(), buffer.get(), sign, flags);
+      if (plan != nullptr) g_plans.emplace(key, plan);
+    }
+  }
   if (plan == nullptr) return "FFTW returned no plan for a column tile";
   const size_t row = static_cast<size_t>(pitch) * elem;
+  const size_t piece = static_cast<size_t>(width) * elem;  // one row's share of a tile
   unsigned char* buf = buffer.get();
   for (int64_t o = 0; o < outer; ++o) {
     const unsigned char* src = static_cast<const unsigned char*>(in) + o * n * inner * elem;
     unsigned char* dst = static_cast<unsigned char*>(out) + o * n * inner * elem;
     for (int64_t j = 0; j < inner; j += width) {
-      const size_t piece = static_cast<size_t>(width) * elem;
       for (int64_t r = 0; r < n; ++r) {
         std::memcpy(buf + r * row, src + (r * inner + j) * elem, piece);
       }
@@ -287,9 +290,8 @@ std::string Execute(const Transform& t, const void* in, void* out) {
   }
   std::string err = Check(t);
   if (!err.empty()) return err;
-  if (TakesTiles(t, (p == 0 ? sizeof(double) : sizeof(float)) * 2)) {
-    return ExecuteTiled(t, api, p, in, out);
-  }
+  const size_t complex_bytes = (p == 0 ? sizeof(double) : sizeof(float)) * 2;
+  if (TakesTiles(t, complex_bytes)) return ExecuteTiled(t, api, p, complex_bytes, in, out);
   const size_t real_bytes = p == 0 ? sizeof(double) : sizeof(float);
   const size_t in_elem = real_bytes * (t.kind == Kind::kR2C ? 1 : 2);
   const size_t out_elem = real_bytes * (t.kind == Kind::kC2R ? 1 : 2);
